@@ -1,0 +1,48 @@
+#pragma once
+// The wafer-emu command line: subcommands register themselves (one apps/cmd_<name>.cpp each).
+#include <boost/program_options.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "traces/report.h"
+
+namespace wafer::apps {
+
+namespace po = boost::program_options;
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(const std::vector<std::string>& args);
+  int order;  // position in `wafer-emu --help`
+};
+
+struct Registrar {
+  explicit Registrar(Command c);
+};
+const std::vector<Command>& commands();
+
+// Parses a subcommand's arguments (every subcommand gets --help and --json PATH). Returns false when
+// --help was printed. Bad options throw po::error, reported by main as a one-line error.
+bool parse(const std::vector<std::string>& args, po::options_description& opts, std::string_view command,
+           std::string_view usage, po::variables_map& vm);
+
+// Prints the report's human summary on stdout and writes --json if given (atomically).
+void finish(const traces::Report& report, const po::variables_map& vm);
+
+// Progress for long runs: one line on stderr, rewritten in place on a terminal, at most a few per second.
+class Progress {
+ public:
+  Progress(std::string what, std::int64_t total);
+  void tick(std::int64_t done);
+  void done();
+
+ private:
+  std::string what_;
+  std::int64_t total_;
+  bool tty_;
+  double last_ = -1;
+};
+
+}  // namespace wafer::apps

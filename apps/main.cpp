@@ -1,0 +1,109 @@
+// wafer-emu: a cycle-approximate emulator of a wafer-scale processor.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
+#include "apps/cli.h"
+#include "hw/error.h"
+
+namespace wafer::apps {
+
+namespace {
+std::vector<Command>& registry() {
+  static std::vector<Command> r;
+  return r;
+}
+}  // namespace
+
+Registrar::Registrar(Command c) {
+  registry().push_back(c);
+  std::sort(registry().begin(), registry().end(), [](const Command& a, const Command& b) { return a.order < b.order; });
+}
+const std::vector<Command>& commands() { return registry(); }
+
+bool parse(const std::vector<std::string>& args, po::options_description& opts, std::string_view command,
+           std::string_view usage, po::variables_map& vm) {
+  opts.add_options()("json", po::value<std::string>()->value_name("PATH"),
+                     "also write the results as JSON (every figure with its unit)")("help,h", "show this help");
+  po::store(po::command_line_parser(args).options(opts).run(), vm);
+  if (vm.count("help")) {
+    fmt::print("usage: wafer-emu {} {}\n\n", command, usage);
+    std::ostringstream os;
+    os << opts;
+    fmt::print("{}", os.str());
+    return false;
+  }
+  po::notify(vm);
+  if (vm.count("json")) traces::check_writable(vm["json"].as<std::string>());
+  return true;
+}
+
+void finish(const traces::Report& report, const po::variables_map& vm) {
+  report.print(stdout);
+  if (vm.count("json")) traces::write_json_atomic(vm["json"].as<std::string>(), report.to_json());
+  std::fflush(stdout);
+}
+
+Progress::Progress(std::string what, std::int64_t total)
+    : what_(std::move(what)), total_(total), tty_(isatty(STDERR_FILENO) != 0) {}
+
+void Progress::tick(std::int64_t done) {
+  using clock = std::chrono::steady_clock;
+  static const auto start = clock::now();
+  double t = std::chrono::duration<double>(clock::now() - start).count();
+  if (last_ >= 0 && t - last_ < (tty_ ? 0.25 : 5.0) && done != total_) return;
+  last_ = t;
+  fmt::print(stderr, "{}{}: {}/{} ({:.0f}%){}", tty_ ? "\r" : "", what_, done, total_,
+             total_ ? 100.0 * double(done) / double(total_) : 100.0, tty_ ? "" : "\n");
+  std::fflush(stderr);
+}
+void Progress::done() {
+  if (tty_ && last_ >= 0) fmt::print(stderr, "\n");
+}
+
+}  // namespace wafer::apps
+
+namespace {
+void usage() {
+  fmt::print("usage: wafer-emu <subcommand> [options]     (wafer-emu <subcommand> --help for its options)\n\n");
+  for (const auto& c : wafer::apps::commands()) fmt::print("  {:<10} {}\n", c.name, c.summary);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  // SystemC prints a banner at elaboration; keep stdout for our own output.
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string name = args.empty() ? std::string("decode") : args.front();
+  if (!args.empty()) args.erase(args.begin());
+  if (name == "--help" || name == "-h" || name == "help") {
+    usage();
+    return 0;
+  }
+  const auto& cmds = wafer::apps::commands();
+  auto it = std::find_if(cmds.begin(), cmds.end(), [&](const auto& c) { return c.name == name; });
+  if (it == cmds.end() && args.empty() && name == "decode" && !cmds.empty()) it = cmds.begin();  // main job fallback
+  if (it == cmds.end()) {
+    fmt::print(stderr, "wafer-emu: error: unknown subcommand '{}' (run `wafer-emu --help`)\n", name);
+    return 2;
+  }
+  try {
+    return it->run(args);
+  } catch (const wafer::hw::InputError& e) {
+    fmt::print(stderr, "wafer-emu {}: error: {}\n", it->name, e.what());
+  } catch (const boost::program_options::error& e) {
+    fmt::print(stderr, "wafer-emu {}: error: {}\n", it->name, e.what());
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "wafer-emu {}: error: out of memory\n", it->name);
+    return 3;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "wafer-emu {}: internal error: {}\n", it->name, e.what());
+    return 3;
+  }
+  return 2;
+}

@@ -1,0 +1,192 @@
+#include "traces/report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+
+#include "hw/error.h"
+
+namespace wafer::traces {
+
+void Report::add(std::string key, double value, std::string unit, std::string description) {
+  order_.push_back(key);
+  stats_.push_back({std::move(key), value, std::move(unit), std::move(description)});
+}
+void Report::add_int(std::string key, std::int64_t value, std::string unit, std::string description) {
+  order_.push_back(key);
+  stats_.push_back({std::move(key), value, std::move(unit), std::move(description)});
+}
+void Report::add_text(std::string key, std::string value, std::string description) {
+  order_.push_back(key);
+  stats_.push_back({std::move(key), std::move(value), {}, std::move(description)});
+}
+Table& Report::add_table(std::string key, std::vector<std::string> columns, std::string description) {
+  order_.push_back(key);
+  tables_.push_back({std::move(key), std::move(description), std::move(columns), {}});
+  return tables_.back();
+}
+Report& Report::section(const std::string& key, std::string title) {
+  for (auto& [k, r] : sections_)
+    if (k == key) return *r;
+  order_.push_back(key);
+  sections_.emplace_back(key, std::make_unique<Report>(title.empty() ? key : std::move(title)));
+  return *sections_.back().second;
+}
+const Stat& Report::stat(const std::string& key) const {
+  for (const auto& s : stats_)
+    if (s.key == key) return s;
+  throw std::out_of_range("no statistic '" + key + "' in report '" + title_ + "'");
+}
+double Report::number(const std::string& key) const {
+  const Stat& s = stat(key);
+  if (auto d = std::get_if<double>(&s.value)) return *d;
+  if (auto i = std::get_if<std::int64_t>(&s.value)) return double(*i);
+  throw std::out_of_range("statistic '" + key + "' is text");
+}
+const Report& Report::sub(const std::string& key) const {
+  for (const auto& [k, r] : sections_)
+    if (k == key) return *r;
+  throw std::out_of_range("no section '" + key + "' in report '" + title_ + "'");
+}
+
+namespace {
+nlohmann::json cell(const std::variant<double, std::int64_t, std::string>& v) {
+  return std::visit(
+      [](const auto& x) -> nlohmann::json {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, double>) {
+          if (!std::isfinite(x)) return nullptr;  // JSON has no NaN/inf
+        }
+        return x;
+      },
+      v);
+}
+std::string show(const std::variant<double, std::int64_t, std::string>& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, double>) return fmt::format("{:.6g}", x);
+        else if constexpr (std::is_same_v<T, std::int64_t>) return fmt::format("{}", x);
+        else return x;
+      },
+      v);
+}
+}  // namespace
+
+nlohmann::json Report::to_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& key : order_) {
+    bool done = false;
+    for (const auto& s : stats_)
+      if (s.key == key) {
+        if (std::holds_alternative<std::string>(s.value)) j[key] = std::get<std::string>(s.value);
+        else j[key] = {{"value", cell(s.value)}, {"unit", s.unit}};
+        done = true;
+        break;
+      }
+    if (done) continue;
+    for (const auto& t : tables_)
+      if (t.key == key) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (const auto& r : t.rows) {
+          nlohmann::json row = nlohmann::json::object();
+          for (std::size_t c = 0; c < t.columns.size() && c < r.size(); ++c) row[t.columns[c]] = cell(r[c]);
+          rows.push_back(std::move(row));
+        }
+        j[key] = std::move(rows);
+        done = true;
+        break;
+      }
+    if (done) continue;
+    for (const auto& [k, r] : sections_)
+      if (k == key) {
+        j[key] = r->to_json();
+        break;
+      }
+  }
+  return j;
+}
+
+void Report::print(std::FILE* out, int indent) const {
+  const std::string pad(std::size_t(indent), ' ');
+  if (!title_.empty()) fmt::print(out, "{}{}\n", pad, title_);
+  std::size_t width = 0;
+  for (const auto& s : stats_) width = std::max(width, s.key.size());
+  for (const auto& key : order_) {
+    bool done = false;
+    for (const auto& s : stats_)
+      if (s.key == key) {
+        std::string value = show(s.value) + (s.unit.empty() ? "" : " " + s.unit);
+        if (s.description.empty()) fmt::print(out, "{}  {:<{}}  {}\n", pad, s.key, width, value);
+        else fmt::print(out, "{}  {:<{}}  {:<22}  {}\n", pad, s.key, width, value, s.description);
+        done = true;
+        break;
+      }
+    if (done) continue;
+    for (const auto& t : tables_)
+      if (t.key == key) {
+        fmt::print(out, "{}  {}{}\n", pad, t.key, t.description.empty() ? "" : " (" + t.description + ")");
+        std::vector<std::size_t> w(t.columns.size());
+        for (std::size_t c = 0; c < t.columns.size(); ++c) w[c] = t.columns[c].size();
+        std::vector<std::vector<std::string>> cells;
+        std::vector<bool> text(t.columns.size(), false);
+        for (const auto& r : t.rows) {
+          cells.emplace_back();
+          for (std::size_t c = 0; c < r.size() && c < w.size(); ++c) {
+            cells.back().push_back(show(r[c]));
+            if (std::holds_alternative<std::string>(r[c])) text[c] = true;
+            w[c] = std::max(w[c], cells.back().back().size());
+          }
+        }
+        std::string line = pad + "   ";
+        auto put = [&](std::size_t c, const std::string& v) {
+          line += text[c] ? fmt::format(" {:<{}}", v, w[c]) : fmt::format(" {:>{}}", v, w[c]);
+        };
+        for (std::size_t c = 0; c < t.columns.size(); ++c) put(c, t.columns[c]);
+        fmt::print(out, "{}\n", line);
+        for (const auto& r : cells) {
+          line = pad + "   ";
+          for (std::size_t c = 0; c < r.size(); ++c) put(c, r[c]);
+          fmt::print(out, "{}\n", line);
+        }
+        done = true;
+        break;
+      }
+    if (done) continue;
+    for (const auto& [k, r] : sections_)
+      if (k == key) r->print(out, indent + 2);
+  }
+}
+
+void check_writable(const std::filesystem::path& path) {
+  std::filesystem::path probe = path;
+  probe += ".tmp";
+  std::ofstream f(probe, std::ios::trunc);
+  if (!f) throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
+  f.close();
+  std::error_code ec;
+  std::filesystem::remove(probe, ec);
+}
+
+void write_text_atomic(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc | std::ios::binary);
+    if (!f) throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
+    f << text;
+    f.flush();
+    if (!f) throw hw::InputError(fmt::format("{}: write failed", path.string()));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw hw::InputError(fmt::format("{}: cannot write output file: {}", path.string(), ec.message()));
+}
+
+void write_json_atomic(const std::filesystem::path& path, const nlohmann::json& j) {
+  write_text_atomic(path, j.dump(2) + "\n");
+}
+
+}  // namespace wafer::traces
