@@ -1,0 +1,69 @@
+#pragma once
+// What a mesh timing model offers the tile cores: inject bursts, be told when they arrive, and schedule
+// the cores' own work on the same clock. Both fidelities implement it (approx: burst events; cycle:
+// wavelet by wavelet). Routes come from the pure routing function (noc/routing), hop by hop, so a send
+// allocates nothing.
+#include <cstdint>
+
+#include "hw/coord.h"
+#include "noc/routing/fabric.h"
+#include "noc/routing/plan.h"
+
+namespace wafer::noc {
+
+using hw::Cycle;
+
+// Where a burst goes: one tile, or a multicast along a row or column segment (every tile of the segment
+// receives it; the source's router fans it out, one link occupation per link used). A segment need not
+// contain the source: the burst travels dimension-order to the segment, then spreads along it.
+struct Destination {
+  enum class Kind : std::uint8_t { Tile, RowSegment, ColumnSegment };
+  Kind kind = Kind::Tile;
+  Coord first;               // Tile: the tile; segments: one end
+  std::int32_t span = 1;     // segments: number of tiles from `first` going East (row) or South (column)
+};
+
+struct BurstSpec {
+  TileIndex src = 0;
+  Destination dest;
+  std::uint32_t wavelets = 1;
+  // Cycles from the head to the tail leaving the source, >= wavelets - 1. Larger when the source streams
+  // out data that itself arrives slowly (a reduce-and-forward stage behind a stretched input). A link
+  // carrying the burst is occupied lag + 1 cycles.
+  std::uint32_t lag = 0;
+  Color color = 0;
+  std::uint64_t tag = 0;     // returned to the client with every arrival
+};
+
+// The party the network reports to (the cores, or a Plan executor).
+class NetworkClient {
+ public:
+  virtual ~NetworkClient() = default;
+  // The head of burst `tag` reached `sink`'s core at `head`; its tail arrives at `tail` (>= head).
+  virtual void on_arrival(std::uint64_t tag, TileIndex sink, Cycle head, Cycle tail) = 0;
+  // A timer set with Network::timer fired.
+  virtual void on_timer(std::uint64_t tag, Cycle now) = 0;
+};
+
+struct NetworkStats {
+  std::uint64_t bursts = 0;
+  std::uint64_t link_traversals = 0;   // link occupations (a multicast counts each link once)
+  std::uint64_t wavelet_link_cycles = 0;
+  std::uint64_t wait_cycles = 0;       // cycles heads spent waiting for a busy link (contention)
+  std::uint64_t transfer_cycles = 0;   // head latency + serialisation, without waits
+};
+
+class Network {
+ public:
+  virtual ~Network() = default;
+  virtual void set_client(NetworkClient* client) = 0;
+  // Inject a burst at cycle `at` (>= now).
+  virtual void send(const BurstSpec& burst, Cycle at) = 0;
+  virtual void timer(Cycle at, std::uint64_t tag) = 0;
+  // Runs until no event is left; returns the last event's cycle.
+  virtual Cycle run() = 0;
+  virtual Cycle now() const = 0;
+  virtual const NetworkStats& stats() const = 0;
+};
+
+}  // namespace wafer::noc
