@@ -79,7 +79,9 @@ struct SramUse {
 };
 
 struct Program {
-  std::vector<Task> tasks;  // a burst on color c triggers the tasks whose trigger is c, in order
+  // A burst arriving on color c is credited to the first task (in this order) whose trigger is c and which
+  // has not yet run; each task runs once per decode step.
+  std::vector<Task> tasks;
   SramUse sram;
   friend bool operator==(const Program&, const Program&) = default;
 };
