@@ -5,6 +5,9 @@ pkg_check_modules(SystemC REQUIRED IMPORTED_TARGET GLOBAL systemc)
 # Debian's libsystemc 2.3.4 is built as C++17: a C++20 translation unit must say so or it fails to link
 # (undefined sc_api_version_2_3_4_cxx202002L). Put it on the imported target so every user gets it.
 set_property(TARGET PkgConfig::SystemC APPEND PROPERTY INTERFACE_COMPILE_DEFINITIONS SC_CPLUSPLUS=201703L)
+# libsystemc.so references sc_main (its own main calls it); our programs have their own main, so every
+# user of SystemC gets a weak stub.
+set_property(TARGET PkgConfig::SystemC APPEND PROPERTY INTERFACE_SOURCES ${CMAKE_CURRENT_LIST_DIR}/sc_main_stub.cpp)
 add_library(SystemC::systemc ALIAS PkgConfig::SystemC)
 
 find_package(fmt REQUIRED)
