@@ -2,6 +2,7 @@
 // The logical mesh as routing sees it after repair: per link a latency in physical hops, and the faults
 // repair could not hide (a logical tile with no physical tile, a logical link with no healthy path).
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "hw/coord.h"
@@ -40,7 +41,29 @@ class Fabric {
   void fail_link(TileIndex t, Dir d);  // both directions
   void set_hops(TileIndex t, Dir d, std::uint16_t hops);  // both directions
 
+  // ---- fault index (routing's fast path) --------------------------------------------------------------
+  // No failed router or link anywhere (grid edges are not faults): routing is plain XY.
+  bool fault_free() const { return faults_.empty(); }
+  // One failed element: a dead router (dir = Ramp) or a failed link (tile, dir in E or S, canonical).
+  struct Fault {
+    TileIndex tile;
+    Dir dir;
+  };
+  const std::vector<Fault>& faults() const { return faults_; }
+  // "router (3,4)" / "link (3,4)-(4,4)".
+  std::string describe(const Fault& f) const;
+  // Every link between columns [min(xa,xb), max(xa,xb)] on row y (horizontal), or between rows
+  // [min(ya,yb), max(ya,yb)] on column x (vertical), is healthy. O(log faults on that row/column).
+  bool row_clear(std::int32_t y, std::int32_t xa, std::int32_t xb) const;
+  bool column_clear(std::int32_t x, std::int32_t ya, std::int32_t yb) const;
+
  private:
+  void cut(TileIndex t, Dir d);  // marks one undirected link unusable (both ends), updates the index
+  std::vector<Fault> faults_;
+  // Per row y: sorted x such that the link (x,y)-(x+1,y) is unusable; per column: sorted y likewise.
+  // Empty outer vectors while the fabric is fault-free (no per-tile cost).
+  std::vector<std::vector<std::int32_t>> row_cuts_, col_cuts_;
+
   static constexpr std::uint8_t kRouterDead = 16;
   Grid grid_;
   std::vector<std::uint8_t> fault_;       // bits 0..3: outgoing link in Dir failed/absent; bit 4: router

@@ -1,0 +1,221 @@
+#include "noc/routing/route.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <stdexcept>
+
+#include "hw/error.h"
+
+namespace wafer::noc {
+
+namespace {
+
+constexpr std::uint32_t kUnseen = 0xFFFFFFFFu;
+
+std::string coord_str(Coord c) { return "(" + std::to_string(c.x) + "," + std::to_string(c.y) + ")"; }
+
+// Inclusive window of tiles a search may visit.
+struct Window {
+  std::int32_t x0, y0, x1, y1;
+  bool contains(Coord c) const { return c.x >= x0 && c.x <= x1 && c.y >= y0 && c.y <= y1; }
+  std::int32_t w() const { return x1 - x0 + 1; }
+  std::int32_t h() const { return y1 - y0 + 1; }
+};
+
+// Candidate order at a tile: the XY port first (so detours keep the dimension-order shape where they
+// can), then N, E, S, W. Deterministic.
+std::array<Dir, 4> port_order(Coord at, Coord dst) {
+  Dir first = xy_port(at, dst);
+  if (first == Dir::Ramp) first = Dir::North;
+  std::array<Dir, 4> o{first, Dir::North, Dir::East, Dir::South};
+  std::size_t k = 1;
+  for (Dir d : hw::kMeshDirs)
+    if (d != first) o[k++] = d;
+  return o;
+}
+
+struct SearchResult {
+  bool found = false;
+  std::uint32_t dist = 0;
+  Dir first = Dir::Ramp;
+};
+
+// Breadth-first search over states (tile, direction travelled to arrive), from (here, in), inside `win`,
+// under the west-first turn rules. With `dst` inside the grid it stops at the first state on dst; with
+// reach != nullptr it runs to exhaustion and marks every reached tile (index on the grid).
+SearchResult search(const Fabric& f, Coord here, Dir in, Coord dst, Window win, std::vector<std::uint8_t>* reach) {
+  const Grid& g = f.grid();
+  const std::size_t ww = std::size_t(win.w());
+  auto local = [&](Coord c) { return std::size_t(c.y - win.y0) * ww + std::size_t(c.x - win.x0); };
+  std::vector<std::uint32_t> dist(ww * std::size_t(win.h()) * 4, kUnseen);
+  std::vector<std::uint8_t> first(dist.size(), 0);
+  std::vector<std::uint32_t> queue;
+  queue.reserve(1024);
+  SearchResult res;
+
+  auto expand = [&](Coord at, Dir arrived, std::uint32_t d, Dir first_hop, bool is_start) -> bool {
+    TileIndex t = g.index(at);
+    for (Dir out : port_order(at, dst)) {
+      if (!turn_allowed(arrived, out) || !f.link_ok(t, out)) continue;
+      Coord n = hw::step(at, out);
+      if (!win.contains(n)) continue;
+      std::uint32_t s = std::uint32_t(local(n) * 4 + std::size_t(out));
+      if (dist[s] != kUnseen) continue;
+      Dir fh = is_start ? out : first_hop;
+      dist[s] = d + 1;
+      first[s] = std::uint8_t(fh);
+      if (reach) (*reach)[g.index(n)] = 1;
+      if (!reach && n == dst) {
+        res = {true, d + 1, fh};
+        return true;
+      }
+      queue.push_back(s);
+    }
+    return false;
+  };
+  if (expand(here, in, 0, Dir::Ramp, true)) return res;
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    std::uint32_t s = queue[head];
+    std::size_t l = s / 4;
+    Coord at{win.x0 + std::int32_t(l % ww), win.y0 + std::int32_t(l / ww)};
+    if (expand(at, Dir(s % 4), dist[s], Dir(first[s]), false)) return res;
+  }
+  return res;
+}
+
+Window full_window(const Grid& g) { return {0, 0, g.width - 1, g.height - 1}; }
+
+void check_tile(const Fabric& f, Coord c, const char* what) {
+  if (!f.grid().inside(c))
+    throw hw::InputError(std::string("route: ") + what + " " + coord_str(c) + " is outside the " +
+                         std::to_string(f.grid().width) + " x " + std::to_string(f.grid().height) + " mesh");
+}
+
+}  // namespace
+
+std::string unreachable_message(const Fabric& f, Coord src, Coord dst) {
+  const Grid& g = f.grid();
+  std::string head = "tile " + coord_str(src) + " cannot reach " + coord_str(dst) + ": ";
+  if (g.inside(src) && !f.router_ok(g.index(src))) return head + "its router failed";
+  if (g.inside(dst) && !f.router_ok(g.index(dst))) return head + "the router of " + coord_str(dst) + " failed";
+  // Name the faults nearest to the rectangle spanned by the two tiles.
+  std::int32_t x0 = std::min(src.x, dst.x), x1 = std::max(src.x, dst.x);
+  std::int32_t y0 = std::min(src.y, dst.y), y1 = std::max(src.y, dst.y);
+  std::vector<std::pair<std::int32_t, std::size_t>> near;
+  const auto& faults = f.faults();
+  for (std::size_t i = 0; i < faults.size(); ++i) {
+    Coord c = g.coord(faults[i].tile);
+    std::int32_t dx = c.x < x0 ? x0 - c.x : (c.x > x1 ? c.x - x1 : 0);
+    std::int32_t dy = c.y < y0 ? y0 - c.y : (c.y > y1 ? c.y - y1 : 0);
+    near.push_back({std::max(dx, dy), i});
+  }
+  std::stable_sort(near.begin(), near.end(), [](auto a, auto b) { return a.first < b.first; });
+  std::string list;
+  for (std::size_t i = 0; i < near.size() && i < 4; ++i)
+    list += (i ? ", " : "") + f.describe(faults[near[i].second]);
+  if (near.size() > 4) list += " and " + std::to_string(near.size() - 4) + " more";
+  if (list.empty()) list = "(none)";
+  return head + "the defects at " + list + " cut it off under west-first routing";
+}
+
+namespace detail {
+
+Dir next_port_faulty(const Fabric& f, Coord here, Coord dst, Dir in) {
+  if (here == dst) return Dir::Ramp;
+  const Grid& g = f.grid();
+  Dir xy = xy_port(here, dst);
+  if (turn_allowed(in, xy) && f.row_clear(here.y, here.x, dst.x) && f.column_clear(dst.x, here.y, dst.y))
+    return xy;  // the XY path from here is healthy and as short as any path can be
+  if (!f.router_ok(g.index(here)) || !f.router_ok(g.index(dst)))
+    throw hw::InputError(unreachable_message(f, here, dst));
+  // Search windows growing around the pair. No useful path goes east of max(here.x, dst.x): after the
+  // first non-west hop a route never goes west again. A path leaving the window by m+1 rows or columns
+  // elsewhere is at least manhattan + 2(m+1) long, so a result within that bound is a shortest path.
+  const std::uint32_t manhattan = std::uint32_t(std::abs(here.x - dst.x) + std::abs(here.y - dst.y));
+  for (std::int32_t m = 2;; m *= 4) {
+    Window w{std::max(0, std::min(here.x, dst.x) - m), std::max(0, std::min(here.y, dst.y) - m),
+             std::max(here.x, dst.x), std::min(g.height - 1, std::max(here.y, dst.y) + m)};
+    bool full = w.x0 == 0 && w.y0 == 0 && w.y1 == g.height - 1;
+    SearchResult r = search(f, here, in, dst, w, nullptr);
+    if (r.found && (full || r.dist <= manhattan + 2 * std::uint32_t(m) + 2)) return r.first;
+    if (full) throw hw::InputError(unreachable_message(f, here, dst));
+  }
+}
+
+}  // namespace detail
+
+Route route(const Fabric& f, Coord src, Coord dst) {
+  check_tile(f, src, "source");
+  check_tile(f, dst, "destination");
+  const Grid& g = f.grid();
+  if (!f.router_ok(g.index(src)) || !f.router_ok(g.index(dst)))
+    throw hw::InputError(unreachable_message(f, src, dst));
+  Route r;
+  r.links.reserve(std::size_t(std::abs(src.x - dst.x) + std::abs(src.y - dst.y)));
+  Coord at = src;
+  Dir in = Dir::Ramp;
+  // Each hop lowers the remaining shortest distance by one, so this ends; the bound is a safety net.
+  const std::size_t bound = 4 * g.size() + 4;
+  while (true) {
+    Dir out = next_port(f, at, dst, in);
+    if (out == Dir::Ramp) break;
+    TileIndex t = g.index(at);
+    if (!f.link_ok(t, out) || !turn_allowed(in, out) || r.links.size() > bound)
+      throw std::logic_error("route: routing function left the healthy west-first paths at " + coord_str(at));
+    r.links.push_back(link_id(t, out));
+    r.hops += f.link_hops(t, out);
+    at = hw::step(at, out);
+    in = out;
+  }
+  return r;
+}
+
+std::vector<RouteEdge> as_edges(const Route& r) {
+  std::vector<RouteEdge> e;
+  e.reserve(r.links.size());
+  for (std::size_t i = 0; i < r.links.size(); ++i) e.push_back({r.links[i], std::int32_t(i) - 1});
+  return e;
+}
+
+std::vector<Coord> unreachable_from(const Fabric& f, Coord src) {
+  check_tile(f, src, "source");
+  const Grid& g = f.grid();
+  std::vector<std::uint8_t> reach(g.size(), 0);
+  reach[g.index(src)] = 1;
+  if (f.router_ok(g.index(src))) search(f, src, Dir::Ramp, Coord{-1, -1}, full_window(g), &reach);
+  std::vector<Coord> out;
+  for (TileIndex t = 0; t < g.size(); ++t)
+    if (!reach[t] || !f.router_ok(t)) {
+      if (g.coord(t) == src && f.router_ok(t)) continue;
+      out.push_back(g.coord(t));
+    }
+  return out;
+}
+
+bool reachable(const Fabric& f, Coord src, Coord dst) {
+  const Grid& g = f.grid();
+  if (!g.inside(src) || !g.inside(dst)) return false;
+  if (!f.router_ok(g.index(src)) || !f.router_ok(g.index(dst))) return false;
+  if (src == dst) return true;
+  return search(f, src, Dir::Ramp, dst, full_window(g), nullptr).found;
+}
+
+std::vector<TilePair> unreachable_pairs(const Fabric& f, std::size_t limit) {
+  const Grid& g = f.grid();
+  if (g.size() > kMaxPairScanTiles)
+    throw hw::InputError("unreachable_pairs: the " + std::to_string(g.width) + " x " + std::to_string(g.height) +
+                         " mesh has more than " + std::to_string(kMaxPairScanTiles) +
+                         " tiles; list per source with unreachable_from");
+  std::vector<TilePair> out;
+  if (f.fault_free()) return out;
+  for (TileIndex s = 0; s < g.size() && out.size() < limit; ++s)
+    for (Coord d : unreachable_from(f, g.coord(s))) {
+      if (d == g.coord(s)) continue;
+      if (out.size() >= limit) break;
+      out.push_back({g.coord(s), d});
+    }
+  return out;
+}
+
+}  // namespace wafer::noc
