@@ -38,18 +38,30 @@ class DefectMap {
   bool tile_failed(TileIndex physical) const { return !tile_bits_.empty() && (tile_bits_[physical] & kTileDead); }
   // A router defect: wavelets cannot pass through this tile either.
   bool router_failed(TileIndex physical) const { return !tile_bits_.empty() && (tile_bits_[physical] & kRouterDead); }
-  // The physical link between `from` and its neighbour in direction `d` (any of N, E, S, W).
+  // The physical link between `from` and its neighbour in direction `d` (any of N, E, S, W). A link that
+  // would leave the grid (or `from` outside it) counts as failed: nothing can cross it.
   bool link_failed(Coord from, Dir d) const;
+  // This exact defect (kind and place; a link in either of its two spellings) is in the map.
+  bool contains(Defect d) const;
+  // Defects of one kind in the map.
+  std::size_t count(DefectKind k) const;
+  // Tiles that cannot host a logical tile (a tile with both a core and an SRAM defect counts once).
+  std::size_t dead_tiles() const { return dead_tiles_; }
 
  private:
-  static constexpr std::uint8_t kTileDead = 1, kRouterDead = 2, kLinkEast = 4, kLinkSouth = 8;
+  static constexpr std::uint8_t kTileDead = 1, kRouterDead = 2, kLinkEast = 4, kLinkSouth = 8, kCore = 16,
+                                kSram = 32;
+  static std::uint8_t flag_of(const Defect& d);
   Grid grid_;
   std::vector<Defect> defects_;
   std::vector<std::uint8_t> tile_bits_;
+  std::size_t dead_tiles_ = 0;
 };
 
 // ---- generators --------------------------------------------------------------------------------------
 enum class DefectModel : std::uint8_t { Poisson, NegBinomial };
+const char* to_string(DefectModel m);  // "poisson", "negbin"
+DefectModel parse_defect_model(std::string_view name);  // InputError naming the model and the known ones
 
 struct DefectGenParams {
   DefectModel model = DefectModel::Poisson;
@@ -59,12 +71,27 @@ struct DefectGenParams {
   double share_core = 0.45, share_sram = 0.35, share_router = 0.1, share_link = 0.1;
 };
 
-// Seeded and deterministic: the same (spec, params, seed) gives the same map on every machine.
+// Throws InputError when a parameter is negative, non-finite or absurd (shares that sum to zero, a density
+// that would put more defects than tiles on the wafer on average).
+void validate(const DefectGenParams& params, const WaferSpec& spec);
+
+// Seeded and deterministic: the same (spec, params, seed) gives the same map on every machine (hw/random.h).
+// Method: the number of defects is drawn from Poisson(area_cm2 x D) with D = D0 (Poisson model) or D drawn
+// from a gamma with shape alpha and mean D0 (negative binomial); each defect then picks its kind by the
+// shares and a uniform position: a tile for core/router/SRAM, one of the grid's links for a link defect
+// (uniform over all E and S links, so none leaves the grid). A draw that hits an existing defect (same
+// kind, same tile or link) is MERGED: two defects on one element are one failure. Hence every element
+// fails independently with probability 1 - exp(-mean per element), which the analytic yields in
+// hw/yield.h use exactly; the map can hold slightly fewer defects than were drawn (rare at real
+// densities). The Poisson mean is capped at 16 x the physical tile count (a saturated wafer).
 DefectMap generate_defects(const WaferSpec& spec, const DefectGenParams& params, std::uint64_t seed);
 
-// Files: CSV ("kind,x,y[,dir]" with a header line; '#' comments) or JSON ({"defects": [{"kind": "core",
+// Files: CSV ("kind,x,y[,dir]" with a header line, optional when reading; '#' comments and blank lines are
+// skipped; kinds core|router|sram|link, dir N|E|S|W for links only) or JSON ({"defects": [{"kind": "core",
 // "x": 3, "y": 4}, {"kind": "link", "x": 3, "y": 4, "dir": "E"}]}), chosen by extension. Errors name file
-// and line (CSV) or entry index (JSON).
+// and line (CSV) or entry index (JSON). JSON may carry "grid": {"width", "height"}, which must match the
+// wafer's physical grid. write_defects writes through a temporary file and a rename (never partial);
+// an extension other than .csv / .json is an InputError.
 DefectMap read_defects(const std::filesystem::path& file, const WaferSpec& spec);
 void write_defects(const std::filesystem::path& file, const DefectMap& map);
 
