@@ -1,0 +1,251 @@
+#include "noc/approx.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "hw/error.h"
+#include "noc/plan_check.h"
+
+namespace wafer::noc {
+
+ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params)
+    : Mesh(fabric, params),
+      link_free_(fabric.links(), 0),
+      link_busy_(fabric.links(), 0),
+      ramp_in_free_(fabric.grid().size(), 0),
+      ramp_out_free_(fabric.grid().size(), 0) {}
+
+void ApproxMesh::reset() {
+  queue_.reset();
+  stats_ = {};
+  last_event_ = 0;
+  std::fill(link_free_.begin(), link_free_.end(), 0);
+  std::fill(link_busy_.begin(), link_busy_.end(), 0);
+  std::fill(ramp_in_free_.begin(), ramp_in_free_.end(), 0);
+  std::fill(ramp_out_free_.begin(), ramp_out_free_.end(), 0);
+  free_bursts_.clear();
+  for (std::uint32_t i = std::uint32_t(bursts_.size()); i-- > 0;) free_bursts_.push_back(i);
+}
+
+std::size_t ApproxMesh::state_bytes() const {
+  return link_free_.capacity() * sizeof(Cycle) + link_busy_.capacity() * sizeof(std::uint64_t) +
+         (ramp_in_free_.capacity() + ramp_out_free_.capacity()) * sizeof(Cycle) + bursts_.capacity() * sizeof(Burst) +
+         free_bursts_.capacity() * sizeof(std::uint32_t) + queue_.bytes();
+}
+
+std::uint32_t ApproxMesh::alloc_burst() {
+  if (!free_bursts_.empty()) {
+    std::uint32_t b = free_bursts_.back();
+    free_bursts_.pop_back();
+    return b;
+  }
+  bursts_.push_back({});
+  return std::uint32_t(bursts_.size() - 1);
+}
+
+void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
+  const Grid& g = fabric_->grid();
+  if (spec.src >= g.size() || !fabric_->router_ok(spec.src))
+    throw hw::InputError(fmt::format("burst source tile {} is outside the mesh or has a failed router", spec.src));
+  if (spec.wavelets == 0) throw hw::InputError("a burst needs at least one wavelet");
+  Target t = resolve(*fabric_, spec.src, spec.dest);
+  std::uint32_t b = alloc_burst();
+  Burst& br = bursts_[b];
+  br = Burst{};
+  br.tag = spec.tag;
+  br.target = t;
+  br.src = spec.src;
+  br.wavelets = spec.wavelets;
+  br.lag = std::max(spec.lag, spec.wavelets - 1);
+  br.refs = 1;
+  br.flow = kNone;
+  queue_.push(std::max(at, queue_.now()), Event{b, 0, 0, Kind::Inject, Leg::ToEntry, Dir::Ramp});
+}
+
+void ApproxMesh::timer(Cycle at, std::uint64_t tag) {
+  queue_.push(std::max(at, queue_.now()),
+              Event{std::uint32_t(tag), std::uint32_t(tag >> 32), 0, Kind::Timer, Leg::ToEntry, Dir::Ramp});
+}
+
+void ApproxMesh::run_until(Cycle limit) {
+  queue_.run(limit, [this](Cycle t, const Event& e) { handle(t, e); });
+}
+
+Cycle ApproxMesh::run() {
+  while (!queue_.empty()) run_until(~Cycle(0));
+  return last_event_;
+}
+
+void ApproxMesh::handle(Cycle now, const Event& e) {
+  last_event_ = now;
+  switch (e.kind) {
+    case Kind::Timer:
+      if (client_) client_->on_timer(std::uint64_t(e.a) | (std::uint64_t(e.b) << 32), now);
+      return;
+    case Kind::Inject: {
+      Burst& br = bursts_[e.a];
+      Cycle start = std::max(now, ramp_in_free_[br.src]);
+      ramp_in_free_[br.src] = start + br.lag + 1;
+      br.inject = start;
+      if (br.flow != kNone) ps_.out[br.flow].inject = start;
+      if (start == now) {
+        if (br.flow == kNone) node(now, e.a, br.src, Leg::ToEntry, Dir::Ramp, 0);
+        else plan_node(now, e.a, kNone, 0);
+      } else {
+        ++br.refs;
+        queue_.push(start, Event{e.a, br.flow == kNone ? br.src : kNone, 0,
+                                 br.flow == kNone ? Kind::Node : Kind::PlanNode, Leg::ToEntry, Dir::Ramp});
+      }
+      release(e.a);
+      return;
+    }
+    case Kind::Node:
+      node(now, e.a, e.b, e.leg, e.in, e.path);
+      release(e.a);
+      return;
+    case Kind::PlanNode:
+      plan_node(now, e.a, e.b, e.path);
+      release(e.a);
+      return;
+  }
+}
+
+Cycle ApproxMesh::cross(Cycle now, Burst& br, TileIndex tile, Dir d) {
+  if (!fabric_->link_ok(tile, d)) {
+    Coord c = fabric_->grid().coord(tile);
+    throw hw::InputError(fmt::format("route uses the failed link ({}, {}) {}", c.x, c.y, hw::to_string(d)));
+  }
+  LinkId l = link_id(tile, d);
+  Cycle start = std::max(now, link_free_[l]);
+  link_free_[l] = start + br.lag + 1;
+  link_busy_[l] += br.lag + 1;
+  ++stats_.link_traversals;
+  stats_.wavelet_link_cycles += br.wavelets;
+  return start + Cycle(params_.hop_latency) * fabric_->link_hops(tile, d);
+}
+
+void ApproxMesh::node(Cycle now, std::uint32_t b, TileIndex here, Leg leg, Dir in, std::uint32_t path) {
+  Fanout f = fanout(*fabric_, bursts_[b].target, here, leg, in);
+  const Grid& g = fabric_->grid();
+  for (std::uint8_t i = 0; i < f.n; ++i) {
+    Burst& br = bursts_[b];
+    Cycle arrive = cross(now, br, here, f.dir[i]);
+    std::uint32_t p = path + params_.hop_latency * fabric_->link_hops(here, f.dir[i]);
+    ++br.refs;
+    queue_.push(arrive, Event{b, g.index(hw::step(g.coord(here), f.dir[i])), p, Kind::Node, f.leg[i], f.dir[i]});
+  }
+  if (f.deliver) deliver(now, b, here, path);
+}
+
+void ApproxMesh::plan_node(Cycle now, std::uint32_t b, std::uint32_t edge, std::uint32_t path) {
+  const std::uint32_t flow = bursts_[b].flow;
+  const Flow& fl = ps_.plan->flows[flow];
+  const PlanIndex& ix = ps_.index;
+  const std::uint32_t slot = ix.slot(flow, edge);
+  TileIndex here = edge == kNone ? fl.src : edge_end(*fabric_, fl.route[edge].link);
+  for (std::uint32_t k = ix.child_start[slot]; k < ix.child_start[slot + 1]; ++k) {
+    std::uint32_t c = ix.children[k];
+    LinkId l = fl.route[c].link;
+    Burst& br = bursts_[b];
+    Cycle arrive = cross(now, br, link_tile(l), link_dir(l));
+    std::uint32_t p = path + params_.hop_latency * fabric_->link_hops(link_tile(l), link_dir(l));
+    ++br.refs;
+    queue_.push(arrive, Event{b, c, p, Kind::PlanNode, Leg::ToEntry, Dir::Ramp});
+  }
+  if (ix.sink[slot]) deliver(now, b, here, path);
+}
+
+void ApproxMesh::deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path) {
+  Burst& br = bursts_[b];
+  Cycle start = std::max(now, ramp_out_free_[tile]);
+  ramp_out_free_[tile] = start + br.lag + 1;
+  Cycle head = start, tail = start + br.lag;
+  Cycle wait = head - br.inject - path;
+  br.wait = std::max(br.wait, wait);
+  br.head = std::max(br.head, head);
+  br.tail = std::max(br.tail, tail);
+  if (br.flow != kNone) {
+    plan_arrival(br.flow, tile, head, tail);
+  } else if (client_) {
+    std::uint64_t tag = br.tag;
+    client_->on_arrival(tag, tile, head, tail);  // may send (and grow bursts_)
+  }
+}
+
+void ApproxMesh::release(std::uint32_t b) {
+  Burst& br = bursts_[b];
+  if (--br.refs != 0) return;
+  ++stats_.bursts;
+  stats_.wait_cycles += br.wait;
+  stats_.transfer_cycles += br.tail - br.inject - br.wait;
+  if (br.flow != kNone) {
+    FlowTiming& ft = ps_.out[br.flow];
+    ft.head = br.head, ft.tail = br.tail, ft.wait = br.wait;
+    ps_.done[br.flow] = 1;
+  }
+  free_bursts_.push_back(b);
+}
+
+// ---- Plan execution ----------------------------------------------------------------------------------
+
+void ApproxMesh::plan_ready(std::uint32_t flow, Cycle now) {
+  const Flow& fl = ps_.plan->flows[flow];
+  Cycle start = std::max({ps_.start_min[flow], Cycle(fl.release), now});
+  std::uint32_t lag = fl.wavelets - 1;
+  if (ps_.tail_min[flow] > start) lag = std::max<std::uint32_t>(lag, std::uint32_t(ps_.tail_min[flow] - start));
+  ps_.out[flow].ready = start;
+  std::uint32_t b = alloc_burst();
+  Burst& br = bursts_[b];
+  br = Burst{};
+  br.src = fl.src;
+  br.wavelets = fl.wavelets;
+  br.lag = lag;
+  br.refs = 1;
+  br.flow = flow;
+  queue_.push(start, Event{b, 0, 0, Kind::Inject, Leg::ToEntry, Dir::Ramp});
+}
+
+void ApproxMesh::plan_arrival(std::uint32_t flow, TileIndex sink, Cycle head, Cycle tail) {
+  const Plan& plan = *ps_.plan;
+  for (std::uint32_t k = ps_.index.dep_start[flow]; k < ps_.index.dep_start[flow + 1]; ++k) {
+    auto [g, ti] = ps_.index.deps[k];
+    const Trigger& t = plan.flows[g].after[ti];
+    if (t.tile != sink) continue;
+    const Cycle delay = std::max<std::uint32_t>(t.delay, 1);  // a core reacts the cycle after at the earliest
+    if (t.kind == Trigger::Kind::Stream) {
+      ps_.start_min[g] = std::max(ps_.start_min[g], head + delay);
+      ps_.tail_min[g] = std::max(ps_.tail_min[g], tail + delay);
+    } else {
+      ps_.start_min[g] = std::max(ps_.start_min[g], tail + delay);
+    }
+    if (--ps_.pending[g] == 0) plan_ready(g, queue_.now());
+  }
+}
+
+std::vector<FlowTiming> ApproxMesh::execute(const Plan& plan) {
+  check_plan(*fabric_, plan);
+  reset();
+  const std::uint32_t n = std::uint32_t(plan.flows.size());
+  ps_ = PlanState{};
+  ps_.plan = &plan;
+  ps_.index.build(*fabric_, plan);
+  ps_.pending.resize(n);
+  ps_.start_min.assign(n, 0);
+  ps_.tail_min.assign(n, 0);
+  ps_.out.assign(n, FlowTiming{});
+  ps_.done.assign(n, 0);
+  for (std::uint32_t f = 0; f < n; ++f) {
+    ps_.pending[f] = std::uint32_t(plan.flows[f].after.size());
+    if (ps_.pending[f] == 0) plan_ready(f, 0);
+  }
+  run();
+  for (std::uint32_t f = 0; f < n; ++f)
+    if (!ps_.done[f])
+      throw hw::InputError(fmt::format("plan flow {} never ran: its triggers wait on each other (a cycle)", f));
+  std::vector<FlowTiming> out = std::move(ps_.out);
+  ps_ = PlanState{};
+  return out;
+}
+
+}  // namespace wafer::noc

@@ -1,0 +1,96 @@
+#pragma once
+// The `approx` fidelity: event driven at burst granularity on a calendar queue (DESIGN.md section 3).
+// Resources with a next-free cycle: every directed link, every core's injection ramp and delivery ramp.
+// A burst occupies each resource it crosses for lag + 1 cycles; a head that finds a resource busy waits
+// (counted apart from transfer time); heads are served first come first served because hops are
+// processed as time-ordered events. A multicast occupies each link of its tree once.
+// Per tile it holds 4 link next-free cycles, 4 link busy counters and 2 ramp next-free cycles (80 bytes);
+// bursts in flight live in a recycled pool, events in the calendar's reused buckets.
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "noc/calendar.h"
+#include "noc/mesh.h"
+#include "noc/plan_check.h"
+#include "noc/route_step.h"
+
+namespace wafer::noc {
+
+class ApproxMesh final : public Mesh {
+ public:
+  ApproxMesh(const Fabric& fabric, const MeshParams& params);
+
+  // Network
+  void set_client(NetworkClient* client) override { client_ = client; }
+  void send(const BurstSpec& burst, Cycle at) override;
+  void timer(Cycle at, std::uint64_t tag) override;
+  Cycle run() override;
+  Cycle now() const override { return queue_.now(); }
+  const NetworkStats& stats() const override { return stats_; }
+
+  // Mesh
+  Fidelity fidelity() const override { return Fidelity::Approx; }
+  std::vector<FlowTiming> execute(const Plan& plan) override;
+  void run_until(Cycle limit) override;
+  bool idle() const override { return queue_.empty(); }
+  void reset() override;
+  std::uint64_t link_busy(LinkId l) const override { return link_busy_[l]; }
+  std::size_t state_bytes() const override;
+
+ private:
+  static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+  enum class Kind : std::uint8_t { Inject, Node, PlanNode, Timer };
+  struct Event {
+    std::uint32_t a;     // burst (Timer: tag low bits)
+    std::uint32_t b;     // tile (Node) / route edge, kNone = the source (PlanNode) / tag high bits (Timer)
+    std::uint32_t path;  // zero-load head latency accumulated so far
+    Kind kind;
+    Leg leg;
+    Dir in;              // direction travelled to arrive (Ramp at the source)
+  };
+  struct Burst {
+    std::uint64_t tag;
+    Cycle inject;
+    Cycle head, tail, wait;
+    Target target;
+    TileIndex src;
+    std::uint32_t lag;
+    std::uint32_t wavelets;
+    std::uint32_t refs;     // pending events
+    std::uint32_t flow;     // Plan flow, kNone for Network sends
+  };
+
+  void handle(Cycle now, const Event& e);
+  void node(Cycle now, std::uint32_t b, TileIndex here, Leg leg, Dir in, std::uint32_t path);
+  void plan_node(Cycle now, std::uint32_t b, std::uint32_t edge, std::uint32_t path);
+  // Occupies link (tile, d) from `now`; returns when the head reaches the next router.
+  Cycle cross(Cycle now, Burst& br, TileIndex tile, Dir d);
+  void deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path);
+  void release(std::uint32_t b);
+  std::uint32_t alloc_burst();
+  void plan_arrival(std::uint32_t flow, TileIndex sink, Cycle head, Cycle tail);
+  void plan_ready(std::uint32_t flow, Cycle now);
+
+  NetworkClient* client_ = nullptr;
+  Calendar<Event> queue_;
+  NetworkStats stats_;
+  Cycle last_event_ = 0;
+  std::vector<Cycle> link_free_;  // per LinkId
+  std::vector<std::uint64_t> link_busy_;
+  std::vector<Cycle> ramp_in_free_, ramp_out_free_;  // per tile
+  std::vector<Burst> bursts_;
+  std::vector<std::uint32_t> free_bursts_;
+
+  // Plan execution state (empty outside execute()).
+  struct PlanState {
+    const Plan* plan = nullptr;
+    PlanIndex index;
+    std::vector<std::uint32_t> pending;  // per flow: triggers not yet satisfied
+    std::vector<Cycle> start_min, tail_min;
+    std::vector<FlowTiming> out;
+    std::vector<std::uint8_t> done;
+  } ps_;
+};
+
+}  // namespace wafer::noc

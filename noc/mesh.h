@@ -1,0 +1,83 @@
+#pragma once
+// The mesh timing models behind one interface. Two fidelities (DESIGN.md section 3):
+//   approx - burst events on a calendar queue; links, injection ramps and delivery ramps are resources
+//            with a next-free cycle (noc/approx.h). Handles the full wafer.
+//   cycle  - the reference: wavelet by wavelet, cycle by cycle routers with per-color input queues,
+//            credits and round-robin wormhole arbitration (noc/cycle.h). Meshes up to 128 x 128.
+// Both run the same Plans (noc/routing/plan.h) and serve the same noc::Network (noc/network.h), so tests
+// run both on identical workloads. Timing rules shared by both (docs/timing.md):
+//   - a head crossing a link of h physical hops takes h x hop_latency cycles; the tail follows `lag`
+//     cycles behind (lag = wavelets - 1 unless the source streams slower);
+//   - the ramps add no latency, but each carries one wavelet per cycle (a resource, so hotspots contend);
+//   - a burst injected at t into an idle mesh reaches a sink k hops away with its head at t + k x hop
+//     and its tail at t + k x hop + lag.
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "hw/wafer_spec.h"
+#include "noc/network.h"
+#include "noc/routing/fabric.h"
+#include "noc/routing/plan.h"
+
+namespace wafer::noc {
+
+enum class Fidelity : std::uint8_t { Approx, Cycle };
+const char* to_string(Fidelity f);
+Fidelity parse_fidelity(std::string_view s);  // throws hw::InputError naming the value
+
+// Largest mesh the cycle reference accepts (either side), checked before it allocates anything.
+inline constexpr std::int32_t kCycleMaxSide = 128;
+
+struct MeshParams {
+  std::uint32_t hop_latency = 1;          // cycles per physical hop (WaferSpec::hop_latency)
+  std::uint32_t stream_stage_latency = 2; // WaferSpec::stream_stage_latency (used by Plan builders)
+  std::uint32_t colors = 24;              // colors a router routes (cycle: input queues per port)
+  std::uint32_t queue_depth = 8;          // cycle: wavelets per input queue (raised to cover a link's latency)
+  static MeshParams from(const hw::WaferSpec& spec);
+};
+
+// What a Plan execution reports per flow. For a multicast, head/tail are the latest over its sinks.
+struct FlowTiming {
+  Cycle ready = 0;   // release and every trigger satisfied: the burst may enter its source's ramp
+  Cycle inject = 0;  // its head left the source's injection ramp (ready + source queueing)
+  Cycle head = 0;    // its head reached the (last) sink's core
+  Cycle tail = 0;    // its tail reached the (last) sink's core
+  Cycle wait = 0;    // cycles its head spent waiting for busy links / delivery ramps (max over sinks)
+};
+
+class Mesh : public Network {
+ public:
+  virtual Fidelity fidelity() const = 0;
+  const Fabric& fabric() const { return *fabric_; }
+  const MeshParams& params() const { return params_; }
+
+  // Runs a Plan to completion on an idle mesh (time restarts at 0) and reports every flow. Throws
+  // hw::InputError when a flow's route leaves the grid, uses a failed link or router, or a trigger names
+  // a flow that does not exist or does not reach that tile.
+  virtual std::vector<FlowTiming> execute(const Plan& plan) = 0;
+
+  // Processes every event before cycle `limit` (for temporally decoupled callers such as MeshModule).
+  virtual void run_until(Cycle limit) = 0;
+  // True when no event (burst, wavelet or timer) is pending.
+  virtual bool idle() const = 0;
+  // Back to an idle mesh at cycle 0 with zero statistics (keeps allocations).
+  virtual void reset() = 0;
+
+  // Cycles link `l` carried wavelets (occupancy), since the last reset.
+  virtual std::uint64_t link_busy(LinkId l) const = 0;
+  // Bytes of mesh state (per-tile arrays, queues, burst records) currently held.
+  virtual std::size_t state_bytes() const = 0;
+
+ protected:
+  Mesh(const Fabric& fabric, const MeshParams& params) : fabric_(&fabric), params_(params) {}
+  const Fabric* fabric_;
+  MeshParams params_;
+};
+
+// Builds a mesh model over `fabric` (which must outlive it). Cycle fidelity refuses meshes wider or
+// taller than kCycleMaxSide with an InputError before allocating.
+std::unique_ptr<Mesh> make_mesh(Fidelity fidelity, const Fabric& fabric, const MeshParams& params);
+
+}  // namespace wafer::noc

@@ -1,0 +1,109 @@
+#include "noc/plan_check.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "hw/error.h"
+
+namespace wafer::noc {
+
+TileIndex edge_end(const Fabric& fabric, LinkId link) {
+  const Grid& g = fabric.grid();
+  return g.index(hw::step(g.coord(link_tile(link)), link_dir(link)));
+}
+
+void check_plan(const Fabric& fabric, const Plan& plan) {
+  const Grid& g = fabric.grid();
+  const std::size_t n = plan.flows.size();
+  std::vector<TileIndex> ends;
+  for (std::size_t f = 0; f < n; ++f) {
+    const Flow& fl = plan.flows[f];
+    auto bad = [&](const std::string& why) { throw hw::InputError(fmt::format("plan flow {}: {}", f, why)); };
+    if (fl.src >= g.size()) bad(fmt::format("source tile {} is outside the {} x {} mesh", fl.src, g.width, g.height));
+    if (!fabric.router_ok(fl.src)) bad("its source tile has a failed router");
+    if (fl.wavelets == 0) bad("a burst needs at least one wavelet");
+    ends.clear();
+    for (std::size_t e = 0; e < fl.route.size(); ++e) {
+      const RouteEdge& re = fl.route[e];
+      TileIndex from = link_tile(re.link);
+      if (from >= g.size() || link_dir(re.link) == Dir::Ramp) bad(fmt::format("route edge {} is not a mesh link", e));
+      TileIndex expect = re.parent == kFromSource ? fl.src
+                         : (re.parent >= 0 && std::size_t(re.parent) < e) ? ends[std::size_t(re.parent)]
+                                                                           : hw::kNoTile;
+      if (expect == hw::kNoTile) bad(fmt::format("route edge {} continues from edge {}, not an earlier one", e, re.parent));
+      if (from != expect) bad(fmt::format("route edge {} does not start where its parent ends", e));
+      Coord c = g.coord(from);
+      if (!g.inside(hw::step(c, link_dir(re.link))))
+        bad(fmt::format("route edge {} leaves the mesh at ({}, {})", e, c.x, c.y));
+      if (!fabric.link_ok(from, link_dir(re.link)))
+        bad(fmt::format("route edge {} uses the failed link ({}, {}) {}", e, c.x, c.y, hw::to_string(link_dir(re.link))));
+      ends.push_back(edge_end(fabric, re.link));
+    }
+    if (fl.sinks.empty()) bad("it has no sink");
+    for (std::size_t e = 0; e < fl.route.size(); ++e) {
+      bool leaf = true;
+      for (std::size_t k = e + 1; k < fl.route.size() && leaf; ++k) leaf = fl.route[k].parent != std::int32_t(e);
+      if (leaf && std::find(fl.sinks.begin(), fl.sinks.end(), ends[e]) == fl.sinks.end())
+        bad(fmt::format("route edge {} ends at tile {}, which is not a sink", e, ends[e]));
+    }
+    for (TileIndex s : fl.sinks)
+      if (s != fl.src && std::find(ends.begin(), ends.end(), s) == ends.end())
+        bad(fmt::format("sink tile {} is not reached by its route", s));
+    for (const Trigger& t : fl.after) {
+      if (t.flow >= n) bad(fmt::format("a trigger names flow {}, but the plan has {}", t.flow, n));
+      const auto& sk = plan.flows[t.flow].sinks;
+      if (std::find(sk.begin(), sk.end(), t.tile) == sk.end())
+        bad(fmt::format("a trigger waits for flow {} at tile {}, which is not one of its sinks", t.flow, t.tile));
+    }
+  }
+}
+
+void plan_dependents(const Plan& plan, std::vector<std::uint32_t>& start,
+                     std::vector<std::pair<std::uint32_t, std::uint32_t>>& deps) {
+  const std::size_t n = plan.flows.size();
+  start.assign(n + 1, 0);
+  for (const Flow& fl : plan.flows)
+    for (const Trigger& t : fl.after) ++start[t.flow + 1];
+  for (std::size_t i = 0; i < n; ++i) start[i + 1] += start[i];
+  deps.assign(start[n], {0, 0});
+  std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
+  for (std::uint32_t g = 0; g < n; ++g)
+    for (std::uint32_t i = 0; i < plan.flows[g].after.size(); ++i) deps[fill[plan.flows[g].after[i].flow]++] = {g, i};
+}
+
+}  // namespace wafer::noc
+
+namespace wafer::noc {
+
+void PlanIndex::build(const Fabric& fabric, const Plan& plan) {
+  const std::uint32_t n = std::uint32_t(plan.flows.size());
+  edge_base.assign(n + 1, 0);
+  for (std::uint32_t f = 0; f < n; ++f) edge_base[f + 1] = edge_base[f] + std::uint32_t(plan.flows[f].route.size());
+  const std::uint32_t slots = edge_base[n] + n;
+  child_start.assign(slots + 1, 0);
+  sink.assign(slots, 0);
+  for (std::uint32_t f = 0; f < n; ++f) {
+    const Flow& fl = plan.flows[f];
+    auto is_sink = [&](TileIndex t) { return std::find(fl.sinks.begin(), fl.sinks.end(), t) != fl.sinks.end(); };
+    sink[slot(f, kRoot)] = is_sink(fl.src);
+    for (std::uint32_t e = 0; e < fl.route.size(); ++e) {
+      std::int32_t p = fl.route[e].parent;
+      ++child_start[slot(f, p == kFromSource ? kRoot : std::uint32_t(p)) + 1];
+      sink[slot(f, e)] = is_sink(edge_end(fabric, fl.route[e].link));
+    }
+  }
+  for (std::uint32_t i = 0; i < slots; ++i) child_start[i + 1] += child_start[i];
+  children.assign(child_start[slots], 0);
+  std::vector<std::uint32_t> fill(child_start.begin(), child_start.end() - 1);
+  for (std::uint32_t f = 0; f < n; ++f) {
+    const Flow& fl = plan.flows[f];
+    for (std::uint32_t e = 0; e < fl.route.size(); ++e) {
+      std::int32_t p = fl.route[e].parent;
+      children[fill[slot(f, p == kFromSource ? kRoot : std::uint32_t(p))]++] = e;
+    }
+  }
+  plan_dependents(plan, dep_start, deps);
+}
+
+}  // namespace wafer::noc

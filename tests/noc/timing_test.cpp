@@ -1,0 +1,291 @@
+// Hand-computed timings, each in both fidelities, probed at the boundary: through noc::Network the
+// arrival is not reported when the model has run up to the cycle before it, and is reported once the
+// cycle of arrival has run (approx reports at the head's cycle, cycle at the tail's: both carry the
+// head and tail cycles). Rules (noc/mesh.h): h hops cost h x hop_latency, the tail follows lag =
+// wavelets - 1 behind, ramps add no latency but carry one wavelet per cycle.
+#include <gtest/gtest.h>
+
+#include "hw/error.h"
+#include "noc/mesh.h"
+#include "noc/routing/traffic.h"
+#include "noc_test_util.h"
+
+namespace wafer::noc {
+namespace {
+
+using test::Recorder;
+
+class Timing : public ::testing::TestWithParam<Fidelity> {
+ protected:
+  std::unique_ptr<Mesh> mesh(const Fabric& f, std::uint32_t hop = 1, std::uint32_t stage = 2) {
+    return make_mesh(GetParam(), f, test::params(hop, stage));
+  }
+  // The cycle at which the model tells its client about an arrival with this head and tail.
+  Cycle reported(Cycle head, Cycle tail) const { return GetParam() == Fidelity::Approx ? head : tail; }
+
+  // Sends one burst through the Network interface and checks it arrives exactly at (head, tail): not
+  // seen after running to the cycle before, seen after running the cycle itself.
+  void probe_unicast(Mesh& m, TileIndex src, Coord dst, std::uint32_t wavelets, Cycle at, Cycle head, Cycle tail) {
+    m.reset();
+    Recorder rec(m);
+    m.send({src, {Destination::Kind::Tile, dst, 1}, wavelets, 0, 0, 7}, at);
+    Cycle r = reported(head, tail);
+    m.run_until(r);
+    EXPECT_TRUE(rec.arrivals.empty()) << "arrival reported before cycle " << r;
+    m.run_until(r + 1);
+    ASSERT_EQ(rec.arrivals.size(), 1u) << "no arrival by the end of cycle " << r;
+    EXPECT_EQ(rec.arrivals[0].head, head);
+    EXPECT_EQ(rec.arrivals[0].tail, tail);
+    EXPECT_EQ(rec.arrivals[0].sink, m.fabric().grid().index(dst));
+    m.run();
+    EXPECT_EQ(m.stats().bursts, 1u);
+    EXPECT_EQ(m.stats().wait_cycles, 0u);
+  }
+};
+
+TEST_P(Timing, OneBurstOverKHops) {
+  Fabric f = Fabric::perfect({16, 8});
+  for (std::uint32_t hop : {1u, 3u}) {
+    auto m = mesh(f, hop);
+    const std::int32_t k = 9;
+    const std::uint32_t w = 5;
+    // Plan: head at release + k x hop, tail w - 1 later.
+    Plan p;
+    add_unicast(p, f, {2, 3}, {2 + 7, 3 - 2}, w, 4);
+    auto t = m->execute(p);
+    EXPECT_EQ(t[0].inject, 4u);
+    EXPECT_EQ(t[0].head, 4u + k * hop) << "hop latency " << hop;
+    EXPECT_EQ(t[0].tail, 4u + k * hop + w - 1);
+    EXPECT_EQ(t[0].wait, 0u);
+    probe_unicast(*m, f.grid().index({2, 3}), {9, 1}, w, 4, 4 + k * hop, 4 + k * hop + w - 1);
+  }
+}
+
+TEST_P(Timing, TwoBurstsContendForOneLink) {
+  // B leaves (1,0) eastwards at cycle 0 and holds link (1,0)->(2,0) for its w cycles. A leaves (0,0) at
+  // cycle 0 and reaches (1,0) at cycle 1: it waits until B's occupancy ends (cycle w), i.e. w - 1 cycles,
+  // then follows B to (3,0): head at w + 2, tail at 2w + 1. B is not delayed at all.
+  Fabric f = Fabric::perfect({8, 4});
+  for (std::uint32_t w : {4u, 9u}) {
+    auto m = mesh(f);
+    Plan p;
+    std::uint32_t a = add_unicast(p, f, {0, 0}, {3, 0}, w, 0);
+    std::uint32_t b = add_unicast(p, f, {1, 0}, {3, 0}, w, 0);
+    auto t = m->execute(p);
+    EXPECT_EQ(t[b].head, 2u);
+    EXPECT_EQ(t[b].tail, 2u + w - 1);
+    EXPECT_EQ(t[b].wait, 0u);
+    EXPECT_EQ(t[a].wait, w - 1) << "A waits exactly until B's occupancy of the link ends";
+    EXPECT_EQ(t[a].head, w + 2);
+    EXPECT_EQ(t[a].tail, 2 * w + 1);
+    EXPECT_EQ(m->stats().wait_cycles, w - 1);
+    EXPECT_EQ(m->link_busy(link_id(f.grid().index({1, 0}), Dir::East)), 2u * w);
+    // Boundary: A's head is not in at w + 1, is in at w + 2.
+    m->reset();
+    Recorder rec(*m);
+    m->send({f.grid().index({1, 0}), {Destination::Kind::Tile, {3, 0}, 1}, w, 0, 0, 2}, 0);
+    m->send({f.grid().index({0, 0}), {Destination::Kind::Tile, {3, 0}, 1}, w, 0, 0, 1}, 0);
+    Cycle r = reported(w + 2, 2 * w + 1);
+    m->run_until(r);
+    for (const auto& x : rec.arrivals) EXPECT_NE(x.tag, 1u) << "A reported before cycle " << r;
+    m->run_until(r + 1);
+    bool seen = false;
+    for (const auto& x : rec.arrivals)
+      if (x.tag == 1u) {
+        seen = true;
+        EXPECT_EQ(x.head, w + 2);
+      }
+    EXPECT_TRUE(seen);
+  }
+}
+
+TEST_P(Timing, ReduceChainStreams) {
+  // N tiles along a row, each forwards after its input's head arrives plus the stage latency:
+  // flow i's head reaches tile i+1 at 1 + i (hop + stage); the last tail at (N-2)(hop+stage) + hop + w - 1
+  // - about N x (hop + stage) + w, not N x w.
+  Fabric f = Fabric::perfect({32, 2});
+  const std::uint32_t w = 16, stage = 2, hop = 1;
+  for (std::int32_t n : {8, 30}) {
+    auto m = mesh(f, hop, stage);
+    Plan p;
+    add_row_reduce(p, f, 1, 0, n, w, stage, 0);
+    auto t = m->execute(p);
+    const Cycle head = Cycle(n - 2) * (hop + stage) + hop;
+    EXPECT_EQ(t.back().head, head) << "N = " << n;
+    EXPECT_EQ(t.back().tail, head + w - 1) << "N = " << n;
+    EXPECT_LT(t.back().tail, Cycle(n - 1) * w) << "store-and-forward would take N x w";
+    for (std::size_t i = 0; i < t.size(); ++i) EXPECT_EQ(t[i].inject, i * (hop + stage)) << "flow " << i;
+  }
+}
+
+TEST_P(Timing, StretchedInputStretchesOutput) {
+  // Complete trigger then stream: flow 0 (w wavelets) must fully arrive before flow 1 leaves; flow 2
+  // streams out of flow 1. Cross-checked against hand arithmetic: flow 1 starts at tail0 + 1 (the
+  // reaction cycle), flow 2 starts at head1 + stage.
+  Fabric f = Fabric::perfect({8, 1});
+  auto m = mesh(f);
+  const std::uint32_t w = 6;
+  Plan p;
+  std::uint32_t a = add_unicast(p, f, {0, 0}, {1, 0}, w, 0);
+  std::uint32_t b = add_unicast(p, f, {1, 0}, {2, 0}, w, 0);
+  std::uint32_t c = add_unicast(p, f, {2, 0}, {3, 0}, 2 * w, 0);
+  p.flows[b].after.push_back({a, f.grid().index({1, 0}), Trigger::Kind::Complete, 0});
+  p.flows[c].after.push_back({b, f.grid().index({2, 0}), Trigger::Kind::Stream, 2});
+  auto t = m->execute(p);
+  EXPECT_EQ(t[a].tail, 1u + w - 1);
+  EXPECT_EQ(t[b].inject, t[a].tail + 1);
+  EXPECT_EQ(t[c].inject, t[b].head + 2);
+  EXPECT_EQ(t[c].tail, t[c].inject + 1 + 2 * w - 1);
+}
+
+TEST_P(Timing, MulticastAlongARow) {
+  // From (3,1) to the row segment x in [0, 10): the source's router fans out west and east, one link
+  // occupation per link; tile x gets the head at |x - 3|, the tail w - 1 later.
+  Fabric f = Fabric::perfect({12, 4});
+  auto m = mesh(f);
+  const std::uint32_t w = 7;
+  Recorder rec(*m);
+  m->send({f.grid().index({3, 1}), {Destination::Kind::RowSegment, {0, 1}, 10}, w, 0, 0, 5}, 0);
+  // The farthest sink (9,1) is 6 hops away.
+  Cycle r = reported(6, 6 + w - 1);
+  m->run_until(r);
+  std::size_t before = rec.arrivals.size();
+  for (const auto& a : rec.arrivals) EXPECT_NE(a.sink, f.grid().index({9, 1}));
+  m->run_until(r + 1);
+  EXPECT_EQ(rec.arrivals.size(), before + 1);
+  m->run();
+  ASSERT_EQ(rec.arrivals.size(), 10u);
+  for (const auto& a : rec.arrivals) {
+    Coord c = f.grid().coord(a.sink);
+    EXPECT_EQ(c.y, 1);
+    EXPECT_EQ(a.head, Cycle(std::abs(c.x - 3))) << "sink x = " << c.x;
+    EXPECT_EQ(a.tail, a.head + w - 1);
+  }
+  EXPECT_EQ(m->stats().link_traversals, 9u) << "one occupation per link of the tree";
+  EXPECT_EQ(m->stats().wait_cycles, 0u);
+  // The same through a Plan.
+  Plan p;
+  add_row_multicast(p, f, 3, 1, 0, 10, w, 0);
+  auto t = m->execute(p);
+  EXPECT_EQ(t[0].head, 6u);
+  EXPECT_EQ(t[0].tail, 6u + w - 1);
+}
+
+TEST_P(Timing, MulticastAlongAColumnFromOutside) {
+  // A column segment not containing the source: dimension order to the nearest tile, then both ways.
+  Fabric f = Fabric::perfect({8, 12});
+  auto m = mesh(f);
+  Recorder rec(*m);
+  m->send({f.grid().index({1, 5}), {Destination::Kind::ColumnSegment, {6, 2}, 8}, 3, 0, 0, 1}, 0);
+  m->run();
+  ASSERT_EQ(rec.arrivals.size(), 8u);
+  for (const auto& a : rec.arrivals) {
+    Coord c = f.grid().coord(a.sink);
+    EXPECT_EQ(a.head, Cycle(5 + std::abs(c.y - 5))) << "sink y = " << c.y;
+  }
+}
+
+TEST_P(Timing, RepairedLinkOfThreePhysicalHops) {
+  // Logical link (4,2)->(5,2) spans 3 physical hops (a repair shifted the row): a burst crossing it
+  // arrives 2 x hop_latency later than on a perfect mesh.
+  Fabric f = Fabric::perfect({10, 4});
+  f.set_hops(f.grid().index({4, 2}), Dir::East, 3);
+  for (std::uint32_t hop : {1u, 2u}) {
+    auto m = mesh(f, hop);
+    const std::uint32_t w = 4;
+    Plan p;
+    add_unicast(p, f, {1, 2}, {7, 2}, w, 0);    // crosses it
+    add_unicast(p, f, {1, 1}, {7, 1}, w, 0);    // a healthy row
+    add_unicast(p, f, {5, 2}, {1, 2}, w, 0);    // crosses it westwards
+    auto t = m->execute(p);
+    EXPECT_EQ(t[0].head, (6u + 2u) * hop);
+    EXPECT_EQ(t[1].head, 6u * hop);
+    EXPECT_EQ(t[2].head, (4u + 2u) * hop);
+    EXPECT_EQ(t[0].tail, t[0].head + w - 1);
+    probe_unicast(*m, f.grid().index({1, 2}), {7, 2}, w, 0, 8 * hop, 8 * hop + w - 1);
+  }
+}
+
+TEST_P(Timing, HotspotContendsOnTheDeliveryRamp) {
+  // Two bursts from opposite sides reach (4,4) at the same cycle over disjoint links; the delivery ramp
+  // takes one wavelet per cycle, so the second's head waits the first's w cycles.
+  Fabric f = Fabric::perfect({9, 9});
+  auto m = mesh(f);
+  const std::uint32_t w = 5;
+  Plan p;
+  add_unicast(p, f, {1, 4}, {4, 4}, w, 0);
+  add_unicast(p, f, {7, 4}, {4, 4}, w, 0);
+  auto t = m->execute(p);
+  Cycle first = std::min(t[0].head, t[1].head), second = std::max(t[0].head, t[1].head);
+  EXPECT_EQ(first, 3u);
+  EXPECT_EQ(second, 3u + w);
+  EXPECT_EQ(std::max(t[0].wait, t[1].wait), w);
+  EXPECT_EQ(std::max(t[0].tail, t[1].tail), 3u + 2 * w - 1);
+}
+
+TEST_P(Timing, InjectionRampSerialisesOneCoresBursts) {
+  Fabric f = Fabric::perfect({8, 8});
+  auto m = mesh(f);
+  const std::uint32_t w = 6;
+  Plan p;
+  add_unicast(p, f, {2, 2}, {5, 2}, w, 0);
+  add_unicast(p, f, {2, 2}, {2, 6}, w, 0);
+  auto t = m->execute(p);
+  EXPECT_EQ(t[0].inject, 0u);
+  EXPECT_EQ(t[1].inject, w) << "the second burst leaves once the first's tail has";
+  EXPECT_EQ(t[1].head, w + 4);
+  EXPECT_EQ(t[1].wait, 0u) << "source queueing is not link waiting";
+}
+
+TEST_P(Timing, TimersFireAtTheirCycle) {
+  Fabric f = Fabric::perfect({4, 4});
+  auto m = mesh(f);
+  struct T : NetworkClient {
+    std::vector<Cycle> fired;
+    void on_arrival(std::uint64_t, TileIndex, Cycle, Cycle) override {}
+    void on_timer(std::uint64_t tag, Cycle now) override { fired.push_back(now * 1000 + tag); }
+  } c;
+  m->set_client(&c);
+  m->timer(5000, 3);
+  m->timer(17, 2);
+  m->run_until(17);
+  EXPECT_TRUE(c.fired.empty());
+  m->run_until(18);
+  ASSERT_EQ(c.fired.size(), 1u);
+  EXPECT_EQ(c.fired[0], 17002u);
+  EXPECT_EQ(m->run(), 5000u);
+  EXPECT_EQ(c.fired.back(), 5000003u);
+}
+
+TEST_P(Timing, BadPlansAreRefused) {
+  Fabric f = Fabric::perfect({4, 4});
+  auto m = mesh(f);
+  Plan p;
+  add_unicast(p, f, {0, 0}, {3, 0}, 2, 0);
+  p.flows[0].route[1].link = link_id(f.grid().index({0, 1}), Dir::East);  // does not continue the route
+  EXPECT_THROW(m->execute(p), hw::InputError);
+  Plan q;
+  add_unicast(q, f, {0, 0}, {1, 0}, 2, 0);
+  add_unicast(q, f, {1, 0}, {2, 0}, 2, 0);
+  q.flows[0].after.push_back({1, f.grid().index({2, 0}), Trigger::Kind::Complete, 0});
+  q.flows[1].after.push_back({0, f.grid().index({1, 0}), Trigger::Kind::Complete, 0});
+  EXPECT_THROW(m->execute(q), hw::InputError) << "a trigger cycle never runs";
+}
+
+INSTANTIATE_TEST_SUITE_P(Fidelities, Timing, ::testing::Values(Fidelity::Approx, Fidelity::Cycle),
+                         [](const auto& p) { return std::string(to_string(p.param)); });
+
+TEST(CycleFidelity, RefusesLargeMeshesBeforeAllocating) {
+  Fabric f = Fabric::perfect({129, 4});
+  try {
+    make_mesh(Fidelity::Cycle, f, test::params());
+    FAIL() << "no error";
+  } catch (const hw::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("128 x 128"), std::string::npos) << e.what();
+  }
+  Fabric ok = Fabric::perfect({128, 2});
+  EXPECT_NO_THROW(make_mesh(Fidelity::Cycle, ok, test::params()));
+}
+
+}  // namespace
+}  // namespace wafer::noc
