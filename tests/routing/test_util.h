@@ -1,32 +1,22 @@
 #pragma once
-// Helpers shared by the routing tests: a tiny seeded generator and random fault sets.
+// Helpers shared by the routing tests: random fault sets (seeded, hw::Rng) and a cycle check.
 #include <cstdint>
 #include <set>
 #include <utility>
 #include <vector>
 
+#include "hw/random.h"
 #include "noc/routing/fabric.h"
 
 namespace wafer::noc::test {
 
-struct SplitMix64 {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::uint32_t below(std::uint32_t n) { return std::uint32_t(next() % n); }
-};
-
 // `routers` failed routers and `links` failed links at random (may repeat: the fabric ignores repeats).
 inline Fabric random_faults(Grid g, std::uint64_t seed, int routers, int links) {
   Fabric f = Fabric::perfect(g);
-  SplitMix64 rng{seed};
-  for (int i = 0; i < routers; ++i) f.fail_router(rng.below(std::uint32_t(g.size())));
+  hw::Rng rng(seed);
+  for (int i = 0; i < routers; ++i) f.fail_router(std::uint32_t(rng.below(g.size())));
   for (int i = 0; i < links; ++i) {
-    Coord c = g.coord(rng.below(std::uint32_t(g.size())));
+    Coord c = g.coord(std::uint32_t(rng.below(g.size())));
     Dir d = rng.below(2) ? Dir::East : Dir::South;
     if (!g.inside(hw::step(c, d))) continue;
     f.fail_link(g.index(c), d);
