@@ -60,12 +60,12 @@ void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
   br.lag = std::max(spec.lag, spec.wavelets - 1);
   br.refs = 1;
   br.flow = kNone;
-  queue_.push(std::max(at, queue_.now()), Event{b, 0, 0, Kind::Inject, Leg::ToEntry, Dir::Ramp});
+  queue_.push(std::max(at, queue_.now()), Event{b, 0, 0, Kind::Inject, Dir::Ramp});
 }
 
 void ApproxMesh::timer(Cycle at, std::uint64_t tag) {
   queue_.push(std::max(at, queue_.now()),
-              Event{std::uint32_t(tag), std::uint32_t(tag >> 32), 0, Kind::Timer, Leg::ToEntry, Dir::Ramp});
+              Event{std::uint32_t(tag), std::uint32_t(tag >> 32), 0, Kind::Timer, Dir::Ramp});
 }
 
 void ApproxMesh::run_until(Cycle limit) {
@@ -90,18 +90,18 @@ void ApproxMesh::handle(Cycle now, const Event& e) {
       br.inject = start;
       if (br.flow != kNone) ps_.out[br.flow].inject = start;
       if (start == now) {
-        if (br.flow == kNone) node(now, e.a, br.src, Leg::ToEntry, Dir::Ramp, 0);
+        if (br.flow == kNone) node(now, e.a, br.src, Dir::Ramp, 0);
         else plan_node(now, e.a, kNone, 0);
       } else {
         ++br.refs;
         queue_.push(start, Event{e.a, br.flow == kNone ? br.src : kNone, 0,
-                                 br.flow == kNone ? Kind::Node : Kind::PlanNode, Leg::ToEntry, Dir::Ramp});
+                                 br.flow == kNone ? Kind::Node : Kind::PlanNode, Dir::Ramp});
       }
       release(e.a);
       return;
     }
     case Kind::Node:
-      node(now, e.a, e.b, e.leg, e.in, e.path);
+      node(now, e.a, e.b, e.in, e.path);
       release(e.a);
       return;
     case Kind::PlanNode:
@@ -125,17 +125,18 @@ Cycle ApproxMesh::cross(Cycle now, Burst& br, TileIndex tile, Dir d) {
   return start + Cycle(params_.hop_latency) * fabric_->link_hops(tile, d);
 }
 
-void ApproxMesh::node(Cycle now, std::uint32_t b, TileIndex here, Leg leg, Dir in, std::uint32_t path) {
-  Fanout f = fanout(*fabric_, bursts_[b].target, here, leg, in);
+void ApproxMesh::node(Cycle now, std::uint32_t b, TileIndex here, Dir in, std::uint32_t path) {
+  Step st = route_step(*fabric_, bursts_[b].target, here, in);
   const Grid& g = fabric_->grid();
-  for (std::uint8_t i = 0; i < f.n; ++i) {
+  for (Dir d : hw::kMeshDirs) {
+    if (!(st.ports >> unsigned(d) & 1u)) continue;
     Burst& br = bursts_[b];
-    Cycle arrive = cross(now, br, here, f.dir[i]);
-    std::uint32_t p = path + params_.hop_latency * fabric_->link_hops(here, f.dir[i]);
+    Cycle arrive = cross(now, br, here, d);
+    std::uint32_t p = path + params_.hop_latency * fabric_->link_hops(here, d);
     ++br.refs;
-    queue_.push(arrive, Event{b, g.index(hw::step(g.coord(here), f.dir[i])), p, Kind::Node, f.leg[i], f.dir[i]});
+    queue_.push(arrive, Event{b, g.index(hw::step(g.coord(here), d)), p, Kind::Node, d});
   }
-  if (f.deliver) deliver(now, b, here, path);
+  if (st.deliver) deliver(now, b, here, path);
 }
 
 void ApproxMesh::plan_node(Cycle now, std::uint32_t b, std::uint32_t edge, std::uint32_t path) {
@@ -151,7 +152,7 @@ void ApproxMesh::plan_node(Cycle now, std::uint32_t b, std::uint32_t edge, std::
     Cycle arrive = cross(now, br, link_tile(l), link_dir(l));
     std::uint32_t p = path + params_.hop_latency * fabric_->link_hops(link_tile(l), link_dir(l));
     ++br.refs;
-    queue_.push(arrive, Event{b, c, p, Kind::PlanNode, Leg::ToEntry, Dir::Ramp});
+    queue_.push(arrive, Event{b, c, p, Kind::PlanNode, Dir::Ramp});
   }
   if (ix.sink[slot]) deliver(now, b, here, path);
 }
@@ -203,7 +204,7 @@ void ApproxMesh::plan_ready(std::uint32_t flow, Cycle now) {
   br.lag = lag;
   br.refs = 1;
   br.flow = flow;
-  queue_.push(start, Event{b, 0, 0, Kind::Inject, Leg::ToEntry, Dir::Ramp});
+  queue_.push(start, Event{b, 0, 0, Kind::Inject, Dir::Ramp});
 }
 
 void ApproxMesh::plan_arrival(std::uint32_t flow, TileIndex sink, Cycle head, Cycle tail) {

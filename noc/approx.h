@@ -46,7 +46,6 @@ class ApproxMesh final : public Mesh {
     std::uint32_t b;     // tile (Node) / route edge, kNone = the source (PlanNode) / tag high bits (Timer)
     std::uint32_t path;  // zero-load head latency accumulated so far
     Kind kind;
-    Leg leg;
     Dir in;              // direction travelled to arrive (Ramp at the source)
   };
   struct Burst {
@@ -62,7 +61,7 @@ class ApproxMesh final : public Mesh {
   };
 
   void handle(Cycle now, const Event& e);
-  void node(Cycle now, std::uint32_t b, TileIndex here, Leg leg, Dir in, std::uint32_t path);
+  void node(Cycle now, std::uint32_t b, TileIndex here, Dir in, std::uint32_t path);
   void plan_node(Cycle now, std::uint32_t b, std::uint32_t edge, std::uint32_t path);
   // Occupies link (tile, d) from `now`; returns when the head reaches the next router.
   Cycle cross(Cycle now, Burst& br, TileIndex tile, Dir d);

@@ -118,17 +118,14 @@ void CycleMesh::route_front(std::uint32_t router, std::uint32_t port, Queue& q) 
   const Burst& b = bursts_[w.burst];
   q.need = 0;
   if (b.flow == kNone) {
-    Fanout f = fanout(*fabric_, b.target, router, w.leg, port == unsigned(Dir::Ramp) ? Dir::Ramp : hw::opposite(Dir(port)));
-    for (std::uint8_t i = 0; i < f.n; ++i) {
-      unsigned o = unsigned(f.dir[i]);
-      if (!fabric_->link_ok(router, f.dir[i])) {
+    Step st = route_step(*fabric_, b.target, router, port == unsigned(Dir::Ramp) ? Dir::Ramp : hw::opposite(Dir(port)));
+    for (Dir d : hw::kMeshDirs)
+      if ((st.ports >> unsigned(d) & 1u) && !fabric_->link_ok(router, d)) {
         Coord c = fabric_->grid().coord(router);
-        throw hw::InputError(fmt::format("route uses the failed link ({}, {}) {}", c.x, c.y, hw::to_string(f.dir[i])));
+        throw hw::InputError(fmt::format("route uses the failed link ({}, {}) {}", c.x, c.y, hw::to_string(d)));
       }
-      q.need |= std::uint8_t(1u << o);
-      q.out_leg[o] = f.leg[i];
-    }
-    if (f.deliver) q.need |= 1u << unsigned(Dir::Ramp);
+    q.need = st.ports;
+    if (st.deliver) q.need |= 1u << unsigned(Dir::Ramp);
   } else {
     const PlanIndex& ix = ps_.index;
     const Flow& fl = ps_.plan->flows[b.flow];
@@ -179,7 +176,7 @@ void CycleMesh::send(const BurstSpec& spec, Cycle at) {
   br.wavelets = spec.wavelets;
   br.lag = std::max(spec.lag, spec.wavelets - 1);
   br.color = spec.color;
-  br.sinks_left = spec.dest.kind == Destination::Kind::Tile ? 1 : std::uint32_t(br.target.hi - br.target.lo + 1);
+  br.sinks_left = br.target.sinks;
   std::uint32_t b;
   if (!free_bursts_.empty()) {
     b = free_bursts_.back();
@@ -262,7 +259,7 @@ void CycleMesh::step() {
     std::uint32_t b = fifo.front();
     Burst& br = bursts_[b];
     if (wavelet_ready(br, br.next) <= now_ &&
-        push_wavelet(t, unsigned(Dir::Ramp), br.color, Wavelet{b, kNone, br.next, 0, Leg::ToEntry})) {
+        push_wavelet(t, unsigned(Dir::Ramp), br.color, Wavelet{b, kNone, br.next, 0})) {
       ++moves_;
       if (br.next == 0) {
         br.inject = now_;
@@ -313,7 +310,6 @@ void CycleMesh::step() {
         const std::uint32_t lat = params_.hop_latency * fabric_->link_hops(r, d);
         Wavelet w2 = w;
         w2.edge = q.out_edge[o];
-        w2.leg = q.out_leg[o];
         w2.path += lat;
         const std::uint32_t nb = g.index(hw::step(g.coord(r), d));
         links_[(now_ + lat) % links_.size()].push_back({nb, unsigned(hw::opposite(d)), w2});

@@ -48,7 +48,6 @@ class CycleMesh final : public Mesh {
     std::uint32_t edge;   // Plan: the route edge it arrived on (kNone at the source); Network: unused
     std::uint32_t index;  // 0 = head, wavelets - 1 = tail
     std::uint32_t path;   // zero-load latency accumulated (meaningful for the head)
-    Leg leg;              // Network sends: the branch mode
   };
   struct Queue {  // one (router, input port, color) queue
     std::uint32_t first = 0;  // ring storage offset in ring_
@@ -61,7 +60,6 @@ class CycleMesh final : public Mesh {
     bool routed = false;      // `need` and `out_*` hold the current burst's fan-out
     bool locked = false;      // holds every output in `need`
     std::uint32_t out_edge[kPorts]{};
-    Leg out_leg[kPorts]{};
   };
   struct Burst {
     std::uint64_t tag = 0;

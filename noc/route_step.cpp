@@ -1,10 +1,10 @@
 #include "noc/route_step.h"
 
-#include "noc/routing/route.h"
-
 #include <fmt/format.h>
 
-#include <algorithm>
+#include "hw/error.h"
+#include "noc/routing/multicast.h"
+#include "noc/routing/route.h"
 
 namespace wafer::noc {
 
@@ -21,49 +21,36 @@ Target resolve(const Fabric& fabric, TileIndex src, const Destination& dest) {
   };
   check(dest.first);
   if (dest.kind == Destination::Kind::Tile) {
-    t.entry = g.index(dest.first);
+    t.dst = g.index(dest.first);
     return t;
   }
   if (dest.span < 1) throw hw::InputError(fmt::format("multicast span {} must be at least 1", dest.span));
-  Coord s = g.coord(src);
-  if (dest.kind == Destination::Kind::RowSegment) {
-    Coord last{dest.first.x + dest.span - 1, dest.first.y};
-    check(last);
-    t.lo = dest.first.x, t.hi = last.x;
-    // West-first: from another row, enter at the west end and spread east only.
-    t.entry = g.index({s.y == dest.first.y ? std::clamp(s.x, t.lo, t.hi) : t.lo, dest.first.y});
-  } else {
-    Coord last{dest.first.x, dest.first.y + dest.span - 1};
-    check(last);
-    t.lo = dest.first.y, t.hi = last.y;
-    t.entry = g.index({dest.first.x, std::clamp(s.y, t.lo, t.hi)});
-  }
+  const bool row = dest.kind == Destination::Kind::RowSegment;
+  check(row ? Coord{dest.first.x + dest.span - 1, dest.first.y} : Coord{dest.first.x, dest.first.y + dest.span - 1});
+  t.src = g.coord(src);
+  t.region = row ? row_segment(dest.first, dest.span) : column_segment(dest.first, dest.span);
+  t.sinks = std::uint32_t(dest.span) - (t.region.contains(t.src) ? 1u : 0u);
+  if (t.sinks == 0) throw hw::InputError("a multicast segment holding only its source reaches no tile");
+  if (!region_path_clear(fabric, t.src, t.region))
+    throw hw::InputError(fmt::format("multicast from ({}, {}) to the {} segment at ({}, {}) span {} crosses a fault; "
+                                     "route it as a Plan (noc::multicast detours)",
+                                     t.src.x, t.src.y, row ? "row" : "column", dest.first.x, dest.first.y, dest.span));
   return t;
 }
 
-Fanout fanout(const Fabric& fabric, const Target& t, TileIndex here, Leg leg, Dir in) {
-  Fanout f;
-  if (leg == Leg::ToEntry && here != t.entry) {
-    const Grid& g = fabric.grid();
-    f.n = 1;
-    f.dir[0] = next_port(fabric, g.coord(here), g.coord(t.entry), in);
-    f.leg[0] = Leg::ToEntry;
-    return f;
+Step route_step(const Fabric& fabric, const Target& t, TileIndex here, Dir in) {
+  const Grid& g = fabric.grid();
+  Step s;
+  if (t.kind == Destination::Kind::Tile) {
+    Dir d = next_port(fabric, g.coord(here), g.coord(t.dst), in);
+    if (d == Dir::Ramp) s.deliver = true;
+    else s.ports = std::uint8_t(1u << unsigned(d));
+    return s;
   }
-  f.deliver = true;
-  if (t.kind == Destination::Kind::Tile) return f;
-  const bool row = t.kind == Destination::Kind::RowSegment;
-  Coord c = fabric.grid().coord(here);
-  std::int32_t pos = row ? c.x : c.y;
-  if ((leg == Leg::ToEntry || leg == Leg::Forward) && pos < t.hi) {
-    f.dir[f.n] = row ? Dir::East : Dir::South;
-    f.leg[f.n++] = Leg::Forward;
-  }
-  if ((leg == Leg::ToEntry || leg == Leg::Backward) && pos > t.lo) {
-    f.dir[f.n] = row ? Dir::West : Dir::North;
-    f.leg[f.n++] = Leg::Backward;
-  }
-  return f;
+  noc::Fanout f = region_ports(g.coord(here), t.src, t.region, in);
+  s.ports = f.ports;
+  s.deliver = f.deliver;
+  return s;
 }
 
 }  // namespace wafer::noc

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "hw/error.h"
+#include "noc/routing/multicast.h"
 #include "noc/routing/route.h"
 
 namespace wafer::noc {
@@ -26,20 +27,23 @@ struct Rand {
 
 std::string cstr(Coord c) { return fmt::format("({}, {})", c.x, c.y); }
 
-// A straight tree from `src` along one axis towards `dir`, covering tiles until `last` (inclusive).
-void straight_branch(Flow& f, const Fabric& fab, Coord src, Dir dir, std::int32_t count) {
-  const Grid& g = fab.grid();
-  std::int32_t parent = kFromSource;
-  Coord c = src;
-  for (std::int32_t k = 0; k < count; ++k) {
-    if (!fab.link_ok(g.index(c), dir))
-      throw hw::InputError(fmt::format("multicast from {}: the link {} {} is cut, so {} is unreachable", cstr(src),
-                                       cstr(c), hw::to_string(dir), cstr(hw::step(c, dir))));
-    f.route.push_back({link_id(g.index(c), dir), parent});
-    parent = std::int32_t(f.route.size() - 1);
-    c = hw::step(c, dir);
-    f.sinks.push_back(g.index(c));
+Flow multicast_flow(const Fabric& fabric, Coord src, const hw::Rect& region, std::uint32_t wavelets,
+                    std::uint64_t release, Color color) {
+  Multicast m = multicast(fabric, src, region);
+  if (!m.unreached.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < m.unreached.size() && i < 8; ++i) list += (i ? ", " : "") + cstr(m.unreached[i]);
+    if (m.unreached.size() > 8) list += fmt::format(" and {} more", m.unreached.size() - 8);
+    throw hw::InputError(fmt::format("multicast from {}: the defects cut off {}", cstr(src), list));
   }
+  Flow f;
+  f.src = fabric.grid().index(src);
+  f.route = std::move(m.edges);
+  f.sinks = std::move(m.sinks);
+  f.wavelets = wavelets;
+  f.color = color;
+  f.release = release;
+  return f;
 }
 
 }  // namespace
@@ -97,31 +101,13 @@ std::uint32_t add_row_reduce(Plan& plan, const Fabric& fabric, std::int32_t y, s
 
 std::uint32_t add_column_broadcast(Plan& plan, const Fabric& fabric, std::int32_t x, std::int32_t y,
                                    std::uint32_t wavelets, std::uint64_t release, Color color) {
-  const Grid& g = fabric.grid();
-  Flow f;
-  f.src = g.index({x, y});
-  f.wavelets = wavelets;
-  f.color = color;
-  f.release = release;
-  straight_branch(f, fabric, {x, y}, Dir::North, y);
-  straight_branch(f, fabric, {x, y}, Dir::South, g.height - 1 - y);
-  return plan.add(std::move(f));
+  return plan.add(
+      multicast_flow(fabric, {x, y}, column_segment({x, 0}, fabric.grid().height), wavelets, release, color));
 }
 
 std::uint32_t add_row_multicast(Plan& plan, const Fabric& fabric, std::int32_t x, std::int32_t y, std::int32_t x0,
                                 std::int32_t span, std::uint32_t wavelets, std::uint64_t release, Color color) {
-  const Grid& g = fabric.grid();
-  Flow f;
-  f.src = g.index({x, y});
-  f.wavelets = wavelets;
-  f.color = color;
-  f.release = release;
-  if (x >= x0 && x < x0 + span) f.sinks.push_back(f.src);
-  if (x > x0) straight_branch(f, fabric, {x, y}, Dir::West, x - x0);
-  if (x < x0 + span - 1) straight_branch(f, fabric, {x, y}, Dir::East, x0 + span - 1 - x);
-  // Sinks west of x0 or east of the span (when the source lies outside) are passed, not delivered to.
-  std::erase_if(f.sinks, [&](TileIndex t) { return g.coord(t).x < x0 || g.coord(t).x >= x0 + span; });
-  return plan.add(std::move(f));
+  return plan.add(multicast_flow(fabric, {x, y}, row_segment({x0, y}, span), wavelets, release, color));
 }
 
 Plan make_traffic(const Fabric& fabric, const TrafficParams& p) {

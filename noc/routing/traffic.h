@@ -48,10 +48,11 @@ Plan make_traffic(const Fabric& fabric, const TrafficParams& params);
 // (x0+i+1, y) and streams out of flow i-1 (Stream trigger, `stage` cycles). Returns the first flow index.
 std::uint32_t add_row_reduce(Plan& plan, const Fabric& fabric, std::int32_t y, std::int32_t x0, std::int32_t len,
                              std::uint32_t wavelets, std::uint32_t stage, std::uint64_t release, Color color = 0);
-// One burst from (x, y) multicast to every other tile of column x (one tree, each link once).
+// One burst from (x, y) multicast to every other tile of column x (noc::multicast's tree, each link once).
+// Tiles the defects cut off are an InputError naming them.
 std::uint32_t add_column_broadcast(Plan& plan, const Fabric& fabric, std::int32_t x, std::int32_t y,
                                    std::uint32_t wavelets, std::uint64_t release, Color color = 0);
-// One burst from (x, y) multicast along row y over [x0, x0 + span).
+// One burst from (x, y) multicast along row y over [x0, x0 + span) (the source's core excluded).
 std::uint32_t add_row_multicast(Plan& plan, const Fabric& fabric, std::int32_t x, std::int32_t y, std::int32_t x0,
                                 std::int32_t span, std::uint32_t wavelets, std::uint64_t release, Color color = 0);
 // A unicast burst along noc::route.

@@ -154,10 +154,11 @@ TEST_P(Timing, MulticastAlongARow) {
   m->run_until(r + 1);
   EXPECT_EQ(rec.arrivals.size(), before + 1);
   m->run();
-  ASSERT_EQ(rec.arrivals.size(), 10u);
+  ASSERT_EQ(rec.arrivals.size(), 9u) << "every tile of the segment but the source";
   for (const auto& a : rec.arrivals) {
     Coord c = f.grid().coord(a.sink);
     EXPECT_EQ(c.y, 1);
+    EXPECT_NE(c.x, 3);
     EXPECT_EQ(a.head, Cycle(std::abs(c.x - 3))) << "sink x = " << c.x;
     EXPECT_EQ(a.tail, a.head + w - 1);
   }
