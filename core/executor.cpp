@@ -1,0 +1,461 @@
+#include "core/executor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <tuple>
+
+#include "hw/error.h"
+#include "noc/route_step.h"
+#include "noc/routing/route.h"
+
+namespace wafer::core {
+
+using firmware::Dest;
+using firmware::OpKind;
+using firmware::Task;
+using hw::Coord;
+using hw::TileIndex;
+
+const char* to_string(Cause c) {
+  switch (c) {
+    case Cause::Compute: return "compute";
+    case Cause::VectorSetup: return "vector_setup";
+    case Cause::TaskOverhead: return "task_overhead";
+    case Cause::NetworkTransfer: return "network_transfer";
+    case Cause::NetworkWait: return "network_wait";
+    case Cause::WeightStreaming: return "weight_streaming";
+    case Cause::InterWafer: return "inter_wafer";
+  }
+  return "?";
+}
+
+namespace {
+constexpr Cycle kNever = std::numeric_limits<Cycle>::max();
+// Timer tags: kind in the top byte.
+constexpr std::uint64_t kTimerReady = 1ull << 56;    // | tile << 16 | task
+constexpr std::uint64_t kTimerDeliver = 2ull << 56;  // | burst
+constexpr std::uint64_t kKindMask = 0xFFull << 56;
+
+noc::Destination destination(const Dest& d, Coord here) {
+  noc::Destination out;
+  out.first = {here.x + d.dx, here.y + d.dy};
+  switch (d.kind) {
+    case Dest::Kind::Tile: out.kind = noc::Destination::Kind::Tile; break;
+    case Dest::Kind::Row: out.kind = noc::Destination::Kind::RowSegment, out.span = d.span; break;
+    case Dest::Kind::Column: out.kind = noc::Destination::Kind::ColumnSegment, out.span = d.span; break;
+  }
+  return out;
+}
+}  // namespace
+
+Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, const noc::Fabric& fabric,
+                   noc::Network& network, memory::StreamPort* weights, ExecOptions options)
+    : spec_(spec),
+      image_(image),
+      fabric_(fabric),
+      net_(network),
+      weights_(weights),
+      opt_(options),
+      costs_(spec, options.weight_bytes),
+      grid_(image.grid) {
+  validate();
+  info_.resize(image_.programs.size());
+  bool streams = false;
+  for (std::size_t p = 0; p < image_.programs.size(); ++p) {
+    for (const Task& t : image_.programs[p].tasks) {
+      TaskInfo ti;
+      for (const auto& op : t.ops) {
+        ti.setup += costs_.vector_setup;
+        ti.body += costs_.body(op);
+        if (op.kind == OpKind::StreamIn) ++ti.weight_arrivals, ti.stream_bytes += op.elements;
+      }
+      ti.need = std::uint32_t(t.arrivals) + ti.weight_arrivals;
+      streams |= ti.weight_arrivals > 0;
+      info_[p].push_back(ti);
+    }
+  }
+  if (streams && !weights_)
+    throw hw::InputError("the firmware streams weights (StreamIn ops) but no MemoryX port is attached");
+  const std::size_t n = grid_.size();
+  slot0_.assign(n + 1, 0);
+  std::uint64_t slots = 0;
+  for (std::size_t t = 0; t < n; ++t) {
+    slot0_[t] = std::uint32_t(slots);
+    std::uint32_t p = image_.tile_program[t];
+    if (p != firmware::kIdle) slots += image_.programs[p].tasks.size();
+    if (slots >= kNone) throw hw::InputError("firmware: more than 4 billion task slots");
+  }
+  slot0_[n] = std::uint32_t(slots);
+  core_free_.assign(n, 0);
+  last_slot_.assign(n, kNone);
+  count_.assign(slots, 0);
+  ready_.assign(slots, 0);
+  tail_.assign(slots, 0);
+  start_.assign(slots, kNever);
+  end_.assign(slots, kNever);
+  crit_.assign(slots, kNone);
+  if (streams) wcount_.assign(slots, 0);
+  prev_.assign(slots, kNone);
+  done_tile_ = grid_.index(image_.done_tile);
+}
+
+Executor::~Executor() = default;
+
+void Executor::validate() const {
+  const auto& im = image_;
+  if (grid_.width <= 0 || grid_.height <= 0 || im.tile_program.size() != grid_.size())
+    throw hw::InputError(fmt::format("firmware: {} tile entries for a {}x{} array", im.tile_program.size(),
+                                     grid_.width, grid_.height));
+  if (grid_.width != fabric_.grid().width || grid_.height != fabric_.grid().height)
+    throw hw::InputError(fmt::format("firmware is placed on a {}x{} array but the fabric is {}x{}", grid_.width,
+                                     grid_.height, fabric_.grid().width, fabric_.grid().height));
+  if (!grid_.inside(im.done_tile))
+    throw hw::InputError(fmt::format("firmware: done tile ({},{}) is outside the array", im.done_tile.x, im.done_tile.y));
+  for (const auto& inj : im.start)
+    if (!grid_.inside(inj.tile))
+      throw hw::InputError(fmt::format("firmware: start injection at ({},{}) is outside the array", inj.tile.x, inj.tile.y));
+  // Per program, the extent of its sends; then per tile, whether they stay inside.
+  struct Extent {
+    std::int32_t xmin = 0, xmax = 0, ymin = 0, ymax = 0;
+  };
+  std::vector<Extent> ext(im.programs.size());
+  for (std::size_t p = 0; p < im.programs.size(); ++p) {
+    Extent e;
+    for (const auto& t : im.programs[p].tasks) {
+      if (t.layer >= im.layer_names.size() || t.op >= im.op_names.size())
+        throw hw::InputError(fmt::format("firmware: program {} names layer {} / op {}, beyond its {} layer and {} op names",
+                                         p, t.layer, t.op, im.layer_names.size(), im.op_names.size()));
+      if (t.arrivals == 0) throw hw::InputError(fmt::format("firmware: program {} has a task needing 0 arrivals", p));
+      for (const auto& s : t.sends) {
+        std::int32_t span = std::max<std::int32_t>(1, s.dest.span);
+        std::int32_t x1 = s.dest.dx + (s.dest.kind == Dest::Kind::Row ? span - 1 : 0);
+        std::int32_t y1 = s.dest.dy + (s.dest.kind == Dest::Kind::Column ? span - 1 : 0);
+        if (s.dest.kind != Dest::Kind::Tile && s.dest.span < 1)
+          throw hw::InputError(fmt::format("firmware: program {} multicasts to a segment of {} tiles", p, s.dest.span));
+        if (s.wavelets == 0) throw hw::InputError(fmt::format("firmware: program {} sends an empty burst", p));
+        e.xmin = std::min(e.xmin, s.dest.dx), e.xmax = std::max(e.xmax, x1);
+        e.ymin = std::min(e.ymin, s.dest.dy), e.ymax = std::max(e.ymax, y1);
+      }
+    }
+    ext[p] = e;
+  }
+  for (std::size_t t = 0; t < im.tile_program.size(); ++t) {
+    std::uint32_t p = im.tile_program[t];
+    if (p == firmware::kIdle) continue;
+    if (p >= im.programs.size())
+      throw hw::InputError(fmt::format("firmware: tile {} uses program {} of {}", t, p, im.programs.size()));
+    Coord c = grid_.coord(TileIndex(t));
+    const Extent& e = ext[p];
+    if (c.x + e.xmin < 0 || c.x + e.xmax >= grid_.width || c.y + e.ymin < 0 || c.y + e.ymax >= grid_.height)
+      throw hw::InputError(fmt::format("firmware: tile ({},{}) sends outside the {}x{} array", c.x, c.y, grid_.width,
+                                       grid_.height));
+  }
+}
+
+const Task& Executor::task_at(TileIndex tile, std::uint32_t k) const {
+  return image_.programs[image_.tile_program[tile]].tasks[k];
+}
+
+std::uint32_t Executor::channel_of(Coord tile) const {
+  std::uint32_t best = 0;
+  std::int64_t best_d = std::numeric_limits<std::int64_t>::max();
+  for (std::uint32_t c = 0; c < std::uint32_t(spec_.io_channels); ++c) {
+    Coord e = channel_tile(c);
+    std::int64_t d = std::abs(e.x - tile.x) + std::abs(e.y - tile.y);
+    if (d < best_d) best_d = d, best = c;
+  }
+  return best;
+}
+
+Coord Executor::channel_tile(std::uint32_t c) const {
+  // Channels alternate between the west and east edges, spread evenly along each.
+  const std::uint32_t n = std::uint32_t(std::max<std::int64_t>(1, spec_.io_channels));
+  const std::uint32_t side = c % 2;
+  const std::uint32_t on_side = side == 0 ? (n + 1) / 2 : n / 2;
+  const std::uint32_t i = c / 2;
+  std::int32_t y = std::int32_t((2 * std::uint64_t(i) + 1) * std::uint64_t(grid_.height) / (2 * std::uint64_t(on_side)));
+  return {side == 0 ? 0 : grid_.width - 1, std::min(y, grid_.height - 1)};
+}
+
+void Executor::request_weights() {
+  struct Req {
+    std::uint16_t layer;
+    TileIndex tile;
+    std::uint32_t k;
+  };
+  std::vector<Req> reqs;
+  for (TileIndex t = 0; t < grid_.size(); ++t) {
+    std::uint32_t p = image_.tile_program[t];
+    if (p == firmware::kIdle) continue;
+    for (std::uint32_t k = 0; k < info_[p].size(); ++k)
+      if (info_[p][k].weight_arrivals) reqs.push_back({image_.programs[p].tasks[k].layer, t, k});
+  }
+  // Layer order: MemoryX pushes the weights as the step will need them.
+  std::stable_sort(reqs.begin(), reqs.end(), [](const Req& a, const Req& b) { return a.layer < b.layer; });
+  const std::uint32_t wcolor = std::uint32_t(std::max<std::int64_t>(1, spec_.colors) - 1);
+  for (const Req& r : reqs) {
+    Coord c = grid_.coord(r.tile);
+    std::uint32_t ch = channel_of(c);
+    TileIndex entry = grid_.index(channel_tile(ch));
+    for (const auto& op : task_at(r.tile, r.k).ops) {
+      if (op.kind != OpKind::StreamIn) continue;
+      Cycle ready = weights_->fetch(opt_.start, op.elements, ch);
+      std::uint32_t w = std::max<std::uint32_t>(
+          1, std::uint32_t((std::uint64_t(op.elements) + std::uint64_t(spec_.wavelet_bytes) - 1) / std::uint64_t(spec_.wavelet_bytes)));
+      std::uint32_t id = std::uint32_t(bursts_.size());
+      bursts_.push_back({ready, slot0_[r.tile] + r.k, entry, w - 1, noc::Color(wcolor), BurstKind::Weights});
+      noc::BurstSpec b;
+      b.src = entry;
+      b.dest.kind = noc::Destination::Kind::Tile;
+      b.dest.first = c;
+      b.wavelets = w;
+      b.lag = w - 1;
+      b.color = noc::Color(wcolor);
+      b.tag = id;
+      net_.send(b, ready);
+      weight_bytes_ += op.elements;
+      ++weight_bursts_;
+    }
+  }
+}
+
+StepResult Executor::run() {
+  if (ran_) throw std::logic_error("Executor::run called twice");
+  ran_ = true;
+  net_.set_client(this);
+  if (weights_) request_weights();
+  for (const auto& inj : image_.start) {
+    std::uint32_t id = std::uint32_t(bursts_.size());
+    TileIndex t = grid_.index(inj.tile);
+    bursts_.push_back({opt_.start, kNone, t, std::max<std::uint32_t>(1, inj.wavelets) - 1, inj.color, BurstKind::Injection});
+    net_.timer(opt_.start, kTimerDeliver | id);
+  }
+  net_.run();
+
+  StepResult r;
+  r.start = opt_.start;
+  r.finished = done_count_ >= image_.done_arrivals;
+  r.end = r.finished ? done_end_ : net_.now();
+  r.tasks_run = tasks_run_;
+  r.tasks_total = count_.size();
+  r.bursts = bursts_.size() - weight_bursts_ - image_.start.size();
+  r.weight_bursts = weight_bursts_;
+  r.weight_bytes = weight_bytes_;
+  r.unclaimed = unclaimed_;
+  r.done_received = done_count_;
+  if (r.finished) walk_critical_path(r);
+  auto& work = r.breakdown.work_per_op;
+  work.assign(image_.op_names.size(), CauseCycles{});
+  for (TileIndex t = 0; t < grid_.size(); ++t) {
+    for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
+      if (start_[s] == kNever) continue;
+      const std::uint32_t k = s - slot0_[t];
+      const TaskInfo& ti = info_[image_.tile_program[t]][k];
+      auto& w = work[task_at(t, k).op];
+      w[std::size_t(Cause::TaskOverhead)] += costs_.task_overhead;
+      w[std::size_t(Cause::VectorSetup)] += ti.setup;
+      w[std::size_t(Cause::Compute)] += end_[s] - start_[s] - ti.setup;
+    }
+  }
+  return r;
+}
+
+void Executor::on_timer(std::uint64_t tag, Cycle now) {
+  const std::uint64_t kind = tag & kKindMask;
+  if (kind == kTimerReady) {
+    start_task(TileIndex((tag >> 16) & 0xFFFFFFFFull), std::uint32_t(tag & 0xFFFF), now);
+  } else if (kind == kTimerDeliver) {
+    std::uint32_t id = std::uint32_t(tag & 0xFFFFFFFFull);
+    const BurstRec& b = bursts_[id];
+    deliver(id, b.src, now, now + b.lag);
+  }
+}
+
+void Executor::on_arrival(std::uint64_t tag, TileIndex sink, Cycle head, Cycle tail) {
+  deliver(std::uint32_t(tag), sink, head, tail);
+}
+
+void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail) {
+  const BurstRec& b = bursts_[id];
+  if (b.kind == BurstKind::Weights) {
+    const std::uint32_t slot = b.sender;
+    ++wcount_[slot];
+    credit(slot, sink, slot - slot0_[sink], tail, tail, id);
+    return;
+  }
+  bool claimed = false;
+  if (sink == done_tile_ && b.color == image_.done_color) {
+    ++done_count_;
+    if (done_count_ <= image_.done_arrivals && (done_crit_ == kNone || tail >= done_end_)) done_end_ = tail, done_crit_ = id;
+    claimed = true;
+  }
+  const std::uint32_t p = image_.tile_program[sink];
+  if (p != firmware::kIdle) {
+    const auto& tasks = image_.programs[p].tasks;
+    const std::uint32_t s0 = slot0_[sink];
+    for (std::uint32_t k = 0; k < tasks.size(); ++k) {
+      const Task& t = tasks[k];
+      if (t.trigger != b.color || count_[s0 + k] >= t.arrivals) continue;
+      Cycle when = t.start == Task::Start::Stream ? head + costs_.stream_stage_latency : tail;
+      credit(s0 + k, sink, k, when, tail, id);
+      claimed = true;
+      break;
+    }
+  }
+  if (!claimed) ++unclaimed_;
+}
+
+void Executor::credit(std::uint32_t slot, TileIndex tile, std::uint32_t k, Cycle when, Cycle tail, std::uint32_t burst) {
+  const bool first = crit_[slot] == kNone;
+  if (first || when > ready_[slot]) crit_[slot] = burst, ready_[slot] = when;
+  if (first || tail > tail_[slot]) tail_[slot] = tail;
+  const bool weight = bursts_[burst].kind == BurstKind::Weights;
+  if (!weight) ++count_[slot];
+  const std::uint32_t p = image_.tile_program[tile];
+  const TaskInfo& ti = info_[p][k];
+  const bool full = count_[slot] == task_at(tile, k).arrivals && (wcount_.empty() || wcount_[slot] == ti.weight_arrivals);
+  if (full) net_.timer(ready_[slot], kTimerReady | (std::uint64_t(tile) << 16) | k);
+}
+
+void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
+  const std::uint32_t slot = slot0_[tile] + k;
+  const std::uint32_t p = image_.tile_program[tile];
+  const Task& t = image_.programs[p].tasks[k];
+  const TaskInfo& ti = info_[p][k];
+  Cycle t0 = now;
+  if (core_free_[tile] > now) t0 = core_free_[tile], prev_[slot] = last_slot_[tile];
+  const Cycle s = t0 + costs_.task_overhead;
+  const bool stream = t.start == Task::Start::Stream;
+  Cycle e = s + ti.setup + ti.body;
+  if (stream) e = std::max(e, tail_[slot] + costs_.stream_stage_latency);
+  start_[slot] = s;
+  end_[slot] = e;
+  core_free_[tile] = e;
+  last_slot_[tile] = slot;
+  ++tasks_run_;
+  const Coord here = grid_.coord(tile);
+  const Cycle at = stream ? s : e;
+  for (const auto& snd : t.sends) {
+    std::uint32_t lag = snd.wavelets - 1;
+    if (stream) lag = std::uint32_t(std::max<Cycle>(lag, e - s));
+    std::uint32_t id = std::uint32_t(bursts_.size());
+    bursts_.push_back({at, slot, tile, lag, snd.color, BurstKind::Data});
+    noc::BurstSpec b;
+    b.src = tile;
+    b.dest = destination(snd.dest, here);
+    b.wavelets = snd.wavelets;
+    b.lag = lag;
+    b.color = snd.color;
+    b.tag = id;
+    net_.send(b, at);
+  }
+}
+
+Cycle Executor::ideal_latency(const BurstRec& b, TileIndex sink, bool to_tail) const {
+  std::uint64_t hops = 0;
+  if (b.src != sink) {
+    Coord s = grid_.coord(b.src), d = grid_.coord(sink);
+    hops = noc::route(fabric_, s, d).hops;
+  }
+  return Cycle(hops) * Cycle(spec_.hop_latency) + (to_tail ? b.lag : 0);
+}
+
+void Executor::walk_critical_path(StepResult& r) {
+  Breakdown& bd = r.breakdown;
+  bd.per_layer.assign(image_.layer_names.size(), CauseCycles{});
+  bd.per_op.assign(image_.op_names.size(), CauseCycles{});
+  critical_.assign(count_.size(), 0);
+  auto add = [&](Cause c, Cycle v, std::uint16_t layer, std::uint16_t op) {
+    bd.cause[std::size_t(c)] += v;
+    bd.per_layer[layer][std::size_t(c)] += v;
+    bd.per_op[op][std::size_t(c)] += v;
+  };
+  auto slot_tile = [&](std::uint32_t slot) {
+    return TileIndex(std::upper_bound(slot0_.begin(), slot0_.end(), slot) - slot0_.begin() - 1);
+  };
+
+  // A burst reaching `sink` at `arrive` (its tail, or its head for a Stream trigger), feeding (layer, op).
+  std::uint32_t burst = done_crit_;
+  TileIndex sink = done_tile_;
+  Cycle arrive = done_end_;
+  bool to_tail = true;
+  std::uint16_t layer = 0, op = 0;
+  {
+    const BurstRec& b = bursts_[burst];
+    if (b.kind == BurstKind::Data) {
+      const Task& st = task_at(slot_tile(b.sender), b.sender - slot0_[slot_tile(b.sender)]);
+      layer = st.layer, op = st.op;
+    }
+  }
+  for (std::uint64_t guard = 0; guard <= count_.size() + bursts_.size() + 1; ++guard) {
+    const BurstRec& b = bursts_[burst];
+    ++bd.path_bursts;
+    if (b.kind == BurstKind::Weights) {
+      add(Cause::WeightStreaming, arrive - opt_.start, layer, op);
+      return;
+    }
+    if (b.kind == BurstKind::Injection) {
+      add(Cause::NetworkTransfer, arrive - opt_.start, layer, op);
+      return;
+    }
+    const Cycle net = arrive - b.inject;
+    const Cycle ideal = std::min(net, ideal_latency(b, sink, to_tail));
+    add(Cause::NetworkTransfer, ideal, layer, op);
+    add(Cause::NetworkWait, net - ideal, layer, op);
+    // The sending task, from the moment it sent.
+    std::uint32_t slot = b.sender;
+    Cycle ref = b.inject;
+    for (;;) {
+      ++bd.path_tasks;
+      critical_[slot] = 1;
+      const TileIndex tile = slot_tile(slot);
+      const std::uint32_t k = slot - slot0_[tile];
+      const Task& t = task_at(tile, k);
+      const TaskInfo& ti = info_[image_.tile_program[tile]][k];
+      layer = t.layer, op = t.op;
+      const Cycle s = start_[slot];
+      if (ref > s) {  // the task's own work [s, ref]
+        const Cycle span = ref - s;
+        const Cycle setup = std::min(span, ti.setup);
+        add(Cause::VectorSetup, setup, layer, op);
+        add(Cause::Compute, span - setup, layer, op);
+      }
+      add(Cause::TaskOverhead, costs_.task_overhead, layer, op);
+      if (prev_[slot] != kNone) {  // waited for its core: continue through the previous task, from its end
+        slot = prev_[slot];
+        ref = end_[slot];
+        continue;
+      }
+      // Waited for its input.
+      burst = crit_[slot];
+      sink = tile;
+      arrive = ready_[slot];
+      to_tail = true;
+      if (t.start == Task::Start::Stream && bursts_[burst].kind != BurstKind::Weights) {
+        add(Cause::Compute, costs_.stream_stage_latency, layer, op);
+        arrive -= costs_.stream_stage_latency;
+        to_tail = false;
+      }
+      break;
+    }
+  }
+  throw std::logic_error("critical path walk did not terminate");
+}
+
+std::vector<TaskRun> Executor::task_runs() const {
+  std::vector<TaskRun> out;
+  for (TileIndex t = 0; t < grid_.size(); ++t) {
+    for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
+      if (start_[s] == kNever) continue;
+      const Task& task = task_at(t, s - slot0_[t]);
+      out.push_back({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, ready_[s], start_[s], end_[s],
+                     !critical_.empty() && critical_[s] != 0});
+    }
+  }
+  return out;
+}
+
+}  // namespace wafer::core

@@ -1,0 +1,168 @@
+#pragma once
+// The tile cores of one wafer running one decode step's firmware (firmware/program.h) on any mesh timing
+// model (noc::Network). Tiles are compact data (structure of arrays): per tile the cycle its core is free
+// and its first task slot; per task slot an arrival counter, its trigger time and its start/end. No
+// per-tile heap objects, nothing allocated per event but the burst record of each send.
+//
+// Semantics (agreed with the mapper):
+//  - A burst on color c reaching a tile is credited to the first task, in program order, whose trigger is
+//    c and which still needs arrivals. A task runs once per step, when it has `arrivals` bursts:
+//    Complete - at the tail of the last; Stream - stream_stage_latency after the head of the last (with
+//    one arrival: after the first head). Streamed weights (OpKind::StreamIn) are extra arrivals: a
+//    StreamIn op's bytes are requested from the MemoryX port at the start of the step (in layer order),
+//    enter the fabric at the edge channel nearest the tile, and the task waits for their tail.
+//  - A core runs one task at a time, first come first served by trigger time:
+//    start = max(trigger, core free) + task_overhead; each op costs CostModel::cycles (core/costs.h).
+//    Complete tasks then issue their sends in order at the end (the mesh's injection ramp serialises
+//    them). Stream tasks send at their start, the output trailing the input: lag = max(wavelets - 1,
+//    end - start), end = max(start + ops, last input tail + stream_stage_latency).
+//  - Dest::Tile with dx = dy = 0 goes to the mesh as a burst to the tile itself (ramp out, ramp in).
+//  - The step ends when done_tile has done_arrivals bursts on done_color (the latest tail).
+// The critical path is walked back from that tail; each segment goes to one cause and to the layer and
+// operator it serves (a task's own time to its task; a burst's network time to the task it feeds), so the
+// parts sum exactly to the latency.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/costs.h"
+#include "firmware/program.h"
+#include "hw/wafer_spec.h"
+#include "memory/stream_port.h"
+#include "noc/network.h"
+#include "noc/routing/fabric.h"
+
+namespace wafer::core {
+
+enum class Cause : std::uint8_t {
+  Compute,          // vector op bodies (lanes or SRAM ports) and stream stage latency
+  VectorSetup,      // fixed cost per vector op
+  TaskOverhead,     // fixed cost per task activation
+  NetworkTransfer,  // zero-load latency of the bursts on the path (hops x hop_latency + serialisation)
+  NetworkWait,      // beyond zero load: contention for links and ramps
+  WeightStreaming,  // streamed weights: MemoryX port (queue, bandwidth, latency) + their fabric crossing
+  InterWafer,       // links between wafers of a pipeline (filled by the simulator)
+};
+inline constexpr std::size_t kCauses = 7;
+const char* to_string(Cause c);
+using CauseCycles = std::array<Cycle, kCauses>;
+
+struct Breakdown {
+  CauseCycles cause{};                 // on the critical path; sums to the step latency
+  std::vector<CauseCycles> per_layer;  // indexed like Image::layer_names
+  std::vector<CauseCycles> per_op;     // indexed like Image::op_names
+  // Work over all tasks of all tiles (not only the critical path), in tile-cycles.
+  std::vector<CauseCycles> work_per_op;  // Compute, VectorSetup, TaskOverhead
+  std::uint32_t path_tasks = 0;          // tasks on the critical path
+  std::uint32_t path_bursts = 0;         // bursts on the critical path
+};
+
+struct ExecOptions {
+  std::uint32_t weight_bytes = 2;  // 16-bit weights; 1 for 8-bit
+  Cycle start = 0;                 // cycle at which the step's start injections arrive
+};
+
+struct StepResult {
+  bool finished = false;         // the done tile got its bursts
+  Cycle start = 0, end = 0;      // end = tail of the last done burst
+  Cycle latency() const { return end - start; }
+  std::uint64_t tasks_run = 0, tasks_total = 0;
+  std::uint64_t bursts = 0;           // bursts the cores sent (weights and injections excluded)
+  std::uint64_t weight_bursts = 0, weight_bytes = 0;
+  std::uint64_t unclaimed = 0;        // bursts no task took (a firmware bug when nonzero)
+  std::uint32_t done_received = 0;    // bursts on done_color at done_tile
+  Breakdown breakdown;
+};
+
+// One task run, for traces and tests.
+struct TaskRun {
+  hw::TileIndex tile;
+  std::uint16_t task;  // index in the tile's program
+  std::uint16_t layer, op;
+  Cycle trigger, start, end;  // start is after task_overhead
+  bool critical;
+};
+
+class Executor final : public noc::NetworkClient {
+ public:
+  // `image` and `fabric` must outlive the executor; `weights` may be null when the image has no StreamIn.
+  // Checks the image against the grid (every send lands inside it, names in range) and throws
+  // hw::InputError naming the tile otherwise.
+  Executor(const hw::WaferSpec& spec, const firmware::Image& image, const noc::Fabric& fabric,
+           noc::Network& network, memory::StreamPort* weights = nullptr, ExecOptions options = {});
+  ~Executor() override;
+
+  // Runs the step to completion (the network runs until no event is left).
+  StepResult run();
+
+  // After run(): every task that ran (in tile order), for traces.
+  std::vector<TaskRun> task_runs() const;
+  const CostModel& costs() const { return costs_; }
+  // Edge channel (and its tile) serving streamed weights to `tile`.
+  std::uint32_t channel_of(hw::Coord tile) const;
+  hw::Coord channel_tile(std::uint32_t channel) const;
+
+  // noc::NetworkClient
+  void on_arrival(std::uint64_t tag, hw::TileIndex sink, Cycle head, Cycle tail) override;
+  void on_timer(std::uint64_t tag, Cycle now) override;
+
+ private:
+  struct TaskInfo {       // per program task, computed once
+    Cycle setup = 0;      // vector_setup x ops (StreamIn included)
+    Cycle body = 0;       // op bodies
+    std::uint32_t stream_bytes = 0;
+    std::uint16_t weight_arrivals = 0;  // StreamIn ops (one weight burst each)
+    std::uint32_t need = 0;             // arrivals + weight_arrivals
+  };
+  enum class BurstKind : std::uint8_t { Data, Injection, Weights };
+  struct BurstRec {       // one per burst sent
+    Cycle inject;
+    std::uint32_t sender;  // slot of the sending task (Data) / receiving slot (Weights) / kNone
+    hw::TileIndex src;
+    std::uint32_t lag;
+    noc::Color color;
+    BurstKind kind;
+  };
+  static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+
+  void validate() const;
+  void credit(std::uint32_t slot, hw::TileIndex tile, std::uint32_t k, Cycle when, Cycle tail, std::uint32_t burst);
+  void start_task(hw::TileIndex tile, std::uint32_t k, Cycle now);
+  void deliver(std::uint32_t burst, hw::TileIndex sink, Cycle head, Cycle tail);
+  void request_weights();
+  void walk_critical_path(StepResult& r);
+  Cycle ideal_latency(const BurstRec& b, hw::TileIndex sink, bool to_tail) const;
+  const firmware::Task& task_at(hw::TileIndex tile, std::uint32_t k) const;
+
+  const hw::WaferSpec& spec_;
+  const firmware::Image& image_;
+  const noc::Fabric& fabric_;
+  noc::Network& net_;
+  memory::StreamPort* weights_;
+  ExecOptions opt_;
+  CostModel costs_;
+  hw::Grid grid_;
+
+  std::vector<std::vector<TaskInfo>> info_;  // per program, per task
+  // Per tile.
+  std::vector<std::uint32_t> slot0_;   // first slot (size tiles + 1)
+  std::vector<Cycle> core_free_;
+  std::vector<std::uint32_t> last_slot_;
+  // Per task slot.
+  std::vector<std::uint16_t> count_;   // colour arrivals credited
+  std::vector<std::uint16_t> wcount_;  // weight bursts arrived (only when the image streams weights)
+  std::vector<Cycle> ready_, tail_, start_, end_;
+  std::vector<std::uint32_t> crit_, prev_;
+  // Per burst.
+  std::vector<BurstRec> bursts_;
+  // Done detection.
+  hw::TileIndex done_tile_;
+  std::uint32_t done_count_ = 0, done_crit_ = kNone;
+  Cycle done_end_ = 0;
+  std::uint64_t unclaimed_ = 0, tasks_run_ = 0, weight_bytes_ = 0, weight_bursts_ = 0;
+  std::vector<std::uint8_t> critical_;  // per slot, after the walk
+  bool ran_ = false;
+};
+
+}  // namespace wafer::core

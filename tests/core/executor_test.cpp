@@ -1,0 +1,263 @@
+// The tile cores on a trivial fixed-latency network: exact cycles from the timing rules (core/executor.h,
+// core/costs.h), both sides of each rule, and a critical-path breakdown that sums to the latency.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "core/costs.h"
+#include "core/executor.h"
+#include "hw/error.h"
+#include "tests/core/fixed_network.h"
+
+namespace wafer::core {
+namespace {
+
+using firmware::Dest;
+using firmware::Image;
+using firmware::Op;
+using firmware::OpKind;
+using firmware::Program;
+using firmware::Send;
+using firmware::Task;
+
+// tiny: SIMD-8, 2 x 64-bit reads + 1 x 64-bit write per cycle, task_overhead 10, vector_setup 6, stage 2.
+hw::WaferSpec tiny() { return hw::preset("tiny"); }
+
+Image empty_image(hw::Grid g) {
+  Image im;
+  im.grid = g;
+  im.tile_program.assign(g.size(), firmware::kIdle);
+  im.layer_names = {"layer 0", "layer 1"};
+  im.op_names = {"gemv", "norm", "reduce"};
+  return im;
+}
+void place(Image& im, hw::Coord c, Program p) {
+  im.programs.push_back(std::move(p));
+  im.tile_program[im.grid.index(c)] = std::uint32_t(im.programs.size() - 1);
+}
+Task task(firmware::Color trig, std::vector<Op> ops, std::vector<Send> sends, std::uint16_t arrivals = 1,
+          Task::Start st = Task::Start::Complete, std::uint16_t op = 0) {
+  Task t;
+  t.trigger = trig, t.arrivals = arrivals, t.start = st, t.ops = std::move(ops), t.sends = std::move(sends), t.op = op;
+  return t;
+}
+Send to(std::int32_t dx, std::int32_t dy, firmware::Color c, std::uint32_t w = 1) {
+  Send s;
+  s.color = c, s.wavelets = w, s.dest.kind = Dest::Kind::Tile, s.dest.dx = dx, s.dest.dy = dy;
+  return s;
+}
+
+Cycle sum(const CauseCycles& c) { return std::accumulate(c.begin(), c.end(), Cycle(0)); }
+
+struct Outcome {
+  StepResult r;
+  std::vector<TaskRun> tasks;
+};
+Outcome run(const hw::WaferSpec& spec, const Image& im, Cycle hop = 1, ExecOptions opt = {}) {
+  noc::Fabric fabric = noc::Fabric::perfect(im.grid);
+  testing::FixedNetwork net(im.grid, hop);
+  Executor ex(spec, im, fabric, net, nullptr, opt);
+  Outcome out{ex.run(), {}};
+  out.tasks = ex.task_runs();
+  return out;
+}
+
+TEST(CostModel, TableAndPortLimits) {
+  CostModel c(tiny());
+  // Fmac at 16 bits: 4 bytes per MAC against 16 read bytes per cycle -> 4 MACs/cycle, not SIMD-8.
+  EXPECT_EQ(c.body({OpKind::Fmac, 64}), 16u);
+  EXPECT_TRUE(c.port_bound({OpKind::Fmac, 64}));
+  EXPECT_EQ(c.cycles({OpKind::Fmac, 64}), 22u);
+  // 8-bit weights: 3 bytes per MAC -> ceil(64 x 3 / 16) = 12 cycles, still above the 8 of the lanes.
+  CostModel c8(tiny(), 1);
+  EXPECT_EQ(c8.body({OpKind::Fmac, 64}), 12u);
+  // Lanes bind for Silu (factor 6): ceil(64 x 6 / 8) = 48 > writes ceil(128 / 8) = 16.
+  EXPECT_EQ(c.body({OpKind::Silu, 64}), 48u);
+  EXPECT_FALSE(c.port_bound({OpKind::Silu, 64}));
+  // Copy is write-bound: 2 bytes per element, 8 bytes per cycle: limit-1 and limit of one cycle.
+  EXPECT_EQ(c.body({OpKind::Copy, 4}), 1u);
+  EXPECT_EQ(c.body({OpKind::Copy, 5}), 2u);
+  EXPECT_EQ(c.body({OpKind::Add, 0}), 0u);
+  // A wider SIMD does not help a port-bound op; more read ports do.
+  hw::WaferSpec wide = tiny();
+  wide.simd_width = 64;
+  EXPECT_EQ(CostModel(wide).body({OpKind::Fmac, 64}), 16u);
+  wide.sram_read_ports = 8;
+  EXPECT_EQ(CostModel(wide).body({OpKind::Fmac, 64}), 4u);
+}
+
+// One tile: the token (4 wavelets) arrives, a 64-MAC GEMV block runs, the result goes 3 hops east.
+//   injection: head 0, tail 3; start = 3 + 10 = 13; Fmac 64: 6 + 16 = 22 -> end 35;
+//   send 1 wavelet 3 hops: head = tail = 38.
+TEST(Executor, OneGemvTileExactCycles) {
+  Image im = empty_image({8, 8});
+  Program p;
+  p.tasks.push_back(task(1, {{OpKind::Fmac, 64}}, {to(3, 0, 2)}));
+  place(im, {0, 0}, p);
+  im.start.push_back({{0, 0}, 1, 4});
+  im.done_tile = {3, 0}, im.done_color = 2;
+  Outcome r = run(tiny(), im);
+  ASSERT_TRUE(r.r.finished);
+  EXPECT_EQ(r.r.latency(), 38u);
+  ASSERT_EQ(r.tasks.size(), 1u);
+  EXPECT_EQ(r.tasks[0].trigger, 3u);
+  EXPECT_EQ(r.tasks[0].start, 13u);
+  EXPECT_EQ(r.tasks[0].end, 35u);
+  const auto& c = r.r.breakdown.cause;
+  EXPECT_EQ(c[size_t(Cause::Compute)], 16u);
+  EXPECT_EQ(c[size_t(Cause::VectorSetup)], 6u);
+  EXPECT_EQ(c[size_t(Cause::TaskOverhead)], 10u);
+  EXPECT_EQ(c[size_t(Cause::NetworkTransfer)], 3u + 3u);
+  EXPECT_EQ(c[size_t(Cause::NetworkWait)], 0u);
+  EXPECT_EQ(sum(c), r.r.latency());
+  EXPECT_EQ(sum(r.r.breakdown.per_op[0]), r.r.latency());
+  EXPECT_EQ(r.r.unclaimed, 0u);
+  // Halving... doubling the hop latency costs exactly the extra hops (3 more cycles).
+  EXPECT_EQ(run(tiny(), im, 2).r.latency(), 41u);
+}
+
+// Two tasks on one core: B's input arrives at A's end - 1, A's end, A's end + 1.
+// A: trigger color 1 at 0 (1 wavelet): start 10, Fmac 8 -> 6 + 2 = 8 -> end 18.
+// B: trigger color 3 (1 wavelet), one Add of 8 (6 + 2: 8 x 2 bytes through one 64-bit write port):
+// start = max(arrival, 18) + 10.
+TEST(Executor, CoreRunsOneTaskAtATime) {
+  for (Cycle arrive : {17u, 18u, 19u}) {
+    Image im = empty_image({8, 8});
+    Program p;
+    p.tasks.push_back(task(1, {{OpKind::Fmac, 8}}, {}));
+    p.tasks.push_back(task(3, {{OpKind::Add, 8}}, {to(1, 0, 2)}, 1, Task::Start::Complete, 1));
+    place(im, {0, 0}, p);
+    // Color 3 comes from a neighbour whose task ends at arrive - 1 (1 hop).
+    Program q;
+    q.tasks.push_back(task(4, {}, {to(-1, 0, 3)}, 1, Task::Start::Complete, 2));
+    place(im, {1, 0}, q);
+    im.start.push_back({{0, 0}, 1, 1});
+    // q's trigger tail at arrive - 1 - 10: inject with that many wavelets so its tail lands there.
+    im.start.push_back({{1, 0}, 4, std::uint32_t(arrive - 1 - 10 + 1)});
+    im.done_tile = {1, 0}, im.done_color = 2;
+    Outcome r = run(tiny(), im);
+    ASSERT_TRUE(r.r.finished) << arrive;
+    const TaskRun* b = nullptr;
+    for (const auto& t : r.tasks)
+      if (t.tile == 0 && t.task == 1) b = &t;
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->trigger, arrive);
+    EXPECT_EQ(b->start, std::max<Cycle>(arrive, 18) + 10) << arrive;
+    EXPECT_EQ(r.r.latency(), std::max<Cycle>(arrive, 18) + 10 + 8 + 1);
+    EXPECT_EQ(sum(r.r.breakdown.cause), r.r.latency());
+    // Bound by the core (arrive <= 18): the path goes through task A (op 0) and the first injection.
+    Cycle a_part = sum(r.r.breakdown.per_op[0]);
+    if (arrive < 18) {
+      EXPECT_EQ(a_part, 18u) << arrive;
+    } else if (arrive > 18) {
+      EXPECT_EQ(a_part, 0u) << arrive;
+    }
+  }
+}
+
+// Arrivals: a task needing 3 bursts runs at the tail of the third, not before; the first task in program
+// order with the trigger takes the burst; a second task with the same trigger gets the next one.
+TEST(Executor, ArrivalsAreCreditedInProgramOrder) {
+  Image im = empty_image({8, 8});
+  Program p;
+  p.tasks.push_back(task(1, {}, {to(0, 1, 2)}, 3));
+  p.tasks.push_back(task(1, {}, {to(0, 1, 5)}, 1));
+  place(im, {0, 0}, p);
+  for (std::uint32_t w : {1u, 5u, 3u, 9u}) im.start.push_back({{0, 0}, 1, w});
+  im.done_tile = {0, 1}, im.done_color = 2;
+  Outcome r = run(tiny(), im);
+  ASSERT_TRUE(r.r.finished);
+  ASSERT_EQ(r.tasks.size(), 2u);
+  // Injections are delivered in order: bursts 1, 5, 3 to task 0 (tails 0, 4, 2) -> trigger 4.
+  EXPECT_EQ(r.tasks[0].trigger, 4u);
+  EXPECT_EQ(r.tasks[0].start, 14u);
+  EXPECT_EQ(r.tasks[1].trigger, 8u);  // the 9-wavelet burst
+  EXPECT_EQ(r.tasks[1].start, 24u);   // core busy until 14 -> max(8, 14) + 10
+  EXPECT_EQ(r.r.latency(), 15u);
+  EXPECT_EQ(r.r.unclaimed, 1u);  // the color-5 burst: (0,1) has no task for it
+}
+
+// A reduce-and-forward chain of Stream tasks costs about N x (hop + stage + overhead) + w, not N x w.
+//   source (0,0): 64-wavelet partial sum at 0+10 = 10 (no ops) -> head at (1,0) 11, tail 74.
+//   each stream stage: start = head + 2 (stage) + 10; output head leaves then, lag = max(63, end - start).
+TEST(Executor, StreamChainPipelines) {
+  const int n = 6;
+  Image im = empty_image({8, 8});
+  Program src;
+  src.tasks.push_back(task(1, {}, {to(1, 0, 3, 64)}));
+  place(im, {0, 0}, src);
+  Program relay;
+  relay.tasks.push_back(task(3, {{OpKind::Add, 64}}, {to(1, 0, 3, 64)}, 1, Task::Start::Stream, 2));
+  for (int i = 1; i <= n; ++i) place(im, {i, 0}, relay);
+  im.start.push_back({{0, 0}, 1, 1});
+  im.done_tile = {n + 1, 0}, im.done_color = 3;
+  Outcome r = run(tiny(), im);
+  ASSERT_TRUE(r.r.finished);
+  // Head reaches tile 1 at 11; each stage adds 1 hop + 2 stage + 10 overhead = 13.
+  Cycle head = 11 + Cycle(n) * 13;
+  // The Add of 64 takes 6 + 16 = 22 < 63 + ..., so the output keeps the input's lag of 63.
+  EXPECT_EQ(r.r.latency(), head + 63);
+  EXPECT_LT(r.r.latency(), Cycle(n) * 64);
+  EXPECT_EQ(sum(r.r.breakdown.cause), r.r.latency());
+  EXPECT_EQ(r.r.breakdown.cause[size_t(Cause::TaskOverhead)], Cycle(n + 1) * 10);
+}
+
+// Multicast along a row: every tile of the segment receives the burst.
+TEST(Executor, RowMulticastReachesEveryTile) {
+  Image im = empty_image({8, 8});
+  Program root;
+  Send s;
+  s.color = 2, s.wavelets = 2, s.dest.kind = Dest::Kind::Row, s.dest.dx = 1, s.dest.dy = 1, s.dest.span = 5;
+  root.tasks.push_back(task(1, {}, {s}));
+  place(im, {0, 0}, root);
+  Program leaf;
+  leaf.tasks.push_back(task(2, {}, {to(0, 0, 7)}));  // local activation
+  Program last;
+  last.tasks.push_back(task(2, {}, {to(0, 1, 6)}));
+  for (int x = 1; x <= 4; ++x) place(im, {x, 1}, leaf);
+  place(im, {5, 1}, last);
+  im.start.push_back({{0, 0}, 1, 1});
+  im.done_tile = {5, 2}, im.done_color = 6;
+  Outcome r = run(tiny(), im);
+  ASSERT_TRUE(r.r.finished);
+  EXPECT_EQ(r.tasks.size(), 6u);
+  // root starts 10, sends at 10; (5,1) is 6 hops: head 16, tail 17; start 27; 1 hop: 28.
+  EXPECT_EQ(r.r.latency(), 28u);
+  // The local activations are bursts nobody claims (color 7 has no task): counted, not lost.
+  EXPECT_EQ(r.r.unclaimed, 4u);
+}
+
+TEST(Executor, UnfinishedStepIsReported) {
+  Image im = empty_image({8, 8});
+  Program p;
+  p.tasks.push_back(task(1, {}, {to(1, 0, 2)}, 2));  // needs 2, gets 1
+  place(im, {0, 0}, p);
+  im.start.push_back({{0, 0}, 1, 1});
+  im.done_tile = {1, 0}, im.done_color = 2;
+  Outcome r = run(tiny(), im);
+  EXPECT_FALSE(r.r.finished);
+  EXPECT_EQ(r.r.tasks_run, 0u);
+  EXPECT_EQ(r.r.done_received, 0u);
+}
+
+TEST(Executor, RefusesSendsOutsideTheArray) {
+  Image im = empty_image({8, 8});
+  Program p;
+  p.tasks.push_back(task(1, {}, {to(2, 0, 2)}));
+  place(im, {6, 3}, p);
+  im.done_tile = {0, 0};
+  noc::Fabric fabric = noc::Fabric::perfect(im.grid);
+  testing::FixedNetwork net(im.grid, 1);
+  try {
+    Executor ex(tiny(), im, fabric, net);
+    FAIL();
+  } catch (const hw::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("tile (6,3) sends outside"), std::string::npos) << e.what();
+  }
+  im.tile_program[im.grid.index({6, 3})] = firmware::kIdle;
+  im.tile_program[im.grid.index({5, 3})] = 0;  // 5 + 2 = 7: inside, the limit
+  EXPECT_NO_THROW(Executor(tiny(), im, fabric, net));
+}
+
+}  // namespace
+}  // namespace wafer::core
