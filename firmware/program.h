@@ -35,6 +35,7 @@ const char* to_string(OpKind k);
 struct Op {
   OpKind kind = OpKind::Fmac;
   std::uint32_t elements = 0;
+  friend bool operator==(const Op&, const Op&) = default;
 };
 
 // Where a send goes, relative to the sending tile (x + dx, y + dy). Routing turns it into a route.
@@ -47,12 +48,14 @@ struct Dest {
   Kind kind = Kind::Tile;
   std::int32_t dx = 0, dy = 0;
   std::int32_t span = 1;
+  friend bool operator==(const Dest&, const Dest&) = default;
 };
 
 struct Send {
   Color color = 0;
   std::uint32_t wavelets = 1;
   Dest dest;
+  friend bool operator==(const Send&, const Send&) = default;
 };
 
 struct Task {

@@ -1,0 +1,612 @@
+#include "mapper/emit.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "hw/error.h"
+#include "mapper/mapper.h"
+
+namespace wafer::mapper::detail {
+
+using firmware::Dest;
+using firmware::Op;
+using firmware::OpKind;
+using firmware::Task;
+
+const std::vector<std::string>& op_names() {
+  static const std::vector<std::string> names = {
+      "embedding", "layernorm", "qkv_proj", "rotary_emb", "attention", "o_proj", "moe_router", "gate_up_proj",
+      "act_fn", "down_proj", "egress", "final_layernorm", "lm_head", "sampler", "gemv", "rms_norm"};
+  return names;
+}
+
+std::int64_t split(std::int64_t n, std::int64_t parts, std::int64_t k) {
+  return n / parts + (k < n % parts ? 1 : 0);
+}
+
+namespace {
+
+// Attention columns: S = min(w, kv_heads) segments of adjacent columns; segment s holds split(kv, S, s) KV
+// heads and their head_dim-wide slices of K and V spread over its columns.
+struct AttnCol {
+  std::int64_t seg_first = 0, seg_last = 0, segw = 1, kvh = 0, dims = 0;
+};
+AttnCol attn_col(std::int64_t w, std::int64_t kv, std::int64_t hd, std::int64_t i) {
+  std::int64_t S = std::min(w, kv);
+  std::int64_t start = 0;
+  for (std::int64_t s = 0; s < S; ++s) {
+    std::int64_t segw = split(w, S, s);
+    if (i < start + segw) {
+      AttnCol a;
+      a.segw = segw, a.kvh = split(kv, S, s);
+      a.seg_first = i == start, a.seg_last = i == start + segw - 1;
+      a.dims = split(a.kvh * hd, segw, i - start);
+      return a;
+    }
+    start += segw;
+  }
+  return {};
+}
+
+bool has_attention(StageKind k) { return k == StageKind::Layer || k == StageKind::Attention; }
+
+}  // namespace
+
+RowKey row_key(const StageSpec& s, const EmitParams& p, std::int32_t r) {
+  const std::int64_t h = s.region.rect.h;
+  RowKey k;
+  k.v[0] = r == 0, k.v[1] = r == h - 1;
+  std::int64_t dim = (s.kind == StageKind::Gemv || s.kind == StageKind::Norm) ? s.k : p.model->hidden;
+  k.v[2] = split(dim, h, r);
+  if (has_attention(s.kind)) k.v[3] = split(p.context, h, r);
+  k.v[4] = r < std::int64_t(s.in_arrivals.size()) ? s.in_arrivals[std::size_t(r)] : 1;
+  if (s.out == OutKind::Transfer && r < std::int64_t(s.out_dest.size())) {
+    const Dest& d = s.out_dest[std::size_t(r)];
+    k.v[5] = std::int64_t(d.kind), k.v[6] = d.dx, k.v[7] = d.dy, k.v[8] = d.span;
+  }
+  if (s.kind == StageKind::Norm) k.v[9] = h - 1 - r;
+  return k;
+}
+
+ColKey col_key(const StageSpec& s, const EmitParams& p, std::int32_t i) {
+  const std::int64_t w = s.region.rect.w;
+  const ModelConfig& m = *p.model;
+  ColKey k;
+  k.v[0] = i == 0, k.v[1] = i == w - 1;
+  if (has_attention(s.kind)) {
+    AttnCol a = attn_col(w, m.kv_heads, m.head_dim, i);
+    k.v[2] = a.seg_first, k.v[3] = a.seg_last, k.v[4] = a.segw, k.v[5] = a.kvh, k.v[6] = a.dims;
+  }
+  if (s.kind == StageKind::Layer) k.v[7] = split(m.intermediate, w, i);
+  if (s.kind == StageKind::Embedding || s.kind == StageKind::Head) k.v[8] = split(m.vocab, w, i);
+  if (s.kind == StageKind::Gemv) k.v[9] = split(s.n, w, i);
+  if (s.kind == StageKind::Gemv || s.kind == StageKind::Attention) k.v[10] = w - 1 - i;
+  return k;
+}
+
+namespace {
+
+constexpr std::int64_t kStreamBuffer = 4096;  // bytes: double-buffered chunks of streamed weights per tile
+
+class Builder {
+ public:
+  Builder(const StageSpec& s, const EmitParams& p, const RowKey& rk, const ColKey& ck)
+      : s_(s), p_(p), B_(p.batch), h_(s.region.rect.h), w_(s.region.rect.w) {
+    top_ = rk.v[0], bot_ = rk.v[1], Hr_ = rk.v[2], pos_ = rk.v[3], arr_ = rk.v[4];
+    out_.kind = Dest::Kind(rk.v[5]), out_.dx = std::int32_t(rk.v[6]), out_.dy = std::int32_t(rk.v[7]);
+    out_.span = std::int32_t(rk.v[8]), collect_dy_ = rk.v[9];
+    first_ = ck.v[0], res_ = ck.v[1], seg_first_ = ck.v[2], seg_last_ = ck.v[3], segw_ = ck.v[4];
+    kvh_ = ck.v[5], dims_ = ck.v[6], Ii_ = ck.v[7], Vi_ = ck.v[8], Ni_ = ck.v[9], collect_dx_ = ck.v[10];
+  }
+
+  Fragment build() {
+    switch (s_.kind) {
+      case StageKind::Embedding: embedding(); break;
+      case StageKind::Layer: layer(); break;
+      case StageKind::Head: head(); break;
+      case StageKind::Gemv: gemv(); break;
+      case StageKind::Norm: norm_kernel(); break;
+      case StageKind::Attention: attention_kernel(); break;
+    }
+    if (streamed_weights_ > 0) f_.sram.activations += std::uint32_t(std::min(streamed_weights_, kStreamBuffer));
+    f_.code = program_bytes(firmware::Program{f_.tasks, {}});
+    return std::move(f_);
+  }
+
+ private:
+  using Ix = std::size_t;
+
+  // ---- primitives ------------------------------------------------------------------------------------
+  Ix task(firmware::Color c, std::int64_t arrivals = 1, Task::Start st = Task::Start::Complete) {
+    Task t;
+    t.trigger = c;
+    t.arrivals = std::uint16_t(std::clamp<std::int64_t>(arrivals, 1, 0xFFFF));
+    t.start = st;
+    t.layer = s_.layer;
+    t.op = cur_op_;
+    f_.tasks.push_back(std::move(t));
+    return f_.tasks.size() - 1;
+  }
+  static std::uint32_t u32(std::int64_t v) {
+    if (v > 0xFFFFFFFFll)
+      throw hw::InputError(fmt::format("one tile would process {} elements in one operation (at most 4294967295): "
+                                       "the region is far too small for the model; use more tiles or a smaller batch",
+                                       v));
+    return std::uint32_t(v);
+  }
+  // Per-sequence elements (multiplied by the batch).
+  void op(Ix t, OpKind k, std::int64_t elements) {
+    if (elements <= 0) return;
+    f_.tasks[t].ops.push_back({k, u32(elements * B_)});
+  }
+  // Weight bytes streamed in before an operator (--weights stream), not multiplied by the batch.
+  void stream_in(Ix t, std::int64_t params) {
+    if (!s_.streamed || params <= 0) return;
+    std::int64_t bytes = params * p_.weight_bytes;
+    f_.tasks[t].ops.push_back({OpKind::StreamIn, u32(bytes)});
+    streamed_weights_ = std::max(streamed_weights_, bytes);
+    f_.stream_bytes += bytes;
+  }
+  void weights(std::int64_t params) {
+    if (!s_.streamed) f_.sram.weights += std::uint32_t(std::min<std::int64_t>(params * p_.weight_bytes, 0xFFFFFFFFll));
+  }
+  void norm_weights(std::int64_t params) {  // small vectors stay resident even when streaming
+    f_.sram.weights += std::uint32_t(params * p_.weight_bytes);
+  }
+  void acts(std::int64_t values) { f_.sram.activations += std::uint32_t(values * B_ * kActivationBytes); }
+  // Mirrors a local-frame destination into the global frame.
+  Dest local(Dest d) const {
+    if (!s_.region.mirrored) return d;
+    if (d.kind == Dest::Kind::Row) d.dx = -(d.dx + d.span - 1);
+    else d.dx = -d.dx;
+    return d;
+  }
+  void send_global(Ix t, firmware::Color c, std::int64_t values, Dest d) {
+    std::int64_t bytes = values * B_ * kActivationBytes;
+    std::int64_t wl = std::max<std::int64_t>(1, (bytes + p_.spec->wavelet_bytes - 1) / p_.spec->wavelet_bytes);
+    f_.tasks[t].sends.push_back({c, u32(wl), d});
+  }
+  void send(Ix t, firmware::Color c, std::int64_t values, Dest d) { send_global(t, c, values, local(d)); }
+  static Dest tile(std::int32_t dx, std::int32_t dy) { return {Dest::Kind::Tile, dx, dy, 1}; }
+  static Dest self() { return tile(0, 0); }
+  Dest row_all() const { return w_ == 1 ? self() : Dest{Dest::Kind::Row, -std::int32_t(w_ - 1), 0, std::int32_t(w_)}; }
+  Dest row_seg() const {
+    return segw_ == 1 ? self() : Dest{Dest::Kind::Row, -std::int32_t(segw_ - 1), 0, std::int32_t(segw_)};
+  }
+  Dest col_all() const { return h_ == 1 ? self() : Dest{Dest::Kind::Column, 0, -std::int32_t(h_ - 1), std::int32_t(h_)}; }
+
+  // A scalar-ish reduction down this column, its result multicast back up (kBcast) to every row.
+  void col_chain(Ix starter, std::int64_t values, OpKind red, const std::vector<std::pair<OpKind, std::int64_t>>& end) {
+    auto finish = [&](Ix t) {
+      for (const auto& [k, n] : end) op(t, k, n);
+      send(t, color::kBcast, values, col_all());
+    };
+    if (h_ == 1) return finish(starter);
+    if (top_) return send(starter, color::kChain, values, tile(0, 1));
+    Ix t = task(color::kChain, 1, bot_ ? Task::Start::Complete : Task::Start::Stream);
+    op(t, red, values);
+    if (!bot_) send(t, color::kChain, values, tile(0, 1));
+    else finish(t);
+  }
+  // Partial sums reduced down this column (reduce-and-forward); `end` runs on the bottom tile's task.
+  void col_reduce(Ix starter, std::int64_t values, const std::function<void(Ix)>& end) {
+    if (h_ == 1) return end(starter);
+    if (top_) return send(starter, color::kColPs, values, tile(0, 1));
+    Ix t = task(color::kColPs, 1, bot_ ? Task::Start::Complete : Task::Start::Stream);
+    op(t, OpKind::Add, values);
+    if (!bot_) send(t, color::kColPs, values, tile(0, 1));
+    else end(t);
+  }
+  // Partial sums reduced along a row segment toward its residual-side end.
+  void row_reduce(Ix starter, std::int64_t values, bool first, bool last, std::int64_t n,
+                  const std::function<void(Ix)>& end) {
+    if (n == 1) return end(starter);
+    if (first) return send(starter, color::kRowPs, values, tile(1, 0));
+    Ix t = task(color::kRowPs, 1, last ? Task::Start::Complete : Task::Start::Stream);
+    op(t, OpKind::Add, values);
+    if (!last) send(t, color::kRowPs, values, tile(1, 0));
+    else end(t);
+  }
+
+  // ---- sections ----------------------------------------------------------------------------------------
+  // RMSNorm at the residual column: sum of squares, column reduction, rsqrt, broadcast, scale.
+  // Returns the task holding the normalised slice (it still has to send it on).
+  Ix rms_norm(Ix starter) {
+    op(starter, OpKind::Fmac, Hr_);
+    col_chain(starter, 1, OpKind::Add, {{OpKind::Rsqrt, 1}});
+    Ix t = task(color::kBcast);
+    op(t, OpKind::Mul, Hr_);
+    op(t, OpKind::Mul, Hr_);
+    norm_weights(Hr_);
+    return t;
+  }
+  // What the residual tile does with a stage's output.
+  void output(Ix t) {
+    switch (s_.out) {
+      case OutKind::Transfer: send_global(t, color::kResIn, Hr_, out_); break;
+      case OutKind::Gather: {
+        const std::int64_t H = p_.model->hidden;
+        if (h_ == 1) return send(t, color::kDone, H, self());
+        if (top_) return send(t, color::kGather, H, tile(0, 1));
+        cur_op_ = kOpEgress;
+        Ix g = task(color::kGather, 1, bot_ ? Task::Start::Complete : Task::Start::Stream);
+        send(g, bot_ ? color::kDone : color::kGather, H, bot_ ? self() : tile(0, 1));
+        break;
+      }
+      default: break;
+    }
+  }
+  // Scores, softmax (max and sum reductions down the segment-end column), weighted sum of V.
+  // `end` gets the bottom tile's task holding this column's slice of the attention output.
+  void attention(const std::function<void(Ix)>& end) {
+    const ModelConfig& m = *p_.model;
+    const std::int64_t G = m.group();
+    cur_op_ = kOpAttention;
+    f_.sram.kv_cache += std::uint32_t(std::min<std::int64_t>(2 * pos_ * dims_ * B_ * kActivationBytes, 0xFFFFFFFFll));
+    const std::int64_t sv = pos_ * G * kvh_;  // scores of this row's positions, for the segment's query heads
+    acts(sv + G * dims_);
+    Ix t = task(color::kColIn);
+    op(t, OpKind::Fmac, pos_ * dims_ * G);
+    row_reduce(t, sv, seg_first_, seg_last_, segw_, [&](Ix e) {
+      op(e, OpKind::Max, sv);
+      col_chain(e, G * kvh_, OpKind::Max, {});
+      Ix t2 = task(color::kBcast);
+      op(t2, OpKind::Exp, sv);
+      op(t2, OpKind::Sum, sv);
+      col_chain(t2, G * kvh_, OpKind::Add, {{OpKind::Mul, G * kvh_}});
+      Ix t3 = task(color::kBcast);
+      op(t3, OpKind::Mul, sv);
+      send(t3, color::kRowIn, sv, row_seg());
+    });
+    Ix pv = task(color::kRowIn);
+    op(pv, OpKind::Fmac, pos_ * dims_ * G);
+    col_reduce(pv, G * dims_, end);
+  }
+  // q/k rotary embedding and the KV-cache append on the bottom row, then q up the column to the scores.
+  void rope_and_append(Ix t) {
+    const std::int64_t G = p_.model->group();
+    op(t, OpKind::Rope, (G + 1) * dims_);
+    op(t, OpKind::Copy, 2 * dims_);
+    send(t, color::kColIn, G * dims_, col_all());
+  }
+
+  void embedding() {
+    cur_op_ = kOpEmbedding;
+    weights(Vi_ * Hr_);
+    acts(Hr_);
+    if (res_) {
+      Ix t = task(color::kToken);
+      send(t, color::kRowIn, 2, row_all());  // a 32-bit token id per sequence
+    }
+    Ix t = task(color::kRowIn);
+    op(t, OpKind::Copy, Hr_);  // the looked-up row's slice (charged to every tile: the hit is data-dependent)
+    row_reduce(t, Hr_, first_, res_, w_, [&](Ix e) { output(e); });
+  }
+
+  void layer() {
+    const ModelConfig& m = *p_.model;
+    const std::int64_t G = m.group(), Nq = (G + 2) * dims_;
+    const std::int64_t k = m.moe() ? m.experts_per_tok : 1, copies = m.moe() ? m.experts : 1;
+    acts(2 * Hr_ + Nq + 2 * Ii_ * k);
+    // Input RMSNorm on the residual column, then x along every row.
+    if (res_) {
+      cur_op_ = kOpLayernorm;
+      Ix t = rms_norm(task(color::kResIn, arr_));
+      send(t, color::kRowIn, Hr_, row_all());
+    }
+    // QKV: rows split the hidden dimension, columns the (q, k, v) outputs of their attention slice.
+    cur_op_ = kOpQkv;
+    Ix t = task(color::kRowIn);
+    stream_in(t, Hr_ * Nq);
+    weights(Hr_ * Nq + (bot_ && m.qkv_bias ? Nq : 0));
+    op(t, OpKind::Fmac, Hr_ * Nq);
+    col_reduce(t, Nq, [&](Ix e) {
+      if (m.qkv_bias) op(e, OpKind::Add, Nq);
+      send(e, color::kLocal, 1, self());
+    });
+    if (bot_) {
+      cur_op_ = kOpRotary;
+      rope_and_append(task(color::kLocal));
+    }
+    attention([&](Ix e) { send(e, color::kColIn, G * dims_, col_all()); });
+    // Output projection: columns split the attention output, rows the hidden outputs; reduced along rows.
+    cur_op_ = kOpOproj;
+    t = task(color::kColIn);
+    stream_in(t, G * dims_ * Hr_);
+    weights(G * dims_ * Hr_);
+    op(t, OpKind::Fmac, G * dims_ * Hr_);
+    row_reduce(t, Hr_, first_, res_, w_, [&](Ix e) {
+      op(e, OpKind::Add, Hr_);  // residual
+      send(e, color::kLocal, 1, self());
+    });
+    if (res_) {
+      cur_op_ = kOpLayernorm;
+      Ix n = rms_norm(task(color::kLocal));
+      if (m.moe()) {
+        send(n, color::kLocal, 1, self());
+        cur_op_ = kOpRouter;
+        Ix r = task(color::kLocal);
+        weights(Hr_ * m.experts);
+        op(r, OpKind::Fmac, Hr_ * m.experts);
+        col_chain(r, m.experts, OpKind::Add,
+                  {{OpKind::Max, m.experts * m.experts_per_tok}, {OpKind::Exp, m.experts}, {OpKind::Sum, m.experts}});
+        n = task(color::kBcast);
+        send(n, color::kRowIn, Hr_ + 2 * m.experts_per_tok, row_all());  // x slice + chosen experts and weights
+      } else {
+        send(n, color::kRowIn, Hr_, row_all());
+      }
+    }
+    // Gated MLP: gate and up side by side per column (so SiLU * up is local), then down reduced along rows.
+    cur_op_ = kOpGateUp;
+    t = task(color::kRowIn);
+    stream_in(t, Hr_ * 2 * Ii_ * k);
+    weights(Hr_ * 2 * Ii_ * copies);
+    op(t, OpKind::Fmac, Hr_ * 2 * Ii_ * k);
+    col_reduce(t, 2 * Ii_ * k, [&](Ix e) { send(e, color::kLocal, 1, self()); });
+    if (bot_) {
+      cur_op_ = kOpAct;
+      Ix a = task(color::kLocal);
+      op(a, OpKind::Silu, Ii_ * k);
+      op(a, OpKind::Mul, Ii_ * k);
+      if (m.moe()) op(a, OpKind::Mul, Ii_ * k);  // routing weight
+      send(a, color::kColIn, Ii_ * k, col_all());
+    }
+    cur_op_ = kOpDown;
+    t = task(color::kColIn);
+    stream_in(t, Ii_ * k * Hr_);
+    weights(Ii_ * copies * Hr_);
+    op(t, OpKind::Fmac, Ii_ * k * Hr_);
+    row_reduce(t, Hr_, first_, res_, w_, [&](Ix e) {
+      op(e, OpKind::Add, Hr_);  // residual
+      output(e);
+    });
+  }
+
+  void head() {
+    acts(2 * Hr_ + Vi_);
+    if (res_) {
+      cur_op_ = kOpFinalNorm;
+      Ix t = rms_norm(task(color::kResIn, arr_));
+      send(t, color::kRowIn, Hr_, row_all());
+    }
+    cur_op_ = kOpLmHead;
+    Ix t = task(color::kRowIn);
+    stream_in(t, Hr_ * Vi_);
+    weights(Hr_ * Vi_);
+    op(t, OpKind::Fmac, Hr_ * Vi_);
+    col_reduce(t, Vi_, [&](Ix e) { send(e, color::kLocal, 1, self()); });
+    if (!bot_) return;
+    cur_op_ = kOpSampler;
+    Ix a = task(color::kLocal);
+    op(a, OpKind::Argmax, Vi_);
+    // (value, index) pairs, two 32-bit words per sequence, reduced along the bottom row.
+    if (w_ == 1) return send(a, color::kDone, 4, self());
+    if (first_) return send(a, color::kArg, 4, tile(1, 0));
+    Ix r = task(color::kArg, 1, res_ ? Task::Start::Complete : Task::Start::Stream);
+    op(r, OpKind::Max, 2);
+    send(r, res_ ? color::kDone : color::kArg, 4, res_ ? self() : tile(1, 0));
+  }
+
+  // Kernels for the hand-computed tests (mapper/kernels.h).
+  void gemv() {
+    cur_op_ = kOpGemv;
+    weights(Hr_ * Ni_);
+    if (res_) {
+      Ix t = task(color::kResIn, arr_);
+      send(t, color::kRowIn, Hr_, row_all());
+    }
+    Ix t = task(color::kRowIn);
+    op(t, OpKind::Fmac, Hr_ * Ni_);
+    col_reduce(t, Ni_, [&](Ix e) { send(e, color::kDone, Ni_, tile(std::int32_t(collect_dx_), 0)); });
+  }
+  void norm_kernel() {
+    if (!res_) return;
+    cur_op_ = kOpRmsNorm;
+    acts(Hr_);
+    Ix t = rms_norm(task(color::kResIn, arr_));
+    send(t, color::kDone, Hr_, tile(0, std::int32_t(collect_dy_)));
+  }
+  void attention_kernel() {
+    const std::int64_t G = p_.model->group();
+    if (bot_) {
+      cur_op_ = kOpRotary;
+      rope_and_append(task(color::kLocal));
+    }
+    attention([&](Ix e) { send(e, color::kDone, G * dims_, tile(std::int32_t(collect_dx_), 0)); });
+  }
+
+  const StageSpec& s_;
+  const EmitParams& p_;
+  std::int64_t B_, h_, w_;
+  bool top_ = false, bot_ = false, first_ = false, res_ = false, seg_first_ = false, seg_last_ = false;
+  std::int64_t Hr_ = 0, pos_ = 0, arr_ = 1, collect_dy_ = 0, segw_ = 1, kvh_ = 0, dims_ = 0, Ii_ = 0, Vi_ = 0;
+  std::int64_t Ni_ = 0, collect_dx_ = 0;
+  Dest out_;
+  std::uint16_t cur_op_ = 0;
+  std::int64_t streamed_weights_ = 0;
+  Fragment f_;
+};
+
+std::size_t hash_fragment(const Fragment& f) {
+  std::size_t h = 1469598103934665603ull;
+  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  for (const Task& t : f.tasks) {
+    mix(t.trigger), mix(t.arrivals), mix(std::uint64_t(t.start)), mix(t.layer), mix(t.op);
+    for (const Op& o : t.ops) mix(std::uint64_t(o.kind) << 32 | o.elements);
+    for (const auto& s : t.sends)
+      mix(std::uint64_t(s.color) << 56 ^ std::uint64_t(s.wavelets) << 16 ^ std::uint64_t(s.dest.kind)),
+          mix(std::uint64_t(std::uint32_t(s.dest.dx)) << 32 | std::uint32_t(s.dest.dy)), mix(std::uint64_t(s.dest.span));
+  }
+  mix(f.sram.weights), mix(f.sram.kv_cache), mix(f.sram.activations);
+  return h;
+}
+
+}  // namespace
+
+Fragment build_fragment(const StageSpec& s, const EmitParams& p, const RowKey& rk, const ColKey& ck) {
+  return Builder(s, p, rk, ck).build();
+}
+
+namespace {
+template <class Key>
+struct KeyTable {
+  std::vector<Key> keys;
+  std::vector<std::int64_t> counts;
+  std::uint32_t intern(const Key& k) {
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == k) return ++counts[i], std::uint32_t(i);
+    keys.push_back(k);
+    counts.push_back(1);
+    return std::uint32_t(keys.size() - 1);
+  }
+};
+}  // namespace
+
+StageNeed stage_need(const StageSpec& s, const EmitParams& p) {
+  KeyTable<RowKey> rows;
+  KeyTable<ColKey> cols;
+  for (std::int32_t r = 0; r < s.region.rect.h; ++r) rows.intern(row_key(s, p, r));
+  for (std::int32_t i = 0; i < s.region.rect.w; ++i) cols.intern(col_key(s, p, i));
+  StageNeed need;
+  for (std::size_t a = 0; a < rows.keys.size(); ++a)
+    for (std::size_t b = 0; b < cols.keys.size(); ++b) {
+      Fragment f = build_fragment(s, p, rows.keys[a], cols.keys[b]);
+      firmware::SramUse u = f.sram;
+      u.code = std::uint32_t(f.code);
+      if (u.total() > need.worst.total()) need.worst = u;
+      std::int64_t n = rows.counts[a] * cols.counts[b];
+      need.weight_bytes += n * (s.streamed ? f.stream_bytes : std::int64_t(f.sram.weights));
+      need.stream_bytes += n * f.stream_bytes;
+    }
+  return need;
+}
+
+// ---- Emitter -------------------------------------------------------------------------------------------
+
+Emitter::Emitter(const EmitParams& p, hw::Grid grid) : p_(p), grid_(grid), seq_(grid.size(), 0) {
+  parent_.push_back(0);
+  frag_of_.push_back(0);
+  frag_buckets_.resize(4096);
+  trie_.assign(1 << 12, {~0ull, 0});
+}
+
+std::uint32_t Emitter::intern_fragment(Fragment f) {
+  auto& bucket = frag_buckets_[hash_fragment(f) % frag_buckets_.size()];
+  for (std::uint32_t id : bucket)
+    if (frags_[id] == f) return id;
+  frags_.push_back(std::move(f));
+  bucket.push_back(std::uint32_t(frags_.size() - 1));
+  return std::uint32_t(frags_.size() - 1);
+}
+
+std::uint32_t Emitter::child(std::uint32_t seq, std::uint32_t frag) {
+  std::uint64_t key = std::uint64_t(seq) << 32 | frag;
+  std::size_t mask = trie_.size() - 1;
+  std::size_t i = std::size_t((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+  while (trie_[i].first != ~0ull) {
+    if (trie_[i].first == key) return trie_[i].second;
+    i = (i + 1) & mask;
+  }
+  std::uint32_t id = std::uint32_t(parent_.size());
+  parent_.push_back(seq);
+  frag_of_.push_back(frag);
+  trie_[i] = {key, id};
+  if (++trie_used_ * 2 > trie_.size()) {  // grow
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> old(trie_.size() * 2, {~0ull, 0});
+    old.swap(trie_);
+    mask = trie_.size() - 1;
+    for (const auto& e : old) {
+      if (e.first == ~0ull) continue;
+      std::size_t j = std::size_t((e.first * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+      while (trie_[j].first != ~0ull) j = (j + 1) & mask;
+      trie_[j] = e;
+    }
+  }
+  return id;
+}
+
+void Emitter::add(const StageSpec& s) {
+  const hw::Rect& r = s.region.rect;
+  KeyTable<RowKey> rows;
+  KeyTable<ColKey> cols;
+  std::vector<std::uint32_t> rk(std::size_t(r.h)), ck(std::size_t(r.w));
+  for (std::int32_t y = 0; y < r.h; ++y) rk[std::size_t(y)] = rows.intern(row_key(s, p_, y));
+  for (std::int32_t i = 0; i < r.w; ++i) ck[std::size_t(i)] = cols.intern(col_key(s, p_, i));
+  const std::size_t nc = cols.keys.size();
+  constexpr std::uint32_t kUnbuilt = 0xFFFFFFFFu, kEmpty = 0xFFFFFFFEu;
+  std::vector<std::uint32_t> table(rows.keys.size() * nc, kUnbuilt);
+  for (std::int32_t y = 0; y < r.h; ++y) {
+    std::uint32_t last_seq = kUnbuilt, last_frag = kUnbuilt, last_child = 0;
+    for (std::int32_t i = 0; i < r.w; ++i) {
+      std::uint32_t& f = table[rk[std::size_t(y)] * nc + ck[std::size_t(i)]];
+      if (f == kUnbuilt) {
+        Fragment fr = build_fragment(s, p_, rows.keys[rk[std::size_t(y)]], cols.keys[ck[std::size_t(i)]]);
+        if (fr.tasks.empty()) {
+          f = kEmpty;
+        } else {
+          f = intern_fragment(std::move(fr));
+        }
+      }
+      if (f == kEmpty) continue;
+      hw::TileIndex t = grid_.index({global_x(s.region, i), r.y0 + y});
+      std::uint32_t& q = seq_[t];
+      if (q == last_seq && f == last_frag) {
+        q = last_child;
+      } else {
+        last_seq = q, last_frag = f;
+        q = last_child = child(q, f);
+      }
+      stream_bytes_ += frags_[f].stream_bytes;
+    }
+  }
+}
+
+namespace {
+std::size_t hash_program(const firmware::Program& p) {
+  Fragment f{p.tasks, p.sram, 0, 0};
+  return hash_fragment(f);
+}
+}  // namespace
+
+firmware::Image Emitter::finish(std::vector<std::string> layer_names) {
+  firmware::Image img;
+  img.grid = grid_;
+  img.layer_names = std::move(layer_names);
+  img.op_names = op_names();
+  img.tile_program.assign(grid_.size(), firmware::kIdle);
+  std::vector<std::uint32_t> prog_of_seq(parent_.size(), firmware::kIdle);
+  std::vector<std::vector<std::uint32_t>> buckets(1024);
+  std::vector<std::uint32_t> chain;
+  for (std::size_t t = 0; t < seq_.size(); ++t) {
+    std::uint32_t q = seq_[t];
+    if (q == 0) continue;
+    std::uint32_t& pi = prog_of_seq[q];
+    if (pi == firmware::kIdle) {
+      chain.clear();
+      for (std::uint32_t c = q; c != 0; c = parent_[c]) chain.push_back(frag_of_[c]);
+      firmware::Program prog;
+      for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+        const Fragment& f = frags_[*it];
+        prog.tasks.insert(prog.tasks.end(), f.tasks.begin(), f.tasks.end());
+        prog.sram.weights += f.sram.weights;
+        prog.sram.kv_cache += f.sram.kv_cache;
+        prog.sram.activations = std::max(prog.sram.activations, f.sram.activations);  // buffers are reused
+      }
+      prog.sram.code = std::uint32_t(program_bytes(prog));
+      auto& bucket = buckets[hash_program(prog) % buckets.size()];
+      for (std::uint32_t id : bucket)
+        if (img.programs[id] == prog) pi = id;
+      if (pi == firmware::kIdle) {
+        img.programs.push_back(std::move(prog));
+        pi = std::uint32_t(img.programs.size() - 1);
+        bucket.push_back(pi);
+      }
+    }
+    img.tile_program[t] = pi;
+  }
+  return img;
+}
+
+}  // namespace wafer::mapper::detail

@@ -1,0 +1,128 @@
+#pragma once
+// The firmware emitter (internal to the mapper): builds the per-tile programs of each stage from the
+// partition rules of docs/mapping.md and deduplicates them. A tile's program within a stage depends only
+// on a few per-row facts (RowKey) and per-column facts (ColKey), so a stage is emitted by building one
+// fragment per distinct (row key, column key) pair and stamping it on the tiles: no per-tile objects.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "firmware/program.h"
+#include "hw/wafer_spec.h"
+#include "mapper/model_config.h"
+#include "mapper/placement.h"
+
+namespace wafer::mapper::detail {
+
+// Colors, by role. A color is a route role reused by successive operators of a tile in causal order
+// (a burst for the next use can only exist after the previous use's task has run).
+namespace color {
+inline constexpr firmware::Color kResIn = 0;   // stage input arriving at the residual column
+inline constexpr firmware::Color kToken = 1;   // token ids injected at the embedding's residual column
+inline constexpr firmware::Color kRowIn = 2;   // input broadcast along a row (A-oriented operators)
+inline constexpr firmware::Color kColPs = 3;   // partial sums reduced down a column (A-oriented)
+inline constexpr firmware::Color kColIn = 4;   // input broadcast up a column from the bottom row (B-oriented)
+inline constexpr firmware::Color kRowPs = 5;   // partial sums reduced along a row toward the residual column
+inline constexpr firmware::Color kChain = 6;   // scalar reductions down a column (norm, softmax max/sum, router)
+inline constexpr firmware::Color kBcast = 7;   // a column reduction's result multicast back up the column
+inline constexpr firmware::Color kLocal = 8;   // local activation: the next operator on the same tile
+inline constexpr firmware::Color kArg = 9;     // argmax reduction along the bottom row
+inline constexpr firmware::Color kGather = 10; // egress gather down the residual column (pipeline of wafers)
+inline constexpr firmware::Color kDone = 11;   // the step's end at the done tile
+}  // namespace color
+
+// Operator names (Image::op_names), LLMServingSim names where they fit.
+enum OpName : std::uint16_t {
+  kOpEmbedding, kOpLayernorm, kOpQkv, kOpRotary, kOpAttention, kOpOproj, kOpRouter, kOpGateUp, kOpAct,
+  kOpDown, kOpEgress, kOpFinalNorm, kOpLmHead, kOpSampler, kOpGemv, kOpRmsNorm, kOpCount
+};
+const std::vector<std::string>& op_names();
+
+enum class StageKind : std::uint8_t { Embedding, Layer, Head, Gemv, Norm, Attention };
+enum class OutKind : std::uint8_t {
+  Transfer,  // to the next stage's residual column (per-row destinations in `out_dest`, global frame)
+  Gather,    // gather down the residual column to its bottom tile, which ends the step (wafer egress)
+  Argmax,    // head: argmax along the bottom row, the residual-side bottom tile ends the step
+  Collect,   // kernels: every output tile sends its result to the done tile
+};
+
+struct StageSpec {
+  StageKind kind = StageKind::Layer;
+  std::string name;
+  std::uint16_t layer = 0;                // index into Image::layer_names
+  Region region;
+  bool streamed = false;
+  std::vector<std::uint16_t> in_arrivals;  // per row: bursts arriving at the residual column (kResIn)
+  OutKind out = OutKind::Transfer;
+  std::vector<firmware::Dest> out_dest;    // per row (Transfer)
+  // Kernel sizes (Gemv: k x n; Norm: k).
+  std::int64_t k = 0, n = 0;
+};
+
+struct EmitParams {
+  const hw::WaferSpec* spec = nullptr;
+  const ModelConfig* model = nullptr;
+  std::int64_t batch = 1, context = 1;
+  std::int64_t weight_bytes = 2;  // per parameter
+};
+
+// Per-tile facts a fragment depends on (so equal keys give equal fragments).
+struct RowKey {
+  std::array<std::int64_t, 10> v{};
+  friend bool operator==(const RowKey&, const RowKey&) = default;
+};
+struct ColKey {
+  std::array<std::int64_t, 12> v{};
+  friend bool operator==(const ColKey&, const ColKey&) = default;
+};
+RowKey row_key(const StageSpec& s, const EmitParams& p, std::int32_t r);
+ColKey col_key(const StageSpec& s, const EmitParams& p, std::int32_t i);  // i: local column (0 = far side)
+
+struct Fragment {
+  std::vector<firmware::Task> tasks;
+  firmware::SramUse sram;  // code left 0: charged per program
+  std::int64_t code = 0;   // program_bytes of these tasks
+  std::int64_t stream_bytes = 0;  // weight bytes streamed into this tile per step
+  friend bool operator==(const Fragment& a, const Fragment& b) { return a.tasks == b.tasks && a.sram == b.sram; }
+};
+Fragment build_fragment(const StageSpec& s, const EmitParams& p, const RowKey& rk, const ColKey& ck);
+
+// Largest SRAM need of one stage's tiles (all row/column classes), with the parts of the worst tile.
+struct StageNeed {
+  firmware::SramUse worst;  // code included
+  std::int64_t weight_bytes = 0;  // sum over the stage's tiles (resident or streamed)
+  std::int64_t stream_bytes = 0;  // per step, when streamed
+};
+StageNeed stage_need(const StageSpec& s, const EmitParams& p);
+
+// Stamps stages onto one wafer's Image, in order; finish() builds the deduplicated programs.
+class Emitter {
+ public:
+  Emitter(const EmitParams& p, hw::Grid grid);
+  void add(const StageSpec& s);
+  firmware::Image finish(std::vector<std::string> layer_names);
+  std::int64_t stream_bytes() const { return stream_bytes_; }
+
+ private:
+  std::uint32_t intern_fragment(Fragment f);
+  std::uint32_t child(std::uint32_t seq, std::uint32_t frag);
+  EmitParams p_;
+  hw::Grid grid_;
+  std::vector<std::uint32_t> seq_;        // per tile: id of its fragment sequence (0 = none)
+  std::vector<std::uint32_t> parent_, frag_of_;
+  std::vector<Fragment> frags_;
+  std::vector<std::vector<std::uint32_t>> frag_buckets_;  // by hash % size
+  struct TrieMap;
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> trie_;  // open addressing: key (seq<<32|frag) -> child
+  std::size_t trie_used_ = 0;
+  std::int64_t stream_bytes_ = 0;
+};
+
+// Global <-> local column of a region (local 0 = the side away from the residual column).
+inline std::int32_t global_x(const Region& r, std::int32_t i) { return r.mirrored ? r.rect.x0 + r.rect.w - 1 - i : r.rect.x0 + i; }
+inline std::int32_t residual_x(const Region& r) { return global_x(r, r.rect.w - 1); }
+
+std::int64_t split(std::int64_t n, std::int64_t parts, std::int64_t k);  // balanced: n/parts, +1 for the first n%parts
+
+}  // namespace wafer::mapper::detail

@@ -1,0 +1,331 @@
+#include "mapper/mapper.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "firmware/validate.h"
+#include "hw/error.h"
+#include "mapper/emit.h"
+#include "mapper/graph.h"
+#include "mapper/placement.h"
+
+namespace wafer::mapper {
+
+using detail::OutKind;
+using detail::StageKind;
+using detail::StageSpec;
+using firmware::Dest;
+using hw::InputError;
+
+const char* to_string(WeightMode m) { return m == WeightMode::Stream ? "stream" : "resident"; }
+
+WeightMode parse_weight_mode(std::string_view s) {
+  if (s == "resident") return WeightMode::Resident;
+  if (s == "stream") return WeightMode::Stream;
+  throw InputError(fmt::format("--weights '{}': expected resident or stream", s));
+}
+
+std::int64_t program_bytes(const firmware::Program& p) {
+  std::int64_t b = 0;
+  for (const auto& t : p.tasks) b += 8 + 4 * std::int64_t(t.ops.size()) + 8 * std::int64_t(t.sends.size());
+  return b;
+}
+
+std::int64_t Mapping::tiles_used() const {
+  std::int64_t n = 0;
+  for (const auto& w : wafers) n += w.tiles_used;
+  return n;
+}
+std::int64_t Mapping::streamed_bytes_per_token() const {
+  std::int64_t n = 0;
+  for (const auto& w : wafers) n += w.streamed_bytes_per_token;
+  return n;
+}
+std::int64_t Mapping::interwafer_bytes_per_token() const {
+  return wafers.size() > 1 ? wafers.front().egress_bytes_per_token : 0;
+}
+std::size_t Mapping::program_count() const {
+  std::size_t n = 0;
+  for (const auto& w : wafers) n += w.programs;
+  return n;
+}
+std::int64_t Mapping::firmware_bytes() const {
+  std::int64_t n = 0;
+  for (const auto& w : wafers) n += w.firmware_bytes;
+  return n;
+}
+
+namespace {
+
+std::string kb(double bytes) { return fmt::format("{:.1f} KB", bytes / 1024.0); }
+std::string gb(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
+
+// Destinations from one stage's residual column to the next one's, row by row (global frame), and the
+// bursts each destination row receives. Equal heights give one burst per row at a constant offset.
+void connect(StageSpec& from, StageSpec& to) {
+  const hw::Rect& a = from.region.rect;
+  const hw::Rect& b = to.region.rect;
+  const std::int64_t h1 = a.h, h2 = b.h;
+  const std::int32_t dx = detail::residual_x(to.region) - detail::residual_x(from.region);
+  from.out = OutKind::Transfer;
+  from.out_dest.assign(std::size_t(h1), {});
+  to.in_arrivals.assign(std::size_t(h2), 0);
+  for (std::int64_t r = 0; r < h1; ++r) {
+    std::int64_t lo = r * h2 / h1, hi = std::max(lo + 1, (r + 1) * h2 / h1);
+    Dest d;
+    d.kind = hi - lo == 1 ? Dest::Kind::Tile : Dest::Kind::Column;
+    d.dx = dx;
+    d.dy = std::int32_t((b.y0 + lo) - (a.y0 + r));
+    d.span = std::int32_t(hi - lo);
+    from.out_dest[std::size_t(r)] = d;
+    for (std::int64_t q = lo; q < hi; ++q) ++to.in_arrivals[std::size_t(q)];
+  }
+}
+
+struct StagePlan {
+  StageKind kind;
+  std::string name;
+  std::int64_t weight_bytes = 0, kv_bytes = 0;
+};
+
+}  // namespace
+
+Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const ModelConfig& model,
+                  const MapOptions& opt) {
+  // ---- options -------------------------------------------------------------------------------------
+  if (opt.batch < 1 || opt.batch > 65536)
+    throw InputError(fmt::format("batch = {}: must be between 1 and 65536 sequences", opt.batch));
+  if (opt.context < 1) throw InputError(fmt::format("context = {}: at least one position is needed", opt.context));
+  if (model.max_position > 0 && opt.context > model.max_position)
+    throw InputError(fmt::format("context {} exceeds {}'s max_position_embeddings {}: refusing (use --context <= {})",
+                                 opt.context, model.name, model.max_position, model.max_position));
+  if (opt.context > (std::int64_t(1) << 26)) throw InputError(fmt::format("context {} is absurdly long", opt.context));
+  if (opt.weight_bits != 16 && opt.weight_bits != 8)
+    throw InputError(fmt::format("weight precision {} bits: use 16 or 8", opt.weight_bits));
+  if (opt.wafers < 1 || opt.wafers > 64) throw InputError(fmt::format("wafers = {}: use 1 to 64", opt.wafers));
+  const PlacementStrategy& strategy = placement(opt.placement);
+  if (fabric.grid().width != spec.logical_width || fabric.grid().height != spec.logical_height)
+    throw InputError(fmt::format("the fabric is {} x {} but wafer '{}' is {} x {}", fabric.grid().width,
+                                 fabric.grid().height, spec.name, spec.logical_width, spec.logical_height));
+
+  Mapping out;
+  out.placement = std::string(strategy.name());
+  out.options = opt;
+  out.model = model;
+  detail::EmitParams ep;
+  ep.spec = &spec, ep.model = &model, ep.batch = opt.batch, ep.context = opt.context;
+  ep.weight_bytes = opt.weight_bits / 8;
+
+  // ---- stages and their bytes -------------------------------------------------------------------------
+  const LayerGraph graph = build_graph(model, opt.batch, opt.context);
+  std::vector<StagePlan> plans;
+  const std::int64_t kv_layer = 2 * opt.context * model.kv_dim() * kActivationBytes * opt.batch;
+  plans.push_back({StageKind::Embedding, "embedding", model.vocab * model.hidden * ep.weight_bytes, 0});
+  for (std::int64_t l = 0; l < model.layers; ++l)
+    plans.push_back({StageKind::Layer, fmt::format("layer {}", l), model.layer_parameters() * ep.weight_bytes, kv_layer});
+  plans.push_back({StageKind::Head, "head", (model.vocab * model.hidden + model.hidden) * ep.weight_bytes, 0});
+  std::int64_t total_bytes = 0, total_weights = 0;
+  for (const auto& p : plans) total_bytes += p.weight_bytes + p.kv_bytes, total_weights += p.weight_bytes;
+  const double wafer_sram = double(spec.sram_bytes) * double(spec.logical_tiles());
+  if (std::int64_t(plans.size()) < opt.wafers)
+    throw InputError(fmt::format("{} wafers for {} stages: at most one wafer per stage", opt.wafers, plans.size()));
+
+  // ---- split into a pipeline of wafers, balanced by bytes ------------------------------------------------
+  std::vector<std::size_t> first_stage(std::size_t(opt.wafers) + 1, plans.size());
+  {
+    first_stage[0] = 0;
+    std::int64_t acc = 0;
+    std::size_t w = 1;
+    for (std::size_t i = 0; i < plans.size() && w < std::size_t(opt.wafers); ++i) {
+      acc += plans[i].weight_bytes + plans[i].kv_bytes;
+      std::size_t left_stages = plans.size() - (i + 1), left_wafers = std::size_t(opt.wafers) - w;
+      if (double(acc) >= double(total_bytes) * double(w) / opt.wafers || left_stages == left_wafers)
+        first_stage[w++] = i + 1;
+    }
+  }
+
+  auto suggest_wafers = [&] {
+    return std::max<std::int64_t>(2, std::int64_t(std::ceil(double(total_bytes) / (0.8 * wafer_sram))));
+  };
+
+  for (int w = 0; w < opt.wafers; ++w) {
+    const std::size_t s0 = first_stage[std::size_t(w)], s1 = first_stage[std::size_t(w) + 1];
+    std::vector<StageShape> shapes;
+    for (std::size_t i = s0; i < s1; ++i)
+      shapes.push_back({plans[i].name, plans[i].weight_bytes + plans[i].kv_bytes, plans[i].kind == StageKind::Layer});
+    std::vector<Region> regions = strategy.place(shapes, fabric);
+    if (regions.size() != shapes.size())
+      throw std::logic_error(fmt::format("placement {} returned {} regions for {} stages", strategy.name(),
+                                         regions.size(), shapes.size()));
+    const hw::Grid g = fabric.grid();
+    for (std::size_t i = 0; i < regions.size(); ++i) {
+      const hw::Rect& r = regions[i].rect;
+      if (r.w < 1 || r.h < 1 || r.x0 < 0 || r.y0 < 0 || r.x0 + r.w > g.width || r.y0 + r.h > g.height)
+        throw std::logic_error(fmt::format("placement {} put {} outside the array", strategy.name(), shapes[i].name));
+    }
+    // Stage specs, connected in order.
+    std::vector<StageSpec> specs;
+    std::vector<std::string> layer_names;
+    for (std::size_t i = s0; i < s1; ++i) {
+      StageSpec s;
+      s.kind = plans[i].kind;
+      s.name = plans[i].name;
+      s.layer = std::uint16_t(layer_names.size());
+      layer_names.push_back(plans[i].name);
+      s.region = regions[i - s0];
+      s.in_arrivals.assign(std::size_t(s.region.rect.h), 1);
+      specs.push_back(std::move(s));
+    }
+    for (std::size_t i = 0; i + 1 < specs.size(); ++i) connect(specs[i], specs[i + 1]);
+    StageSpec& last = specs.back();
+    last.out = last.kind == StageKind::Head ? OutKind::Argmax : OutKind::Gather;
+    if (last.kind == StageKind::Embedding && specs.size() == 1) last.out = OutKind::Gather;
+
+    // ---- budgets: SRAM per tile, streaming where allowed -----------------------------------------------
+    // Regions are identical or disjoint (the placement rule): group identical ones; a tile of a group holds
+    // every stage of the group.
+    std::vector<std::vector<std::size_t>> groups;
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      bool placed = false;
+      for (auto& gr : groups)
+        if (specs[gr.front()].region.rect == specs[i].region.rect) gr.push_back(i), placed = true;
+      if (!placed) groups.push_back({i});
+    }
+    std::vector<detail::StageNeed> needs(specs.size());
+    auto group_need = [&](const std::vector<std::size_t>& gr) {
+      firmware::SramUse u;
+      for (std::size_t i : gr) {
+        const auto& n = needs[i].worst;
+        u.weights += n.weights, u.kv_cache += n.kv_cache, u.code += n.code;
+        u.activations = std::max(u.activations, n.activations);
+      }
+      return u;
+    };
+    const std::uint32_t cap = std::uint32_t(spec.sram_bytes);
+    for (auto& gr : groups) {
+      for (std::size_t i : gr) needs[i] = detail::stage_need(specs[i], ep);
+      firmware::SramUse u = group_need(gr);
+      if (u.total() <= cap) continue;
+      const StageSpec& worst = specs[*std::max_element(gr.begin(), gr.end(), [&](std::size_t a, std::size_t b) {
+        return needs[a].worst.total() < needs[b].worst.total();
+      })];
+      std::string where =
+          gr.size() == 1
+              ? fmt::format("{} needs {} of SRAM per tile on its {} x {} tiles", worst.name, kb(u.total()),
+                            worst.region.rect.w, worst.region.rect.h)
+              : fmt::format("{} stages ({} .. {}) share each of {} x {} tiles and need {} of SRAM per tile",
+                            gr.size(), specs[gr.front()].name, specs[gr.back()].name, worst.region.rect.w,
+                            worst.region.rect.h, kb(u.total()));
+      std::string parts = fmt::format("weights {}, KV cache {}, activations {}, code {}", kb(u.weights),
+                                      kb(u.kv_cache), kb(u.activations), kb(u.code));
+      if (opt.weights == WeightMode::Resident) {
+        throw InputError(fmt::format(
+            "{} at context {}, batch {} ({}); a tile has {}. The model's weights are {} at {}-bit against {} of "
+            "SRAM on one wafer; try --weights stream or --wafers {}",
+            where, opt.context, opt.batch, parts, kb(cap), gb(double(total_weights)), opt.weight_bits,
+            gb(wafer_sram), suggest_wafers()));
+      }
+      // Stream the heaviest stages of the group until it fits.
+      std::vector<std::size_t> order = gr;
+      std::sort(order.begin(), order.end(),
+                [&](std::size_t a, std::size_t b) { return needs[a].worst.weights > needs[b].worst.weights; });
+      for (std::size_t i : order) {
+        if (group_need(gr).total() <= cap) break;
+        specs[i].streamed = true;
+        needs[i] = detail::stage_need(specs[i], ep);
+      }
+      firmware::SramUse after = group_need(gr);
+      if (after.total() > cap)
+        throw InputError(fmt::format(
+            "even with its weights streamed, {} needs {} of SRAM per tile at context {}, batch {} (KV cache {}, "
+            "activations {}, code {}, resident norm weights {}); a tile has {}; try a shorter --context, a smaller "
+            "--batch or --wafers {}",
+            gr.size() == 1 ? worst.name : fmt::format("the shared region of {} stages", gr.size()),
+            kb(after.total()), opt.context, opt.batch, kb(after.kv_cache), kb(after.activations), kb(after.code),
+            kb(after.weights), kb(cap), suggest_wafers()));
+    }
+    std::int64_t streamed_stages = 0;
+    for (const auto& s : specs) streamed_stages += s.streamed;
+    if (streamed_stages > 0 && spec.io_channels < 1)
+      throw InputError(fmt::format("{} stage(s) must stream their weights but wafer '{}' has no edge I/O channels "
+                                   "(io_channels = 0); use --wafers {}",
+                                   streamed_stages, spec.name, suggest_wafers()));
+
+    // ---- emit ----------------------------------------------------------------------------------------------
+    detail::Emitter em(ep, fabric.grid());
+    for (const auto& s : specs) em.add(s);
+    firmware::Image img = em.finish(layer_names);
+    // What starts the step: token ids at the embedding's residual column, or the previous wafer's output.
+    const StageSpec& f = specs.front();
+    for (std::int32_t r = 0; r < f.region.rect.h; ++r) {
+      firmware::Injection inj;
+      inj.tile = {detail::residual_x(f.region), f.region.rect.y0 + r};
+      if (f.kind == StageKind::Embedding) {
+        inj.color = detail::color::kToken;
+        inj.wavelets = std::uint32_t(std::max<std::int64_t>(1, opt.batch * 4 / spec.wavelet_bytes));
+      } else {
+        inj.color = detail::color::kResIn;
+        std::int64_t bytes = detail::split(model.hidden, f.region.rect.h, r) * opt.batch * kActivationBytes;
+        inj.wavelets = std::uint32_t(std::max<std::int64_t>(1, (bytes + spec.wavelet_bytes - 1) / spec.wavelet_bytes));
+      }
+      img.start.push_back(inj);
+    }
+    const StageSpec& l = specs.back();
+    img.done_tile = {detail::residual_x(l.region), l.region.rect.y0 + l.region.rect.h - 1};
+    img.done_color = detail::color::kDone;
+    img.done_arrivals = 1;
+
+    // ---- figures --------------------------------------------------------------------------------------------
+    WaferReport wr;
+    std::vector<std::int64_t> uses(img.programs.size(), 0);
+    for (std::uint32_t p : img.tile_program)
+      if (p != firmware::kIdle) ++uses[p], ++wr.tiles_used;
+    double sum = 0;
+    for (std::size_t p = 0; p < img.programs.size(); ++p) {
+      const auto& prog = img.programs[p];
+      wr.sram_max = std::max<std::int64_t>(wr.sram_max, prog.sram.total());
+      sum += double(prog.sram.total()) * double(uses[p]);
+      wr.colors_used = std::max(wr.colors_used, firmware::colors_used(prog));
+      wr.firmware_bytes += program_bytes(prog);
+    }
+    wr.sram_mean = wr.tiles_used ? sum / double(wr.tiles_used) : 0;
+    wr.programs = img.programs.size();
+    wr.streamed_bytes_per_token = em.stream_bytes();
+    wr.io_channels_used = std::min<std::int64_t>(spec.io_channels, streamed_stages);
+    wr.egress_bytes_per_token = w + 1 < opt.wafers ? model.hidden * opt.batch * kActivationBytes : 0;
+    if (wr.sram_max > spec.sram_bytes)
+      throw InputError(fmt::format("wafer {}: a tile needs {} of SRAM; a tile has {}; try --weights stream or --wafers {}",
+                                   w, kb(double(wr.sram_max)), kb(cap), suggest_wafers()));
+    if (wr.colors_used > spec.colors)
+      throw InputError(fmt::format("the mapping needs {} colors on one tile but wafer '{}' routes {}; use a wafer "
+                                   "with more colors",
+                                   wr.colors_used, spec.name, spec.colors));
+
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      StageReport sr;
+      sr.name = specs[i].name;
+      sr.wafer = w;
+      sr.region = specs[i].region.rect;
+      sr.mirrored = specs[i].region.mirrored;
+      sr.streamed = specs[i].streamed;
+      sr.weight_bytes = plans[s0 + i].weight_bytes;
+      sr.streamed_bytes_per_token = specs[i].streamed ? needs[i].stream_bytes : 0;
+      sr.kv_bytes = plans[s0 + i].kv_bytes;
+      sr.sram_max = needs[i].worst.total();
+      out.stages.push_back(std::move(sr));
+    }
+    if (streamed_stages)
+      out.notes.push_back(fmt::format("wafer {}: {} of {} stages stream their weights through MemoryX ({} per token)",
+                                      w, streamed_stages, specs.size(), gb(double(wr.streamed_bytes_per_token))));
+    out.images.push_back(std::move(img));
+    out.wafers.push_back(wr);
+  }
+  if (model.tie_embeddings)
+    out.notes.push_back("tied embeddings: the table is held twice, in the lookup layout and the LM-head layout");
+  (void)graph;
+  return out;
+}
+
+}  // namespace wafer::mapper

@@ -1,0 +1,87 @@
+#pragma once
+// The mapper's entry point: a model config -> layer graph -> partition -> placement -> one firmware Image
+// per wafer, with the budgets checked (SRAM per tile, colors per tile, edge I/O channels) and the figures
+// the report shows. Pure code: no SystemC. docs/mapping.md explains the partition, strategies and budgets.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "firmware/program.h"
+#include "hw/coord.h"
+#include "hw/wafer_spec.h"
+#include "mapper/model_config.h"
+#include "noc/routing/fabric.h"
+
+namespace wafer::mapper {
+
+enum class WeightMode : std::uint8_t {
+  Resident,  // every weight lives in tile SRAM (rejected, with the reason, when it does not fit)
+  Stream,    // stages whose weights do not fit are streamed per token through the MemoryX port
+};
+const char* to_string(WeightMode m);
+WeightMode parse_weight_mode(std::string_view s);  // "resident" | "stream"; InputError otherwise
+
+struct MapOptions {
+  std::string placement = "layer-bands";  // a registered placement strategy (placement_names())
+  std::int64_t context = 4096;            // KV-cache length C (positions attended, incl. the new token)
+  std::int64_t batch = 1;                 // sequences decoded together (B)
+  int weight_bits = 16;                   // 16 (default) or 8
+  WeightMode weights = WeightMode::Resident;
+  int wafers = 1;                         // > 1: the stages are split into a pipeline of wafers
+};
+
+// One stage of the decode step: "embedding", "layer 0" .. "layer N-1", "head" (final norm, LM head, argmax).
+struct StageReport {
+  std::string name;
+  int wafer = 0;
+  hw::Rect region;                 // logical tiles it occupies on its wafer
+  bool mirrored = false;           // its data flows westward (serpentine); its residual column is the west one
+  bool streamed = false;           // weights streamed through MemoryX instead of resident
+  std::int64_t weight_bytes = 0;   // all its weights at the chosen precision
+  std::int64_t streamed_bytes_per_token = 0;  // = weight_bytes when streamed, else 0
+  std::int64_t kv_bytes = 0;       // its KV cache at the chosen context and batch
+  std::int64_t sram_max = 0;       // most SRAM bytes one of its tiles needs (this stage only)
+};
+
+struct WaferReport {
+  std::int64_t tiles_used = 0;       // tiles with a program
+  std::int64_t sram_max = 0;         // bytes, the fullest tile
+  double sram_mean = 0;              // bytes, mean over the tiles used
+  int colors_used = 0;               // most distinct colors one tile's program uses
+  std::size_t programs = 0;          // distinct programs after sharing
+  std::int64_t firmware_bytes = 0;   // encoded size of the distinct programs (see program_bytes)
+  std::int64_t streamed_bytes_per_token = 0;
+  std::int64_t io_channels_used = 0;  // edge channels carrying streamed weights
+  std::int64_t egress_bytes_per_token = 0;  // bytes leaving over the inter-wafer link (0 on the last)
+};
+
+struct Mapping {
+  std::vector<firmware::Image> images;   // one per wafer, in pipeline order
+  std::vector<WaferReport> wafers;       // same order
+  std::vector<StageReport> stages;       // in data-flow order
+  std::string placement;
+  MapOptions options;
+  ModelConfig model;
+  std::vector<std::string> notes;        // warnings a person should read (e.g. "3 stages are streamed")
+  // Totals over wafers.
+  std::int64_t tiles_used() const;
+  std::int64_t streamed_bytes_per_token() const;
+  std::int64_t interwafer_bytes_per_token() const;  // per link (every link carries the same activations)
+  std::size_t program_count() const;
+  std::int64_t firmware_bytes() const;
+};
+
+// The whole step. `fabric` is the repaired logical mesh of one wafer (all wafers are taken to share it).
+// Throws hw::InputError with a reason a person can act on: bad options, a model that does not fit (which
+// stage, how many bytes per tile against how many, what to try), an unknown placement.
+Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const ModelConfig& model,
+                  const MapOptions& options);
+
+// Encoded size of one program: 8 bytes per task header, 4 per op, 8 per send (the figure the SRAM budget
+// charges as `code`).
+std::int64_t program_bytes(const firmware::Program& p);
+
+// Activation bytes per value (fp16) and weight bytes per parameter at `weight_bits`.
+inline constexpr std::int64_t kActivationBytes = 2;
+
+}  // namespace wafer::mapper

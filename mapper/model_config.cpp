@@ -1,0 +1,186 @@
+#include "mapper/model_config.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "hw/error.h"
+
+#ifndef WAFER_CONFIGS_RELATIVE
+#define WAFER_CONFIGS_RELATIVE "../../configs/models"
+#endif
+
+namespace wafer::mapper {
+
+using hw::InputError;
+
+std::int64_t ModelConfig::layer_parameters() const {
+  const std::int64_t h = hidden;
+  std::int64_t attn = h * q_dim() + 2 * h * kv_dim() + q_dim() * h;
+  if (qkv_bias) attn += q_dim() + 2 * kv_dim();
+  std::int64_t mlp = 3 * h * intermediate;
+  if (moe()) mlp = experts * mlp + h * experts;  // every expert + the router
+  return attn + mlp + 2 * h;                       // + input and post-attention RMSNorm weights
+}
+
+std::int64_t ModelConfig::parameter_count() const {
+  std::int64_t emb = vocab * hidden;
+  return emb + layers * layer_parameters() + hidden + (tie_embeddings ? 0 : emb);
+}
+
+namespace {
+
+constexpr std::int64_t kMaxDim = 1 << 20;          // hidden / intermediate / vocab sizes above this are refused
+constexpr std::int64_t kMaxLayers = 4096;
+constexpr std::int64_t kMaxPositions = std::int64_t(1) << 26;
+
+std::int64_t get_int(const nlohmann::json& j, const char* key, std::string_view where, bool required,
+                     std::int64_t fallback, std::int64_t lo, std::int64_t hi) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (required) throw InputError(fmt::format("{}: missing required field '{}'", where, key));
+    return fallback;
+  }
+  if (!it->is_number_integer() && !(it->is_number_float() && it->get<double>() == double(std::int64_t(it->get<double>()))))
+    throw InputError(fmt::format("{}: '{}' = {} must be a whole number", where, key, it->dump()));
+  std::int64_t v = it->is_number_unsigned() ? std::int64_t(std::min<std::uint64_t>(it->get<std::uint64_t>(), std::uint64_t(1) << 62))
+                                            : it->is_number_integer() ? it->get<std::int64_t>()
+                                                                      : std::int64_t(it->get<double>());
+  if (v < lo || v > hi) throw InputError(fmt::format("{}: '{}' = {} is outside [{}, {}]", where, key, v, lo, hi));
+  return v;
+}
+
+double get_real(const nlohmann::json& j, const char* key, std::string_view where, double fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_number()) throw InputError(fmt::format("{}: '{}' = {} must be a number", where, key, it->dump()));
+  double v = it->get<double>();
+  if (!(v > 0)) throw InputError(fmt::format("{}: '{}' = {} must be positive", where, key, it->dump()));
+  return v;
+}
+
+std::string slurp(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open model config", file.string()));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) {
+  if (!j.is_object()) throw InputError(fmt::format("{}: a model config must be a JSON object", where));
+  ModelConfig m;
+  m.source = std::string(where);
+  if (auto it = j.find("model_type"); it != j.end() && it->is_string()) m.model_type = it->get<std::string>();
+  m.hidden = get_int(j, "hidden_size", where, true, 0, 1, kMaxDim);
+  m.intermediate = get_int(j, "intermediate_size", where, true, 0, 1, kMaxDim);
+  m.heads = get_int(j, "num_attention_heads", where, true, 0, 1, 4096);
+  m.kv_heads = get_int(j, "num_key_value_heads", where, false, m.heads, 1, 4096);
+  m.layers = get_int(j, "num_hidden_layers", where, true, 0, 0, kMaxLayers);
+  if (m.layers == 0) throw InputError(fmt::format("{}: 'num_hidden_layers' is 0: a model needs at least one layer", where));
+  m.vocab = get_int(j, "vocab_size", where, true, 0, 1, kMaxDim);
+  if (m.heads % m.kv_heads != 0)
+    throw InputError(fmt::format("{}: num_attention_heads = {} is not divisible by num_key_value_heads = {}", where,
+                                 m.heads, m.kv_heads));
+  if (j.contains("head_dim") && !j["head_dim"].is_null()) {
+    m.head_dim = get_int(j, "head_dim", where, false, 0, 1, 65536);
+  } else {
+    if (m.hidden % m.heads != 0)
+      throw InputError(fmt::format("{}: hidden_size = {} is not divisible by num_attention_heads = {} (give head_dim)",
+                                   where, m.hidden, m.heads));
+    m.head_dim = m.hidden / m.heads;
+  }
+  if (auto it = j.find("tie_word_embeddings"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) throw InputError(fmt::format("{}: 'tie_word_embeddings' must be true or false", where));
+    m.tie_embeddings = it->get<bool>();
+  }
+  // Experts: Mixtral spells it num_local_experts, Qwen-MoE num_experts.
+  std::int64_t e1 = get_int(j, "num_local_experts", where, false, 0, 0, 4096);
+  std::int64_t e2 = get_int(j, "num_experts", where, false, 0, 0, 4096);
+  m.experts = e1 ? e1 : e2;
+  if (m.experts == 1) m.experts = 0;  // one expert is a dense MLP
+  if (m.experts > 0) {
+    m.experts_per_tok = get_int(j, "num_experts_per_tok", where, true, 0, 1, m.experts);
+  }
+  if (auto it = j.find("torch_dtype"); it != j.end() && it->is_string()) m.dtype = it->get<std::string>();
+  m.max_position = get_int(j, "max_position_embeddings", where, false, 0, 0, kMaxPositions);
+  m.rms_norm_eps = get_real(j, "rms_norm_eps", where, 1e-5);
+  m.rope_theta = get_real(j, "rope_theta", where, 10000.0);
+  // Qwen2 projections carry a Q/K/V bias that no key announces.
+  m.qkv_bias = m.model_type == "qwen2" || m.model_type == "qwen2_moe";
+  if (auto it = j.find("attention_bias"); it != j.end() && it->is_boolean()) m.qkv_bias = m.qkv_bias || it->get<bool>();
+  return m;
+}
+
+ModelConfig load_model_file(const std::filesystem::path& file) {
+  std::string text = slurp(file);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(fmt::format("{}: malformed JSON at byte {}", file.string(), e.byte));
+  }
+  ModelConfig m = parse_model_config(j, file.string());
+  m.name = file.stem().string();
+  if (m.name == "config") m.name = file.parent_path().filename().string();
+  return m;
+}
+
+const std::vector<ShippedModel>& shipped_models() {
+  static const std::vector<ShippedModel> table = {
+      {"llama-3.2-1b", "meta-llama/Llama-3.2-1B.json"},
+      {"llama-3.1-8b", "meta-llama/Llama-3.1-8B.json"},
+      {"llama-3.1-70b", "meta-llama/Llama-3.1-70B.json"},
+      {"llama-3.1-405b", "meta-llama/Llama-3.1-405B.json"},
+      {"qwen2.5-7b", "Qwen/Qwen2.5-7B.json"},
+      {"qwen2.5-72b", "Qwen/Qwen2.5-72B.json"},
+      {"mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1.json"},
+      {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0.json"},
+      {"tiny-llama", "test/tiny-llama.json"},
+      {"tiny-moe", "test/tiny-moe.json"},
+      {"tiny-qwen", "test/tiny-qwen.json"},
+  };
+  return table;
+}
+
+std::filesystem::path configs_dir() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (const char* env = std::getenv("WAFER_EMU_CONFIGS"); env && *env) {
+    if (fs::is_directory(env, ec)) return fs::path(env);
+    throw InputError(fmt::format("WAFER_EMU_CONFIGS = '{}' is not a directory", env));
+  }
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+      for (const fs::path& cand : {dir / "configs" / "models", dir / WAFER_CONFIGS_RELATIVE}) {
+        if (fs::is_directory(cand, ec) && fs::exists(cand / "meta-llama", ec)) return cand.lexically_normal();
+      }
+      if (dir == dir.root_path()) break;
+    }
+  }
+  throw InputError(
+      "cannot find the shipped model configs (configs/models): set WAFER_EMU_CONFIGS to that directory, or pass "
+      "--model path/to/config.json");
+}
+
+ModelConfig load_model(std::string_view arg) {
+  if (arg.find('/') != std::string_view::npos || arg.ends_with(".json")) return load_model_file(std::string(arg));
+  for (const ShippedModel& s : shipped_models()) {
+    if (s.name == arg) {
+      ModelConfig m = load_model_file(configs_dir() / s.path);
+      m.name = std::string(s.name);
+      return m;
+    }
+  }
+  std::string known;
+  for (const ShippedModel& s : shipped_models()) known += (known.empty() ? "" : ", ") + std::string(s.name);
+  throw InputError(fmt::format("unknown model '{}' (shipped: {}; or give a path to a config.json)", arg, known));
+}
+
+}  // namespace wafer::mapper

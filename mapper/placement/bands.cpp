@@ -1,0 +1,117 @@
+// Helpers shared by the placement strategies: band heights, health checks, the largest healthy rectangle.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "hw/error.h"
+#include "mapper/placement.h"
+
+namespace wafer::mapper::placement_detail {
+
+std::vector<std::int32_t> band_heights(const std::vector<StageShape>& stages, std::int32_t rows,
+                                       std::string_view strategy) {
+  const std::int32_t n = std::int32_t(stages.size());
+  if (n == 0) return {};
+  if (rows < n)
+    throw hw::InputError(fmt::format("{} needs one row of tiles per stage: {} stages, but only {} rows; use "
+                                     "--placement whole-wafer or --wafers N",
+                                     strategy, n, rows));
+  double total = 0;
+  for (const auto& s : stages) total += double(std::max<std::int64_t>(s.bytes, 1));
+  std::vector<std::int32_t> h(n);
+  std::int32_t layers = 0, layer_h = 0;
+  for (std::int32_t i = 0; i < n; ++i) {
+    h[i] = std::max<std::int32_t>(1, std::int32_t(double(rows) * double(std::max<std::int64_t>(stages[i].bytes, 1)) / total));
+    if (stages[i].is_layer) {
+      layer_h = layer_h ? std::min(layer_h, h[i]) : h[i];
+      ++layers;
+    }
+  }
+  for (std::int32_t i = 0; i < n; ++i)
+    if (stages[i].is_layer) h[i] = layer_h;
+  auto sum = [&] { return std::accumulate(h.begin(), h.end(), std::int32_t(0)); };
+  // Too many rows (the max(1, ...) floor): shrink the tallest non-layer stages, then all layers together.
+  while (sum() > rows) {
+    std::int32_t best = -1;
+    for (std::int32_t i = 0; i < n; ++i)
+      if (!stages[i].is_layer && h[i] > 1 && (best < 0 || h[i] > h[best])) best = i;
+    if (best >= 0 && (layers == 0 || h[best] >= layer_h)) {
+      --h[best];
+    } else if (layer_h > 1) {
+      --layer_h;
+      for (std::int32_t i = 0; i < n; ++i)
+        if (stages[i].is_layer) h[i] = layer_h;
+    } else if (best >= 0) {
+      --h[best];
+    } else {
+      break;
+    }
+  }
+  // Leftover rows: all layers one taller while that fits, then the non-layer stages in turn.
+  std::int32_t left = rows - sum();
+  if (layers > 0 && left >= layers) {
+    std::int32_t more = left / layers;
+    for (std::int32_t i = 0; i < n; ++i)
+      if (stages[i].is_layer) h[i] += more;
+    left = rows - sum();
+  }
+  std::vector<std::int32_t> others;
+  for (std::int32_t i = 0; i < n; ++i)
+    if (!stages[i].is_layer) others.push_back(i);
+  if (others.empty())
+    for (std::int32_t i = 0; i < n; ++i) others.push_back(i);
+  for (std::size_t k = 0; left > 0; ++k, --left) ++h[others[k % others.size()]];
+  return h;
+}
+
+void require_healthy(const noc::Fabric& fabric, hw::Rect rect, std::string_view strategy) {
+  const hw::Grid& g = fabric.grid();
+  std::int64_t dead = 0;
+  hw::Coord first{-1, -1};
+  for (std::int32_t y = rect.y0; y < rect.y0 + rect.h; ++y)
+    for (std::int32_t x = rect.x0; x < rect.x0 + rect.w; ++x)
+      if (!fabric.router_ok(g.index({x, y}))) {
+        if (dead++ == 0) first = {x, y};
+      }
+  if (dead)
+    throw hw::InputError(fmt::format("{} needs the whole {} x {} array, but repair left {} logical tile(s) without a "
+                                     "working router (first at ({},{})); use --placement defect-aware",
+                                     strategy, rect.w, rect.h, dead, first.x, first.y));
+}
+
+hw::Rect largest_healthy_rect(const noc::Fabric& fabric) {
+  const hw::Grid& g = fabric.grid();
+  // A tile is usable when its router works and its links to the east and south neighbours (inside the grid)
+  // are healthy; then every route between tiles of a usable rectangle stays on healthy elements.
+  auto good = [&](std::int32_t x, std::int32_t y) {
+    hw::TileIndex t = g.index({x, y});
+    if (!fabric.router_ok(t)) return false;
+    if (x + 1 < g.width && !fabric.link_ok(t, hw::Dir::East)) return false;
+    if (y + 1 < g.height && !fabric.link_ok(t, hw::Dir::South)) return false;
+    return true;
+  };
+  std::vector<std::int32_t> height(std::size_t(g.width), 0);
+  hw::Rect best{0, 0, 0, 0};
+  std::vector<std::int32_t> stack;
+  for (std::int32_t y = 0; y < g.height; ++y) {
+    for (std::int32_t x = 0; x < g.width; ++x) height[std::size_t(x)] = good(x, y) ? height[std::size_t(x)] + 1 : 0;
+    // Largest rectangle in the histogram; the rectangle's bottom row is y. A tile on the rectangle's last row
+    // or column may have a bad link leaving the rectangle: that link is never used.
+    stack.clear();
+    for (std::int32_t x = 0; x <= g.width; ++x) {
+      std::int32_t hx = x < g.width ? height[std::size_t(x)] : 0;
+      while (!stack.empty() && height[std::size_t(stack.back())] >= hx) {
+        std::int32_t hh = height[std::size_t(stack.back())];
+        stack.pop_back();
+        std::int32_t left = stack.empty() ? 0 : stack.back() + 1;
+        std::int64_t area = std::int64_t(hh) * (x - left);
+        if (area > best.area()) best = {left, y - hh + 1, x - left, hh};
+      }
+      stack.push_back(x);
+    }
+  }
+  return best;
+}
+
+}  // namespace wafer::mapper::placement_detail

@@ -1,0 +1,144 @@
+#include "mapper/model_config.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "hw/error.h"
+#include "mapper/graph.h"
+
+using namespace wafer::mapper;
+using wafer::hw::InputError;
+
+namespace {
+std::string data(const char* f) { return std::string(MAPPER_TEST_DATA) + "/" + f; }
+
+// The error message of loading `file`, or "" when it loads.
+std::string error_of(const std::string& file) {
+  try {
+    load_model(file);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+}  // namespace
+
+TEST(ModelConfig, ShippedConfigsCarryTheReferenceValues) {
+  ModelConfig m = load_model("llama-3.1-8b");
+  EXPECT_EQ(m.name, "llama-3.1-8b");
+  EXPECT_EQ(m.hidden, 4096);
+  EXPECT_EQ(m.intermediate, 14336);
+  EXPECT_EQ(m.heads, 32);
+  EXPECT_EQ(m.kv_heads, 8);
+  EXPECT_EQ(m.head_dim, 128);
+  EXPECT_EQ(m.layers, 32);
+  EXPECT_EQ(m.vocab, 128256);
+  EXPECT_EQ(m.max_position, 131072);
+  EXPECT_DOUBLE_EQ(m.rope_theta, 500000.0);
+  EXPECT_DOUBLE_EQ(m.rms_norm_eps, 1e-5);
+  EXPECT_FALSE(m.tie_embeddings);
+  EXPECT_FALSE(m.qkv_bias);
+  EXPECT_EQ(m.dtype, "bfloat16");
+
+  ModelConfig one = load_model("llama-3.2-1b");
+  EXPECT_EQ(one.head_dim, 64);
+  EXPECT_TRUE(one.tie_embeddings);
+  EXPECT_EQ(one.layers, 16);
+
+  ModelConfig q = load_model("qwen2.5-7b");
+  EXPECT_TRUE(q.qkv_bias);  // implied by model_type qwen2, no key announces it
+  EXPECT_EQ(q.hidden, 3584);
+  EXPECT_EQ(q.kv_heads, 4);
+  EXPECT_EQ(q.head_dim, 128);
+  EXPECT_DOUBLE_EQ(q.rms_norm_eps, 1e-6);
+  EXPECT_EQ(load_model("qwen2.5-72b").max_position, 32768);
+
+  ModelConfig x = load_model("mixtral-8x7b");
+  EXPECT_EQ(x.experts, 8);
+  EXPECT_EQ(x.experts_per_tok, 2);
+  EXPECT_EQ(x.vocab, 32000);
+  EXPECT_EQ(load_model("tinyllama-1.1b").layers, 22);
+  EXPECT_EQ(load_model("llama-3.1-405b").heads, 128);
+}
+
+TEST(ModelConfig, EveryShippedNameLoads) {
+  std::set<std::string> names;
+  for (const auto& s : shipped_models()) {
+    names.insert(std::string(s.name));
+    EXPECT_NO_THROW(load_model(s.name)) << s.name;
+  }
+  for (const char* n : {"llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen2.5-7b",
+                        "qwen2.5-72b", "mixtral-8x7b", "tinyllama-1.1b", "tiny-llama", "tiny-moe"})
+    EXPECT_TRUE(names.count(n)) << n;
+}
+
+TEST(ModelConfig, ParameterCountsMatchThePublishedModels) {
+  // Published totals: Llama-3.1-8B 8.03 B, 70B 70.6 B, 405B 405.9 B, Mixtral-8x7B 46.7 B, Llama-3.2-1B 1.24 B,
+  // Qwen2.5-7B 7.62 B, Qwen2.5-72B 72.7 B, TinyLlama 1.1 B.
+  EXPECT_EQ(load_model("llama-3.1-8b").parameter_count(), 8'030'261'248);
+  EXPECT_EQ(load_model("llama-3.1-70b").parameter_count(), 70'553'706'496);
+  EXPECT_EQ(load_model("mixtral-8x7b").parameter_count(), 46'702'792'704);
+  EXPECT_EQ(load_model("llama-3.2-1b").parameter_count(), 1'235'814'400);
+  EXPECT_EQ(load_model("qwen2.5-7b").parameter_count(), 7'615'616'512);
+  EXPECT_NEAR(double(load_model("qwen2.5-72b").parameter_count()), 72.7e9, 0.1e9);
+  EXPECT_NEAR(double(load_model("llama-3.1-405b").parameter_count()), 405.9e9, 0.2e9);
+  EXPECT_NEAR(double(load_model("tinyllama-1.1b").parameter_count()), 1.1e9, 0.01e9);
+  // The layer graph holds the same weights.
+  for (const char* n : {"llama-3.1-8b", "mixtral-8x7b", "llama-3.2-1b", "qwen2.5-7b"}) {
+    ModelConfig m = load_model(n);
+    EXPECT_EQ(build_graph(m, 1, 16).parameters(), m.parameter_count()) << n;
+  }
+}
+
+TEST(ModelConfig, ExtraKeysAreIgnoredAndDefaultsApply) {
+  ModelConfig m = load_model(data("extra_keys.json"));
+  EXPECT_EQ(m.name, "extra_keys");
+  EXPECT_EQ(m.head_dim, 16);
+  EXPECT_EQ(m.experts, 0);
+  ModelConfig q = load_model(data("qwen_moe.json"));
+  EXPECT_EQ(q.experts, 8);  // Qwen-MoE spells it num_experts
+  EXPECT_TRUE(q.qkv_bias);
+}
+
+TEST(ModelConfig, BadInputIsRefusedWithTheFileAndTheField) {
+  std::string e = error_of(data("malformed.json"));
+  EXPECT_TRUE(has(e, "malformed.json") && has(e, "malformed JSON")) << e;
+  e = error_of(data("missing_hidden.json"));
+  EXPECT_TRUE(has(e, "missing_hidden.json") && has(e, "hidden_size")) << e;
+  e = error_of(data("bad_heads.json"));
+  EXPECT_TRUE(has(e, "num_attention_heads = 6") && has(e, "num_key_value_heads = 4")) << e;
+  e = error_of(data("zero_layers.json"));
+  EXPECT_TRUE(has(e, "num_hidden_layers") && has(e, "0")) << e;
+  e = error_of(data("wrong_type.json"));
+  EXPECT_TRUE(has(e, "hidden_size") && has(e, "whole number")) << e;
+  e = error_of(data("moe_missing_topk.json"));
+  EXPECT_TRUE(has(e, "num_experts_per_tok")) << e;
+  e = error_of(data("huge.json"));
+  EXPECT_TRUE(has(e, "hidden_size") && has(e, "outside")) << e;
+  e = error_of(data("does_not_exist.json"));
+  EXPECT_TRUE(has(e, "does_not_exist.json") && has(e, "cannot open")) << e;
+  e = error_of("llama-9000");
+  EXPECT_TRUE(has(e, "llama-9000") && has(e, "llama-3.1-8b")) << e;
+}
+
+TEST(LayerGraph, HoldsEveryOperatorOfADecodeStep) {
+  ModelConfig m = load_model("tiny-moe");
+  LayerGraph g = build_graph(m, 2, 100);
+  std::set<NodeKind> kinds;
+  for (const auto& n : g.nodes) kinds.insert(n.kind);
+  for (NodeKind k : {NodeKind::EmbeddingLookup, NodeKind::RmsNorm, NodeKind::Gemv, NodeKind::Rope, NodeKind::KvAppend,
+                     NodeKind::AttnScores, NodeKind::SoftmaxMax, NodeKind::SoftmaxExpSum, NodeKind::SoftmaxScale,
+                     NodeKind::AttnValues, NodeKind::ResidualAdd, NodeKind::Silu, NodeKind::Mul, NodeKind::Router,
+                     NodeKind::Argmax})
+    EXPECT_TRUE(kinds.count(k)) << to_string(k);
+  EXPECT_EQ(g.stages.size(), std::size_t(m.layers + 2));
+  // MACs: scores and values cover every query head over the whole context, for each sequence.
+  std::int64_t attn = 0;
+  for (const auto& n : g.nodes)
+    if (n.kind == NodeKind::AttnScores && n.stage == "layer 0") attn = n.macs;
+  EXPECT_EQ(attn, 100 * m.heads * m.head_dim * 2);
+  EXPECT_THROW(build_graph(m, 0, 10), InputError);
+  EXPECT_THROW(build_graph(m, 1, 0), InputError);
+}
