@@ -147,7 +147,7 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mo
   }
 
   auto suggest_wafers = [&] {
-    return std::max<std::int64_t>(2, std::int64_t(std::ceil(double(total_bytes) / (0.8 * wafer_sram))));
+    return std::max<std::int64_t>(2, std::int64_t(std::ceil(double(total_bytes) / (0.9 * wafer_sram))));
   };
 
   for (int w = 0; w < opt.wafers; ++w) {
@@ -204,8 +204,17 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mo
       return u;
     };
     const std::uint32_t cap = std::uint32_t(spec.sram_bytes);
-    for (auto& gr : groups) {
+    for (auto& gr : groups)
       for (std::size_t i : gr) needs[i] = detail::stage_need(specs[i], ep);
+    std::size_t over = 0;
+    for (auto& gr : groups) over += group_need(gr).total() > cap ? gr.size() : 0;
+    if (opt.weights == WeightMode::Resident && over > 0) {
+      // Name the worst region: its own share of the fix is the largest.
+      std::stable_sort(groups.begin(), groups.end(), [&](const auto& a, const auto& b) {
+        return group_need(a).total() > group_need(b).total();
+      });
+    }
+    for (auto& gr : groups) {
       firmware::SramUse u = group_need(gr);
       if (u.total() <= cap) continue;
       const StageSpec& worst = specs[*std::max_element(gr.begin(), gr.end(), [&](std::size_t a, std::size_t b) {
@@ -222,10 +231,11 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mo
                                       kb(u.kv_cache), kb(u.activations), kb(u.code));
       if (opt.weights == WeightMode::Resident) {
         throw InputError(fmt::format(
-            "{} at context {}, batch {} ({}); a tile has {}. The model's weights are {} at {}-bit against {} of "
+            "{} at context {}, batch {} ({}); a tile has {}{}. The model's weights are {} at {}-bit against {} of "
             "SRAM on one wafer; try --weights stream or --wafers {}",
-            where, opt.context, opt.batch, parts, kb(cap), gb(double(total_weights)), opt.weight_bits,
-            gb(wafer_sram), suggest_wafers()));
+            where, opt.context, opt.batch, parts, kb(cap),
+            over > gr.size() ? fmt::format(" ({} of {} stages on this wafer do not fit)", over, specs.size()) : "",
+            gb(double(total_weights)), opt.weight_bits, gb(wafer_sram), suggest_wafers()));
       }
       // Stream the heaviest stages of the group until it fits.
       std::vector<std::size_t> order = gr;

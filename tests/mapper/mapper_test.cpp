@@ -1,0 +1,259 @@
+#include "mapper/mapper.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "firmware/validate.h"
+#include "hw/error.h"
+#include "mapper/kernels.h"
+#include "mapper/placement.h"
+
+using namespace wafer;
+using namespace wafer::mapper;
+
+namespace {
+noc::Fabric perfect(const hw::WaferSpec& s) { return noc::Fabric::perfect(s.logical()); }
+
+std::string map_error(const hw::WaferSpec& spec, const ModelConfig& m, const MapOptions& o) {
+  try {
+    map_model(spec, perfect(spec), m, o);
+  } catch (const hw::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::int64_t sum_elements(const firmware::Image& img, firmware::OpKind kind) {
+  std::int64_t s = 0;
+  for (std::uint32_t p : img.tile_program) {
+    if (p == firmware::kIdle) continue;
+    for (const auto& t : img.programs[p].tasks)
+      for (const auto& o : t.ops)
+        if (o.kind == kind) s += o.elements;
+  }
+  return s;
+}
+}  // namespace
+
+TEST(Placement, EveryStrategyIsRegistered) {
+  auto names = placement_names();
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()),
+            (std::set<std::string>{"whole-wafer", "layer-bands", "serpentine-bands", "defect-aware"}));
+  for (const auto& n : names) EXPECT_EQ(placement(n).name(), n);
+  try {
+    placement("random");
+    FAIL();
+  } catch (const hw::InputError& e) {
+    EXPECT_TRUE(has(e.what(), "random") && has(e.what(), "layer-bands")) << e.what();
+  }
+}
+
+TEST(Placement, BandsPlaceEveryStageInsideTheArrayWithoutOverlap) {
+  noc::Fabric f = noc::Fabric::perfect({40, 60});
+  std::vector<StageShape> stages;
+  stages.push_back({"embedding", 500, false});
+  for (int i = 0; i < 12; ++i) stages.push_back({"layer", 200, true});
+  stages.push_back({"head", 500, false});
+  for (const auto& name : placement_names()) {
+    auto regions = placement(name).place(stages, f);
+    ASSERT_EQ(regions.size(), stages.size()) << name;
+    std::vector<int> owner(40 * 60, -1);
+    for (std::size_t s = 0; s < regions.size(); ++s) {
+      const hw::Rect& r = regions[s].rect;
+      ASSERT_TRUE(r.w >= 1 && r.h >= 1 && r.x0 >= 0 && r.y0 >= 0 && r.x0 + r.w <= 40 && r.y0 + r.h <= 60) << name;
+      if (name == "whole-wafer") {
+        EXPECT_EQ(r, (hw::Rect{0, 0, 40, 60}));
+        continue;
+      }
+      for (int y = r.y0; y < r.y0 + r.h; ++y)
+        for (int x = r.x0; x < r.x0 + r.w; ++x) {
+          EXPECT_EQ(owner[std::size_t(y * 40 + x)], -1) << name << " stage " << s << " overlaps";
+          owner[std::size_t(y * 40 + x)] = int(s);
+        }
+    }
+    if (name != "whole-wafer") {
+      // Layers are equally tall; the heavier embedding and head are taller.
+      // (serpentine pairs stages per band row: the embedding's and the head's partners share their height)
+      std::size_t first = name == "serpentine-bands" ? 2 : 1, last = regions.size() - (name == "serpentine-bands" ? 2 : 1);
+      for (std::size_t s = first; s < last; ++s) EXPECT_EQ(regions[s].rect.h, regions[first].rect.h) << name;
+      EXPECT_GT(regions[0].rect.h, regions[first].rect.h) << name;
+    }
+  }
+}
+
+TEST(Placement, SerpentineOutputLandsNextToTheNextInput) {
+  noc::Fabric f = noc::Fabric::perfect({40, 60});
+  std::vector<StageShape> stages(10, StageShape{"layer", 100, true});
+  auto regions = placement("serpentine-bands").place(stages, f);
+  auto residual = [](const Region& r) { return r.mirrored ? r.rect.x0 : r.rect.x0 + r.rect.w - 1; };
+  for (std::size_t s = 0; s + 1 < regions.size(); ++s) {
+    int dx = std::abs(residual(regions[s + 1]) - residual(regions[s]));
+    EXPECT_LE(dx, 1) << "stage " << s;
+    if (regions[s].rect.y0 == regions[s + 1].rect.y0) EXPECT_NE(regions[s].mirrored, regions[s + 1].mirrored) << s;
+    else EXPECT_EQ(regions[s].mirrored, regions[s + 1].mirrored) << s;  // straight down to the next band row
+  }
+}
+
+TEST(Placement, DefectAwareWorksOnTheLargestHealthyRectangle) {
+  noc::Fabric f = noc::Fabric::perfect({20, 20});
+  f.fail_router(f.grid().index({5, 5}));
+  std::vector<StageShape> stages(4, StageShape{"layer", 100, true});
+  EXPECT_THROW(placement("layer-bands").place(stages, f), hw::InputError);
+  auto regions = placement("defect-aware").place(stages, f);
+  for (const auto& r : regions) EXPECT_FALSE(r.rect.contains({5, 5}));
+  hw::Rect big = placement_detail::largest_healthy_rect(f);
+  EXPECT_EQ(big.area(), 20 * 14);  // rows 6..19 (or columns 6..19): 14 x 20
+  // A long repaired link on the east column moves the residual column west.
+  noc::Fabric g = noc::Fabric::perfect({20, 20});
+  g.set_hops(g.grid().index({19, 3}), hw::Dir::South, 3);
+  auto mirrored = placement("defect-aware").place(stages, g);
+  EXPECT_TRUE(mirrored[0].mirrored);
+}
+
+TEST(Kernels, GemvPartitionCoversExactlyKTimesNMacs) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  for (auto [k, n, w, h] : std::vector<std::array<int, 4>>{{100, 37, 8, 8}, {64, 64, 3, 5}, {7, 300, 8, 1}, {9, 2, 1, 4}}) {
+    firmware::Image img = map_gemv(tiny, {0, 0, w, h}, k, n);
+    EXPECT_EQ(sum_elements(img, firmware::OpKind::Fmac), std::int64_t(k) * n) << k << "x" << n;
+    auto v = firmware::validate(img);
+    EXPECT_TRUE(v.ok()) << (v.problems.empty() ? "" : v.problems.front());
+  }
+  // Batch 3: three vectors.
+  EXPECT_EQ(sum_elements(map_gemv(tiny, {1, 1, 4, 4}, 50, 30, 3), firmware::OpKind::Fmac), 3 * 50 * 30);
+}
+
+TEST(Kernels, NormAndAttentionImagesAreConnected) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  auto v = firmware::validate(map_rmsnorm(tiny, {7, 0, 1, 8}, 64));
+  EXPECT_TRUE(v.ok()) << v.problems.front();
+  ModelConfig m = load_model("tiny-llama");
+  firmware::Image a = map_attention(tiny, {0, 0, 4, 4}, m, 64);
+  v = firmware::validate(a);
+  EXPECT_TRUE(v.ok()) << v.problems.front();
+  // Scores and values: context x heads x head_dim MACs each.
+  EXPECT_EQ(sum_elements(a, firmware::OpKind::Fmac), 2 * 64 * m.heads * m.head_dim);
+}
+
+TEST(Mapper, TinyModelsMapAndValidateOnEveryPlacement) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  for (const char* model : {"tiny-llama", "tiny-moe", "tiny-qwen"}) {
+    ModelConfig m = load_model(model);
+    for (const auto& name : placement_names()) {
+      MapOptions o;
+      o.placement = name;
+      o.context = 128;
+      Mapping mp = map_model(tiny, perfect(tiny), m, o);
+      ASSERT_EQ(mp.images.size(), 1u);
+      auto v = firmware::validate(mp.images[0]);
+      EXPECT_TRUE(v.ok()) << model << " " << name << ": " << v.problems.front();
+      EXPECT_GT(v.tasks_run, 0u);
+      EXPECT_LE(mp.wafers[0].colors_used, tiny.colors);
+      EXPECT_LE(mp.wafers[0].sram_max, tiny.sram_bytes);
+      EXPECT_GT(mp.tiles_used(), 0);
+      EXPECT_EQ(mp.stages.size(), std::size_t(m.layers + 2));
+      // Every GEMV MAC of the model appears once: embedding copies aside, Fmac elements are the weights used.
+      if (!m.moe()) {
+        std::int64_t fmac = sum_elements(mp.images[0], firmware::OpKind::Fmac);
+        std::int64_t weights_used = m.parameter_count() - m.vocab * m.hidden - (m.tie_embeddings ? 0 : m.vocab * m.hidden) +
+                                    m.vocab * m.hidden;  // layers + LM head
+        std::int64_t qkv_bias = m.qkv_bias ? m.layers * (m.q_dim() + 2 * m.kv_dim()) : 0;
+        std::int64_t norms = (2 * m.layers + 1) * m.hidden;  // sums of squares
+        std::int64_t attention = 2 * m.layers * o.context * m.q_dim();
+        EXPECT_EQ(fmac, weights_used - qkv_bias - norms + norms + attention) << model << " " << name;
+      }
+    }
+  }
+}
+
+TEST(Mapper, BadOptionsAreRefusedWithTheReason) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  ModelConfig m = load_model("tiny-llama");
+  MapOptions o;
+  o.context = 0;
+  EXPECT_TRUE(has(map_error(tiny, m, o), "context = 0"));
+  o.context = 100000;
+  EXPECT_TRUE(has(map_error(tiny, m, o), "max_position_embeddings"));
+  o = {};
+  o.context = 64;
+  o.batch = 0;
+  EXPECT_TRUE(has(map_error(tiny, m, o), "batch = 0"));
+  o.batch = 1;
+  o.placement = "diagonal";
+  EXPECT_TRUE(has(map_error(tiny, m, o), "unknown placement 'diagonal'"));
+  o.placement = "layer-bands";
+  o.weight_bits = 4;
+  EXPECT_TRUE(has(map_error(tiny, m, o), "16 or 8"));
+}
+
+TEST(Mapper, SramBudgetExceededSaysWhyAndWhatToTry) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  ModelConfig m = load_model("tiny-llama");
+  m.hidden = 512, m.intermediate = 1536, m.head_dim = 128;  // ~14 MB of weights on a 3 MB wafer
+  MapOptions o;
+  o.context = 64;
+  std::string e = map_error(tiny, m, o);
+  EXPECT_TRUE(has(e, "KB of SRAM per tile") && has(e, "a tile has 48.0 KB") && has(e, "--weights stream") &&
+              has(e, "--wafers"))
+      << e;
+  // Streaming makes it fit: StreamIn ops appear and each streamed stage says how many bytes it streams.
+  o.weights = WeightMode::Stream;
+  Mapping mp = map_model(tiny, perfect(tiny), m, o);
+  EXPECT_GT(mp.streamed_bytes_per_token(), 0);
+  EXPECT_GT(sum_elements(mp.images[0], firmware::OpKind::StreamIn), 0);
+  std::int64_t per_stage = 0;
+  for (const auto& s : mp.stages) per_stage += s.streamed_bytes_per_token;
+  EXPECT_EQ(per_stage, mp.streamed_bytes_per_token());
+  auto v = firmware::validate(mp.images[0]);
+  EXPECT_TRUE(v.ok()) << v.problems.front();
+  // A context whose KV cache alone overflows cannot be fixed by streaming.
+  o.context = 512;
+  o.batch = 64;
+  e = map_error(tiny, m, o);
+  EXPECT_TRUE(has(e, "even with its weights streamed") && has(e, "--context")) << e;
+}
+
+TEST(Mapper, PipelineOfWafersSplitsTheStages) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  ModelConfig m = load_model("tiny-llama");
+  m.layers = 6;
+  MapOptions o;
+  o.context = 64;
+  o.wafers = 3;
+  Mapping mp = map_model(tiny, perfect(tiny), m, o);
+  ASSERT_EQ(mp.images.size(), 3u);
+  EXPECT_EQ(mp.interwafer_bytes_per_token(), m.hidden * 2);
+  int last = -1;
+  for (const auto& s : mp.stages) {
+    EXPECT_GE(s.wafer, last);
+    last = s.wafer;
+  }
+  EXPECT_EQ(mp.stages.front().wafer, 0);
+  EXPECT_EQ(mp.stages.back().wafer, 2);
+  for (const auto& img : mp.images) {
+    auto v = firmware::validate(img);
+    EXPECT_TRUE(v.ok()) << v.problems.front();
+  }
+  EXPECT_EQ(mp.wafers.back().egress_bytes_per_token, 0);
+}
+
+TEST(Mapper, Llama70BIsRejectedResidentAndAcceptedStreamedOrOnFourWafers) {
+  hw::WaferSpec wse3 = hw::preset("wse3");
+  ModelConfig m = load_model("llama-3.1-70b");
+  MapOptions o;
+  o.context = 4096;
+  std::string e = map_error(wse3, m, o);
+  EXPECT_TRUE(has(e, "layer") && has(e, "a tile has 48.0 KB") && has(e, "--weights stream") && has(e, "--wafers"))
+      << e;
+  o.weights = WeightMode::Stream;
+  Mapping s = map_model(wse3, perfect(wse3), m, o);
+  EXPECT_GT(s.streamed_bytes_per_token(), 100'000'000'000);  // ~141 GB of 16-bit weights
+  o.weights = WeightMode::Resident;
+  o.wafers = 4;
+  Mapping w = map_model(wse3, perfect(wse3), m, o);
+  EXPECT_EQ(w.images.size(), 4u);
+  EXPECT_EQ(w.streamed_bytes_per_token(), 0);
+  EXPECT_EQ(w.interwafer_bytes_per_token(), 8192 * 2);
+  for (const auto& wr : w.wafers) EXPECT_LE(wr.sram_max, wse3.sram_bytes);
+}
