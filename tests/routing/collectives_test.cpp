@@ -1,0 +1,196 @@
+#include "noc/routing/collectives.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "hw/error.h"
+#include "noc/routing/route.h"
+#include "tests/routing/test_util.h"
+
+using namespace wafer::noc;
+using wafer::hw::InputError;
+using wafer::hw::Rect;
+using wafer::noc::test::acyclic;
+
+namespace {
+
+// Every flow of `c`: a route contiguous from its source over healthy links with west-first turns, parents
+// first, sinks on the route; triggers name earlier flows and a sink of theirs; colors legal.
+void check_well_formed(const Plan& plan, const Fabric& f, const Collective& c, std::uint32_t budget) {
+  const Grid& g = f.grid();
+  std::set<std::pair<LinkId, LinkId>> cdg;
+  for (std::uint32_t i = c.first_flow; i < c.first_flow + c.flows; ++i) {
+    const Flow& fl = plan.flows[i];
+    std::vector<TileIndex> end(fl.route.size());
+    std::set<TileIndex> reached{fl.src};
+    for (std::size_t e = 0; e < fl.route.size(); ++e) {
+      const RouteEdge& re = fl.route[e];
+      ASSERT_LT(re.parent, std::int32_t(e));
+      TileIndex from = re.parent == kFromSource ? fl.src : end[std::size_t(re.parent)];
+      Dir in = re.parent == kFromSource ? Dir::Ramp : link_dir(fl.route[std::size_t(re.parent)].link);
+      ASSERT_EQ(link_tile(re.link), from);
+      EXPECT_TRUE(f.link_ok(from, link_dir(re.link)));
+      EXPECT_TRUE(turn_allowed(in, link_dir(re.link)));
+      if (re.parent != kFromSource) cdg.insert({fl.route[std::size_t(re.parent)].link, re.link});
+      end[e] = g.index(wafer::hw::step(g.coord(from), link_dir(re.link)));
+      reached.insert(end[e]);
+    }
+    EXPECT_FALSE(fl.sinks.empty());
+    for (TileIndex s : fl.sinks) EXPECT_TRUE(reached.count(s));
+    for (const Trigger& t : fl.after) {
+      EXPECT_LT(t.flow, i);  // the plan is a DAG in flow order
+      const auto& sk = plan.flows[t.flow].sinks;
+      EXPECT_NE(std::find(sk.begin(), sk.end(), t.tile), sk.end());
+      EXPECT_EQ(t.tile, fl.src);  // a tile forwards what reached its own core
+    }
+  }
+  EXPECT_TRUE(acyclic(f.links(), cdg));
+  EXPECT_TRUE(c.colors.fits) << c.colors.reason;
+  EXPECT_TRUE(check_colors(plan, f, budget).fits);
+  EXPECT_EQ(c.final_flows.empty(), c.flows == 0);
+}
+
+}  // namespace
+
+TEST(Collectives, ZeroLoadLatencyEqualsTheFormulaOnAHealthyMesh) {
+  Fabric f = Fabric::perfect({9, 7});
+  for (CollectiveParams p : {CollectiveParams{1, 2, 24}, CollectiveParams{3, 5, 24}})
+    for (std::uint32_t w : {1u, 8u, 64u})
+      for (Rect r : {Rect{0, 0, 9, 7}, Rect{2, 1, 4, 4}, Rect{1, 3, 8, 1}, Rect{4, 0, 1, 7}, Rect{0, 0, 2, 2}}) {
+        SCOPED_TRACE("rect " + std::to_string(r.x0) + "," + std::to_string(r.y0) + " " + std::to_string(r.w) + "x" +
+                     std::to_string(r.h) + " w " + std::to_string(w) + " h " + std::to_string(p.hop_latency));
+        std::vector<Collective> cs;
+        Plan plan;
+        auto run = [&](Collective c) {
+          EXPECT_EQ(c.latency, c.formula) << c.name;
+          check_well_formed(plan, f, c, p.colors);
+          cs.push_back(c);
+        };
+        // Each collective in a plan of its own, so the formulas are checked in isolation.
+        run(broadcast(plan, f, p, {r.x0 + r.w / 2, r.y0 + r.h / 2}, r, w));
+        plan = {};
+        run(broadcast(plan, f, p, {8, 6}, r, w));  // root outside (or at a corner of) the rectangle
+        plan = {};
+        run(broadcast_rows(plan, f, p, r, r.x0 + r.w / 3, w));
+        plan = {};
+        run(broadcast_columns(plan, f, p, r, r.y0 + r.h - 1, w));
+        plan = {};
+        if (r.w >= 2) {
+          run(reduce_rows(plan, f, p, r, w));
+          plan = {};
+        }
+        run(reduce_chain(plan, f, p, r, w));
+        plan = {};
+        run(allreduce(plan, f, p, r, w, ReduceKind::Chain));
+        plan = {};
+        run(allgather(plan, f, p, r, w));
+        plan = {};
+        bool pow2 = (r.w & (r.w - 1)) == 0 && (r.h & (r.h - 1)) == 0;
+        Collective t = reduce_tree(plan, f, p, r, w);
+        check_well_formed(plan, f, t, p.colors);
+        if (pow2) {
+          EXPECT_EQ(t.latency, t.formula);
+        }
+        plan = {};
+        Collective a = allreduce(plan, f, p, r, w, ReduceKind::Tree);
+        check_well_formed(plan, f, a, p.colors);
+        if (pow2) {
+          EXPECT_EQ(a.latency, a.formula);
+        }
+        if (::testing::Test::HasFailure()) return;
+      }
+}
+
+TEST(Collectives, ChainsStreamRatherThanStoreAndForward) {
+  Fabric f = Fabric::perfect({16, 1});
+  Plan plan;
+  CollectiveParams p{1, 2, 24};
+  Collective c = reduce_rows(plan, f, p, Rect{0, 0, 16, 1}, 64);
+  // 15 hops, 14 stages, 63 cycles of tail: N x (hop + stage) + w, not N x w.
+  EXPECT_EQ(c.latency, 15u * 1 + 14u * 2 + 63);
+  EXPECT_LT(c.latency, 16u * 64);
+  EXPECT_EQ(c.flows, 15u);
+  EXPECT_EQ(c.colors.colors_used, 2u);  // neighbours' one-hop flows meet at a router: two alternating colors
+  for (std::size_t i = 1; i < plan.flows.size(); ++i) {
+    ASSERT_EQ(plan.flows[i].after.size(), 1u);
+    EXPECT_EQ(plan.flows[i].after[0].kind, Trigger::Kind::Stream);
+    EXPECT_EQ(plan.flows[i].after[0].delay, 2u);
+  }
+  // A tree on the same row: log depth, Complete triggers.
+  Plan tp;
+  Collective t = reduce_tree(tp, f, p, Rect{0, 0, 16, 1}, 64);
+  EXPECT_EQ(t.formula, 15u + 4u * 63 + 3u * 2);
+  EXPECT_EQ(t.latency, t.formula);
+  EXPECT_EQ(t.final_flows.size(), 4u);  // the root receives once per level
+}
+
+TEST(Collectives, RepairedLinksAndDetoursCountInTheLatency) {
+  Fabric f = Fabric::perfect({8, 4});
+  f.set_hops(f.grid().index({3, 1}), Dir::East, 3);  // a repaired link spanning 3 physical hops
+  CollectiveParams p{2, 2, 24};
+  Plan plan;
+  Collective c = reduce_rows(plan, f, p, Rect{0, 1, 8, 1}, 4);
+  EXPECT_EQ(c.latency, c.formula + 2u * 2);  // two extra physical hops x hop latency
+  // A failed link in the middle of the row: the chain's eastward flow detours (2 extra links).
+  Fabric g = Fabric::perfect({8, 4});
+  g.fail_link(g.grid().index({3, 1}), Dir::East);
+  Plan plan2;
+  Collective d = reduce_rows(plan2, g, p, Rect{0, 1, 8, 1}, 4);
+  EXPECT_EQ(d.latency, d.formula + 2u * 2);
+  check_well_formed(plan2, g, d, p.colors);
+}
+
+TEST(Collectives, CutOffTilesAndBadArgumentsAreInputErrors) {
+  Fabric f = Fabric::perfect({6, 6});
+  f.fail_router(f.grid().index({2, 2}));
+  Plan plan;
+  CollectiveParams p{1, 2, 24};
+  try {
+    broadcast(plan, f, p, {0, 0}, Rect{0, 0, 6, 6}, 4);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("(2,2)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(reduce_chain(plan, f, p, Rect{0, 0, 6, 6}, 4), InputError);
+  Fabric h = Fabric::perfect({6, 6});
+  EXPECT_THROW(reduce_chain(plan, h, p, Rect{0, 0, 1, 1}, 4), InputError);
+  EXPECT_THROW(reduce_chain(plan, h, p, Rect{0, 0, 7, 1}, 4), InputError);
+  EXPECT_THROW(reduce_chain(plan, h, p, Rect{0, 0, 3, 1}, 0), InputError);
+  EXPECT_THROW(broadcast_rows(plan, h, p, Rect{0, 0, 3, 3}, 5, 1), InputError);
+}
+
+TEST(Collectives, ZeroLoadFollowsTheTriggerConventions) {
+  Fabric f = Fabric::perfect({6, 1});
+  const Grid& g = f.grid();
+  Plan plan;
+  Flow a;
+  a.src = 0;
+  a.route = as_edges(route(f, {0, 0}, {3, 0}));
+  a.sinks = {g.index({3, 0})};
+  a.wavelets = 8;
+  a.release = 10;
+  plan.add(a);
+  Flow b;
+  b.src = g.index({3, 0});
+  b.route = as_edges(route(f, {3, 0}, {5, 0}));
+  b.sinks = {g.index({5, 0})};
+  b.wavelets = 4;
+  b.after = {Trigger{0, g.index({3, 0}), Trigger::Kind::Stream, 2}};
+  plan.add(b);
+  Flow c = b;
+  c.after = {Trigger{0, g.index({3, 0}), Trigger::Kind::Complete, 2}};
+  plan.add(c);
+  ZeroLoad z = zero_load(plan, f, 1);
+  EXPECT_EQ(z.head_at(0, 3), 13u);  // 10 + 3 hops
+  EXPECT_EQ(z.tail_at(0, 3), 20u);  // + 7
+  EXPECT_EQ(z.start[1], 15u);       // head + 2
+  EXPECT_EQ(z.lag[1], 7u);          // its tail leaves no earlier than 20 + 2 = 22
+  EXPECT_EQ(z.tail_at(1, 5), 24u);
+  EXPECT_EQ(z.start[2], 22u);       // tail + 2
+  EXPECT_EQ(z.lag[2], 3u);
+  EXPECT_EQ(z.end, 27u);
+  EXPECT_THROW(z.head_at(0, 4), InputError);
+  plan.flows[0].after = {Trigger{2, g.index({5, 0}), Trigger::Kind::Complete, 0}};
+  EXPECT_THROW(zero_load(plan, f, 1), InputError);  // a cycle
+}
