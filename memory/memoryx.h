@@ -24,6 +24,11 @@ class BandwidthTarget : public sc_core::sc_module {
 
   const BandwidthLink& link() const { return link_; }
   void reset() { link_.reset(); }
+  // New parameters (between runs; also resets the state).
+  void configure(double bandwidth_gbs, double latency_ns, std::uint32_t channels) {
+    link_ = BandwidthLink(bandwidth_gbs, latency_ns);
+    channels_ = channels;
+  }
 
  private:
   void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
@@ -36,6 +41,9 @@ class MemoryX : public BandwidthTarget {
  public:
   MemoryX(sc_core::sc_module_name name, const hw::WaferSpec& spec)
       : BandwidthTarget(name, spec.io_bandwidth_gbs, spec.io_latency_ns, std::uint32_t(spec.io_channels)) {}
+  void configure(const hw::WaferSpec& spec) {
+    BandwidthTarget::configure(spec.io_bandwidth_gbs, spec.io_latency_ns, std::uint32_t(spec.io_channels));
+  }
 };
 
 // The link from one wafer of a pipeline to the next: interwafer_bandwidth_gbs, interwafer_latency_ns.
@@ -43,6 +51,9 @@ class WaferLink : public BandwidthTarget {
  public:
   WaferLink(sc_core::sc_module_name name, const hw::WaferSpec& spec)
       : BandwidthTarget(name, spec.interwafer_bandwidth_gbs, spec.interwafer_latency_ns, 1) {}
+  void configure(const hw::WaferSpec& spec) {
+    BandwidthTarget::configure(spec.interwafer_bandwidth_gbs, spec.interwafer_latency_ns, 1);
+  }
 };
 
 }  // namespace wafer::memory

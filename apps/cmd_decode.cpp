@@ -1,0 +1,291 @@
+// wafer-emu decode: the main job. One decode step of a transformer on a wafer: map (mapper) -> emulate
+// (sim: mesh model + cores + MemoryX) -> report latency, tokens/s and where the time goes.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <optional>
+
+#include "apps/cli.h"
+#include "firmware/program.h"
+#include "hw/defect_map.h"
+#include "hw/error.h"
+#include "hw/repair.h"
+#include "hw/wafer_spec.h"
+#include "mapper/mapper.h"
+#include "mapper/model_config.h"
+#include "noc/mesh.h"
+#include "noc/routing/fabric.h"
+#include "sim/simulator.h"
+#include "traces/chrome_trace.h"
+
+namespace wafer::apps {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using hw::Cycle;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+hw::Coord parse_tile(const std::string& s) {
+  hw::Coord c{};
+  char comma = 0;
+  int used = 0;
+  if (std::sscanf(s.c_str(), "%d%c%d%n", &c.x, &comma, &c.y, &used) != 3 || comma != ',' || std::size_t(used) != s.size())
+    throw hw::InputError(fmt::format("--dump-firmware '{}': expected X,Y", s));
+  return c;
+}
+
+void add_causes(traces::Table& t, const std::string& name, const core::CauseCycles& c, double total, const hw::WaferSpec& spec) {
+  Cycle sum = std::accumulate(c.begin(), c.end(), Cycle(0));
+  std::vector<std::variant<double, std::int64_t, std::string>> row{name, std::int64_t(sum), spec.cycles_to_us(double(sum)),
+                                                                    total > 0 ? 100.0 * double(sum) / total : 0.0};
+  for (Cycle v : c) row.emplace_back(std::int64_t(v));
+  t.rows.push_back(std::move(row));
+}
+
+std::vector<std::string> cause_columns(std::string first) {
+  std::vector<std::string> cols{std::move(first), "total [cycles]", "total [us]", "share [%]"};
+  for (std::size_t c = 0; c < core::kCauses; ++c) cols.push_back(fmt::format("{} [cycles]", core::to_string(core::Cause(c))));
+  return cols;
+}
+
+void write_trace(const std::string& path, const sim::Simulator& sim, const sim::StepResult& res,
+                 const std::vector<const firmware::Image*>& images, const hw::WaferSpec& spec) {
+  traces::ChromeTrace tr;
+  const double us_per_cycle = 1.0 / (spec.clock_ghz * 1e3);
+  // Critical path first (pid 0), on as many tracks as its tasks overlap (streams do).
+  tr.process_name(0, "critical path", 0);
+  std::vector<std::pair<double, double>> iv;
+  std::vector<std::pair<std::size_t, const core::TaskRun*>> crit;
+  for (std::size_t k = 0; k < sim.task_runs().size(); ++k)
+    for (const auto& t : sim.task_runs()[k])
+      if (t.critical) crit.push_back({k, &t}), iv.push_back({double(t.start - spec.task_overhead), double(t.end)});
+  auto lanes = traces::ChromeTrace::lanes(iv);
+  std::uint32_t nl = 0;
+  for (std::size_t i = 0; i < crit.size(); ++i) {
+    const auto& [k, t] = crit[i];
+    const auto& im = *images[k];
+    hw::Coord c = im.grid.coord(t->tile);
+    tr.complete(fmt::format("{} / {}", im.layer_names[t->layer], im.op_names[t->op]), "critical",
+                double(t->start - Cycle(spec.task_overhead)) * us_per_cycle,
+                double(t->end - t->start + Cycle(spec.task_overhead)) * us_per_cycle, 0, std::int32_t(lanes[i]),
+                fmt::format("wafer {} tile ({},{}) task {}", k, c.x, c.y, t->task));
+    nl = std::max(nl, lanes[i] + 1);
+  }
+  for (std::uint32_t l = 0; l < nl; ++l) tr.thread_name(0, std::int32_t(l), fmt::format("path {}", l), std::int32_t(l));
+  // Every task, one track per tile (a core runs one task at a time), one process per wafer; capped.
+  constexpr std::size_t kMaxEvents = 1'000'000;
+  for (std::size_t k = 0; k < sim.task_runs().size(); ++k) {
+    const auto& im = *images[k];
+    tr.process_name(std::int32_t(k + 1), fmt::format("wafer {} tiles", k), std::int32_t(k + 1));
+    hw::TileIndex last = hw::kNoTile;
+    for (const auto& t : sim.task_runs()[k]) {
+      if (tr.events() >= kMaxEvents) break;
+      hw::Coord c = im.grid.coord(t.tile);
+      if (t.tile != last) tr.thread_name(std::int32_t(k + 1), std::int32_t(t.tile), fmt::format("tile ({},{})", c.x, c.y), std::int32_t(t.tile));
+      last = t.tile;
+      tr.complete(fmt::format("{} / {}", im.layer_names[t.layer], im.op_names[t.op]), "task",
+                  double(t.start - Cycle(spec.task_overhead)) * us_per_cycle,
+                  double(t.end - t.start + Cycle(spec.task_overhead)) * us_per_cycle, std::int32_t(k + 1),
+                  std::int32_t(t.tile), fmt::format("task {}", t.task));
+    }
+  }
+  (void)res;
+  tr.write_atomic(path);
+}
+
+int run_decode(const std::vector<std::string>& args) {
+  po::options_description opts("decode options");
+  opts.add_options()
+      ("wafer", po::value<std::string>()->default_value("wse3")->value_name("PRESET|FILE"), "the wafer")
+      ("model", po::value<std::string>()->default_value("llama-3.1-8b")->value_name("NAME|FILE"),
+       "a shipped model name or a HuggingFace config.json")
+      ("context", po::value<std::int64_t>()->default_value(4096)->value_name("N"), "KV-cache length (tokens attended)")
+      ("batch", po::value<std::int64_t>()->default_value(1)->value_name("B"), "sequences decoded together")
+      ("placement", po::value<std::string>()->default_value("layer-bands")->value_name("NAME"), "placement strategy")
+      ("defects", po::value<std::string>()->value_name("FILE"), "defect map (CSV or JSON, physical coordinates)")
+      ("density", po::value<double>()->value_name("D"), "generate defects at D per cm^2 (Poisson) instead of a file")
+      ("seed", po::value<std::uint64_t>()->default_value(1)->value_name("S"), "seed of the generated defect map")
+      ("repair", po::value<std::string>()->default_value("row-shift")->value_name("SCHEME"), "repair scheme")
+      ("fidelity", po::value<std::string>()->default_value("approx")->value_name("approx|cycle"), "mesh timing model")
+      ("weights", po::value<std::string>()->default_value("resident")->value_name("resident|stream"),
+       "keep weights in SRAM, or stream what does not fit through MemoryX")
+      ("wafers", po::value<int>()->default_value(1)->value_name("N"), "wafers in a pipeline")
+      ("weight-bits", po::value<int>()->default_value(16)->value_name("16|8"), "weight precision")
+      ("dump-firmware", po::value<std::string>()->value_name("X,Y"), "print that tile's program (wafer 0) and stop")
+      ("trace", po::value<std::string>()->value_name("PATH"), "write a Chrome Trace Event JSON (Perfetto)");
+  po::variables_map vm;
+  if (!parse(args, opts, "decode", "[--wafer W] [--model M] [--context N] [--batch B] [--placement P] ... [--json PATH]", vm))
+    return 0;
+
+  const auto t_start = Clock::now();
+  hw::WaferSpec spec = hw::resolve_wafer(vm["wafer"].as<std::string>());
+  const noc::Fidelity fidelity = noc::parse_fidelity(vm["fidelity"].as<std::string>());
+  if (fidelity == noc::Fidelity::Cycle && (spec.logical_width > noc::kCycleMaxSide || spec.logical_height > noc::kCycleMaxSide))
+    throw hw::InputError(fmt::format("--fidelity cycle handles meshes up to {0}x{0}; wafer '{1}' is {2}x{3} (use approx)",
+                                     noc::kCycleMaxSide, spec.name, spec.logical_width, spec.logical_height));
+  mapper::MapOptions mo;
+  mo.context = vm["context"].as<std::int64_t>();
+  mo.batch = vm["batch"].as<std::int64_t>();
+  mo.placement = vm["placement"].as<std::string>();
+  mo.weights = mapper::parse_weight_mode(vm["weights"].as<std::string>());
+  mo.wafers = vm["wafers"].as<int>();
+  mo.weight_bits = vm["weight-bits"].as<int>();
+  if (mo.batch < 1) throw hw::InputError(fmt::format("--batch {} must be at least 1", mo.batch));
+  if (mo.context < 1) throw hw::InputError(fmt::format("--context {} must be at least 1", mo.context));
+  if (mo.wafers < 1 || mo.wafers > 64) throw hw::InputError(fmt::format("--wafers {} must be between 1 and 64", mo.wafers));
+  if (mo.weight_bits != 16 && mo.weight_bits != 8)
+    throw hw::InputError(fmt::format("--weight-bits {} must be 16 or 8", mo.weight_bits));
+  if (vm.count("defects") && vm.count("density")) throw hw::InputError("give --defects FILE or --density D, not both");
+  if (vm.count("trace")) traces::check_writable(vm["trace"].as<std::string>());
+  mapper::ModelConfig model = mapper::load_model(vm["model"].as<std::string>());
+  if (model.max_position > 0 && mo.context > model.max_position)
+    throw hw::InputError(fmt::format("--context {} is beyond {}'s max_position_embeddings {} (refused)", mo.context,
+                                     model.name, model.max_position));
+
+  // Defects -> repair -> the logical fabric routing sees.
+  std::string defects_desc = "none";
+  std::optional<hw::RepairResult> repair;
+  noc::Fabric fabric;
+  if (vm.count("defects") || vm.count("density")) {
+    hw::DefectMap map;
+    if (vm.count("defects")) {
+      map = hw::read_defects(vm["defects"].as<std::string>(), spec);
+      defects_desc = fmt::format("{} ({} defects)", vm["defects"].as<std::string>(), map.size());
+    } else {
+      hw::DefectGenParams gp;
+      gp.density_per_cm2 = vm["density"].as<double>();
+      if (!(gp.density_per_cm2 >= 0) || gp.density_per_cm2 > 1e4)
+        throw hw::InputError(fmt::format("--density {} must be between 0 and 10000 per cm^2", gp.density_per_cm2));
+      map = hw::generate_defects(spec, gp, vm["seed"].as<std::uint64_t>());
+      defects_desc = fmt::format("generated: {} per cm^2, seed {} ({} defects)", gp.density_per_cm2,
+                                 vm["seed"].as<std::uint64_t>(), map.size());
+    }
+    repair = hw::repair_scheme(vm["repair"].as<std::string>()).repair(spec, map);
+    fabric = noc::Fabric::from_repair(*repair);
+  } else {
+    hw::repair_scheme(vm["repair"].as<std::string>());  // an unknown scheme is an error even without defects
+    fabric = noc::Fabric::perfect(spec.logical());
+  }
+
+  mapper::Mapping mapping = mapper::map_model(spec, fabric, model, mo);
+  const double mapping_s = since(t_start);
+  std::vector<const firmware::Image*> images;
+  for (const auto& im : mapping.images) images.push_back(&im);
+
+  if (vm.count("dump-firmware")) {
+    hw::Coord c = parse_tile(vm["dump-firmware"].as<std::string>());
+    if (!images[0]->grid.inside(c))
+      throw hw::InputError(fmt::format("--dump-firmware {},{} is outside the {}x{} array", c.x, c.y, images[0]->grid.width,
+                                       images[0]->grid.height));
+    fmt::print("{}", firmware::dump(*images[0], c));
+    return 0;
+  }
+
+  sim::Simulator simulator;
+  sim::StepOptions so;
+  so.fidelity = fidelity;
+  so.weight_bytes = mo.weight_bits == 8 ? 1 : 2;
+  so.interwafer_bytes = std::uint64_t(std::max<std::int64_t>(1, mapping.interwafer_bytes_per_token()));
+  sim::StepResult res = simulator.run(spec, fabric, images, so);
+
+  // ---- report --------------------------------------------------------------------------------------
+  traces::Report rep("decode step");
+  auto& cfg = rep.section("config", "configuration");
+  cfg.add_text("wafer", spec.name);
+  cfg.add_text("model", model.name);
+  cfg.add_int("context", mo.context, "tokens");
+  cfg.add_int("batch", mo.batch, "sequences");
+  cfg.add_text("placement", mapping.placement);
+  cfg.add_text("fidelity", noc::to_string(fidelity));
+  cfg.add_text("weights", mapper::to_string(mo.weights));
+  cfg.add_int("wafers", mo.wafers, "wafers");
+  cfg.add_int("weight_bits", mo.weight_bits, "bits");
+  cfg.add_text("defects", defects_desc);
+  cfg.add_text("repair", repair ? fmt::format("{}: {}", repair->scheme, repair->complete ? "complete" : repair->reason)
+                                : std::string("not needed"));
+  cfg.add("clock", spec.clock_ghz, "GHz");
+
+  const double us = res.latency_us;
+  rep.add_int("latency_cycles", std::int64_t(res.latency), "cycles", "one token, every layer, every wafer");
+  rep.add("latency_us", us, "us", "latency per token");
+  rep.add("tokens_per_s", us > 0 ? 1e6 / us : 0.0, "tokens/s", "per user (sequence)");
+  rep.add("tokens_per_s_aggregate", us > 0 ? 1e6 * double(mo.batch) / us : 0.0, "tokens/s", "the whole batch");
+
+  auto& bd = rep.section("breakdown", "critical path by cause, layer and operator (sums to the latency)");
+  const double total = double(res.latency);
+  for (std::size_t c = 0; c < core::kCauses; ++c) {
+    Cycle v = res.breakdown.cause[c];
+    bd.add_int(core::to_string(core::Cause(c)), std::int64_t(v), "cycles",
+               fmt::format("{:.1f} % of the step", total > 0 ? 100.0 * double(v) / total : 0.0));
+  }
+  bd.add_int("path_tasks", res.breakdown.path_tasks, "tasks", "tasks on the critical path");
+  bd.add_int("path_bursts", res.breakdown.path_bursts, "bursts", "bursts on the critical path");
+  auto& tl = bd.add_table("per_layer", cause_columns("layer"), "critical path per layer");
+  for (const auto& n : res.per_layer) add_causes(tl, n.name, n.cycles, total, spec);
+  auto& to = bd.add_table("per_op", cause_columns("operator"), "critical path per operator");
+  auto nonzero = [](const core::CauseCycles& c) { return std::any_of(c.begin(), c.end(), [](Cycle v) { return v > 0; }); };
+  for (const auto& n : res.per_op)
+    if (nonzero(n.cycles)) add_causes(to, n.name, n.cycles, total, spec);
+  auto& tw = bd.add_table("work_per_op", {"operator", "compute [tile-cycles]", "vector_setup [tile-cycles]", "task_overhead [tile-cycles]"},
+                          "work over all tiles (not only the critical path)");
+  for (const auto& n : res.work_per_op)
+    if (nonzero(n.cycles)) tw.rows.push_back({n.name, std::int64_t(n.cycles[0]), std::int64_t(n.cycles[1]), std::int64_t(n.cycles[2])});
+
+  auto& mem = rep.section("sram", "tile SRAM");
+  std::int64_t smax = 0;
+  double ssum = 0;
+  std::int64_t used = 0;
+  for (const auto* im : images) {
+    memory::SramStats s = sim::check_sram(spec, *im);
+    smax = std::max<std::int64_t>(smax, std::int64_t(s.max_bytes));
+    ssum += s.sum_bytes;
+    used += std::int64_t(s.tiles);
+  }
+  mem.add_int("sram_max", smax, "bytes", "the fullest tile");
+  mem.add("sram_mean", used ? ssum / double(used) : 0.0, "bytes", "mean over the tiles used");
+  mem.add_int("sram_capacity", spec.sram_bytes, "bytes", "per tile");
+
+  auto& fab = rep.section("fabric", "tiles, colors and network");
+  int colors = 0;
+  for (const auto& w : mapping.wafers) colors = std::max(colors, w.colors_used);
+  fab.add_int("tiles_used", mapping.tiles_used(), "tiles", "tiles with a program, all wafers");
+  fab.add_int("tiles_available", spec.logical_tiles() * mo.wafers, "tiles");
+  fab.add_int("colors_used", colors, "colors", "most distinct colors one tile's program uses");
+  fab.add_int("programs", std::int64_t(mapping.program_count()), "programs", "distinct tile programs");
+  fab.add_int("firmware_bytes", mapping.firmware_bytes(), "bytes", "encoded distinct programs");
+  std::uint64_t bursts = 0, traversals = 0, wait = 0, busy_max = 0, tasks = 0;
+  for (const auto& w : res.wafers) {
+    bursts += w.network.bursts, traversals += w.network.link_traversals, wait += w.network.wait_cycles;
+    busy_max = std::max(busy_max, w.link_busy_max), tasks += w.step.tasks_run;
+  }
+  fab.add_int("tasks_run", std::int64_t(tasks), "tasks");
+  fab.add_int("bursts", std::int64_t(bursts), "bursts");
+  fab.add_int("link_traversals", std::int64_t(traversals), "links");
+  fab.add_int("wait_cycles_total", std::int64_t(wait), "cycles", "all bursts' heads waiting for busy links (not only the path)");
+  fab.add_int("busiest_link", std::int64_t(busy_max), "cycles", "occupied cycles of the busiest link");
+
+  auto& io = rep.section("io", "weight streaming and wafer links");
+  io.add_int("streamed_bytes_per_token", mapping.streamed_bytes_per_token(), "bytes");
+  io.add_int("memoryx_requests", std::int64_t(res.memoryx_requests), "requests");
+  io.add("memoryx_busy", res.memoryx_busy_us, "us", "time the MemoryX port carried bytes");
+  io.add_int("interwafer_bytes_per_token", mapping.interwafer_bytes_per_token(), "bytes", "per link");
+  io.add_int("interwafer_links", std::int64_t(res.link_cycles.size()), "links");
+
+  auto& wall = rep.section("wall_time", "where the wall time went (not deterministic)");
+  wall.add("mapping", mapping_s, "s");
+  wall.add("elaboration", res.elaboration_s, "s", "SystemC top, mesh model, core state");
+  wall.add("emulation", res.emulation_s, "s");
+  for (std::size_t i = 0; i < mapping.notes.size(); ++i) rep.add_text(fmt::format("note_{}", i + 1), mapping.notes[i]);
+
+  if (vm.count("trace")) write_trace(vm["trace"].as<std::string>(), simulator, res, images, spec);
+  finish(rep, vm);
+  return 0;
+}
+
+const Registrar reg{{"decode", "emulate one decode step of a model on a wafer: latency, tokens/s, breakdown", run_decode, 1}};
+
+}  // namespace
+}  // namespace wafer::apps

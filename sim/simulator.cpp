@@ -1,0 +1,237 @@
+#include "sim/simulator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <exception>
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include "hw/error.h"
+#include "memory/link.h"
+#include "memory/memoryx.h"
+#include "memory/stream_port.h"
+
+namespace wafer::sim {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+memory::Picos to_ps(const sc_core::sc_time& t) {
+  return memory::Picos(t.value() / sc_core::sc_time(1, sc_core::SC_PS).value());
+}
+}  // namespace
+
+// The top-level module. Its thread runs one job per `go` notification.
+class Top : public sc_core::sc_module {
+ public:
+  memory::MemoryX memx;
+  memory::WaferLink link;
+  tlm_utils::simple_initiator_socket<Top> mx_init;
+  tlm_utils::simple_initiator_socket<Top> link_init;
+
+  Top(sc_core::sc_module_name name, const hw::WaferSpec& spec)
+      : sc_core::sc_module(name), memx("memoryx", spec), link("wafer_link", spec), mx_init("mx_init"),
+        link_init("link_init"), spec_(spec) {
+    mx_init.bind(memx.socket);
+    link_init.bind(link.socket);
+    SC_HAS_PROCESS(Top);
+    SC_THREAD(thread);
+    sensitive << go_;
+    dont_initialize();
+  }
+
+  // Runs `job` inside the SystemC thread; rethrows what it threw.
+  void configure(const hw::WaferSpec& spec) {
+    spec_ = spec;
+    memx.configure(spec);
+    link.configure(spec);
+  }
+
+  template <class F>
+  void execute(F&& job) {
+    job_ = [&] { job(); };
+    error_ = nullptr;
+    go_.notify(sc_core::SC_ZERO_TIME);
+    sc_core::sc_start();
+    job_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+  // Streamed weights: a TLM READ of `bytes` on `channel`, annotated with the step-local time.
+  Cycle fetch(Cycle at, std::uint64_t bytes, std::uint32_t channel) {
+    return transport(mx_init, tlm::TLM_READ_COMMAND, at, bytes, channel, "MemoryX");
+  }
+  Cycle hand_off(Cycle at, std::uint64_t bytes) {
+    return transport(link_init, tlm::TLM_WRITE_COMMAND, at, bytes, 0, "inter-wafer link");
+  }
+  void advance(Cycle cycles) { wait(sc_core::sc_time(double(memory::cycles_to_ps(cycles, spec_.clock_ghz)), sc_core::SC_PS)); }
+
+ private:
+  Cycle transport(tlm_utils::simple_initiator_socket<Top>& s, tlm::tlm_command cmd, Cycle at, std::uint64_t bytes,
+                  std::uint32_t channel, const char* what) {
+    tlm::tlm_generic_payload gp;
+    gp.set_command(cmd);
+    gp.set_address(channel);
+    gp.set_data_ptr(nullptr);  // the targets model timing only
+    gp.set_data_length(unsigned(std::min<std::uint64_t>(bytes, 0xFFFFFFFFu)));
+    gp.set_streaming_width(gp.get_data_length());
+    gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    sc_core::sc_time delay(double(memory::cycles_to_ps(at, spec_.clock_ghz)), sc_core::SC_PS);
+    s->b_transport(gp, delay);
+    if (gp.get_response_status() != tlm::TLM_OK_RESPONSE)
+      throw std::runtime_error(fmt::format("{} refused a request on channel {}", what, channel));
+    return memory::ps_to_cycles(to_ps(delay), spec_.clock_ghz);
+  }
+  void thread() {
+    for (;;) {
+      try {
+        if (job_) job_();
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      wait();
+    }
+  }
+
+  hw::WaferSpec spec_;
+  sc_core::sc_event go_;
+  std::function<void()> job_;
+  std::exception_ptr error_;
+};
+
+namespace {
+class TlmStreamPort final : public memory::StreamPort {
+ public:
+  explicit TlmStreamPort(Top& top) : top_(top) {}
+  Cycle fetch(Cycle at, std::uint64_t bytes, std::uint32_t channel) override { return top_.fetch(at, bytes, channel); }
+
+ private:
+  Top& top_;
+};
+}  // namespace
+
+memory::SramStats check_sram(const hw::WaferSpec& spec, const firmware::Image& image) {
+  memory::TileSram sram(spec);
+  std::vector<std::uint64_t> uses(image.programs.size(), 0);
+  for (std::uint32_t p : image.tile_program)
+    if (p != firmware::kIdle && p < uses.size()) ++uses[p];
+  memory::SramStats stats;
+  for (std::size_t p = 0; p < image.programs.size(); ++p) {
+    if (!uses[p]) continue;
+    const auto& s = image.programs[p].sram;
+    memory::SramFootprint f{s.weights, s.kv_cache, s.activations, s.code};
+    if (f.total() > sram.capacity()) {
+      // Name the first tile holding this program.
+      for (std::size_t t = 0; t < image.tile_program.size(); ++t)
+        if (image.tile_program[t] == p) sram.check(image.grid.coord(hw::TileIndex(t)), f);
+    }
+    hw::Coord first{};
+    for (std::size_t t = 0; t < image.tile_program.size(); ++t)
+      if (image.tile_program[t] == p) {
+        first = image.grid.coord(hw::TileIndex(t));
+        break;
+      }
+    stats.add(first, f.total(), uses[p]);
+  }
+  return stats;
+}
+
+Simulator::Simulator() {
+  auto t0 = std::chrono::steady_clock::now();
+  top_ = std::make_unique<Top>(sc_core::sc_gen_unique_name("wafer_top"), hw::preset("tiny"));
+  elaboration_s_ = seconds_since(t0);
+}
+
+Simulator::~Simulator() = default;
+
+StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
+                          const std::vector<const firmware::Image*>& images, const StepOptions& opt) {
+  if (images.empty()) throw hw::InputError("nothing to run: no firmware image");
+  for (const auto* im : images) check_sram(spec, *im);
+  StepResult res;
+  res.elaboration_s = elaboration_s_;
+  runs_.assign(images.size(), {});
+  top_->configure(spec);
+  top_->execute([&] {
+    auto t0 = std::chrono::steady_clock::now();
+    std::unique_ptr<noc::Mesh> mesh = noc::make_mesh(opt.fidelity, fabric, noc::MeshParams::from(spec));
+    res.elaboration_s += seconds_since(t0);
+    TlmStreamPort port(*top_);
+    Cycle start = 0;
+    for (std::size_t k = 0; k < images.size(); ++k) {
+      if (k > 0) {
+        mesh->reset();
+        std::uint64_t bytes = std::max<std::uint64_t>(1, opt.interwafer_bytes);
+        Cycle arrive = top_->hand_off(start, bytes);
+        res.link_cycles.push_back(arrive - start);
+        start = arrive;
+      }
+      auto t1 = std::chrono::steady_clock::now();
+      core::ExecOptions eo;
+      eo.weight_bytes = opt.weight_bytes;
+      eo.start = start;
+      core::Executor ex(spec, *images[k], fabric, *mesh, &port, eo);
+      auto t2 = std::chrono::steady_clock::now();
+      res.elaboration_s += std::chrono::duration<double>(t2 - t1).count();
+      WaferStep ws;
+      ws.step = ex.run();
+      res.emulation_s += seconds_since(t2);
+      if (!ws.step.finished)
+        throw std::runtime_error(fmt::format(
+            "wafer {}: the step never finished: the done tile ({},{}) received {} of {} bursts on color {} ({} of {} "
+            "tasks ran, {} bursts unclaimed)",
+            k, images[k]->done_tile.x, images[k]->done_tile.y, ws.step.done_received, images[k]->done_arrivals,
+            int(images[k]->done_color), ws.step.tasks_run, ws.step.tasks_total, ws.step.unclaimed));
+      ws.network = mesh->stats();
+      ws.mesh_bytes = mesh->state_bytes();
+      for (std::size_t l = 0; l < fabric.links(); ++l) ws.link_busy_max = std::max(ws.link_busy_max, mesh->link_busy(noc::LinkId(l)));
+      runs_[k] = ex.task_runs();
+      start = ws.step.end;
+      res.wafers.push_back(std::move(ws));
+    }
+    res.latency = start;
+    top_->advance(start);  // the kernel's time catches up with the decoupled step
+  });
+
+  // Merge the breakdowns (layer and op names are per image; wafers of one mapping share the lists' meaning
+  // by name, so merge by name).
+  core::Breakdown& bd = res.breakdown;
+  for (const auto& w : res.wafers) {
+    const auto& b = w.step.breakdown;
+    for (std::size_t c = 0; c < core::kCauses; ++c) bd.cause[c] += b.cause[c];
+    bd.path_tasks += b.path_tasks;
+    bd.path_bursts += b.path_bursts;
+  }
+  for (Cycle l : res.link_cycles) bd.cause[std::size_t(core::Cause::InterWafer)] += l;
+  auto merge = [](std::vector<Named>& into, const std::vector<std::string>& names, const std::vector<core::CauseCycles>& v) {
+    for (std::size_t i = 0; i < v.size() && i < names.size(); ++i) {
+      auto it = std::find_if(into.begin(), into.end(), [&](const Named& n) { return n.name == names[i]; });
+      if (it == into.end()) it = into.insert(into.end(), Named{names[i], {}});
+      for (std::size_t c = 0; c < core::kCauses; ++c) it->cycles[c] += v[i][c];
+    }
+  };
+  for (std::size_t k = 0; k < res.wafers.size(); ++k) {
+    const auto& b = res.wafers[k].step.breakdown;
+    merge(res.per_layer, images[k]->layer_names, b.per_layer);
+    merge(res.per_op, images[k]->op_names, b.per_op);
+    merge(res.work_per_op, images[k]->op_names, b.work_per_op);
+  }
+  if (!res.link_cycles.empty()) {
+    core::CauseCycles links{};
+    for (Cycle l : res.link_cycles) links[std::size_t(core::Cause::InterWafer)] += l;
+    res.per_layer.push_back({"inter-wafer links", links});
+    res.per_op.push_back({"inter_wafer", links});
+  }
+  res.latency_us = spec.cycles_to_us(double(res.latency));
+  res.memoryx_bytes = top_->memx.link().bytes();
+  res.memoryx_requests = top_->memx.link().requests();
+  res.memoryx_busy_us = double(top_->memx.link().busy()) / 1e6;
+  return res;
+}
+
+}  // namespace wafer::sim

@@ -1,0 +1,94 @@
+#pragma once
+// The SystemC top (DESIGN.md section 4): SystemC owns simulated time, the top-level structure and the
+// TLM-2.0 interfaces; the tiles are compact data inside the mesh model and the core executor.
+//
+//   Top (sc_module)
+//    |- MemoryX        TLM-2.0 target at the wafer edge (memory/memoryx.h)
+//    |- WaferLink      TLM-2.0 target between consecutive wafers of a pipeline
+//    |- mx_init, link_init   initiator sockets (the host side)
+//    `- one SC_THREAD running each wafer's step: a mesh model (noc::make_mesh, approx or cycle) driven by
+//       a core::Executor, temporally decoupled (the inner burst queue runs ahead of sc_time; one wait()
+//       per step), streamed weights fetched through b_transport with time annotation.
+//
+// Elaborated once per process (the SystemC kernel cannot be re-elaborated): create one Simulator before
+// any run; it then runs any number of steps on any wafer spec, reconfiguring and resetting its modules
+// between them (a second Simulator created after the first run is refused by SystemC).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/executor.h"
+#include "firmware/program.h"
+#include "hw/wafer_spec.h"
+#include "memory/sram.h"
+#include "noc/mesh.h"
+#include "noc/routing/fabric.h"
+
+namespace wafer::sim {
+
+using hw::Cycle;
+
+struct StepOptions {
+  noc::Fidelity fidelity = noc::Fidelity::Approx;
+  std::uint32_t weight_bytes = 2;  // bytes per weight (16-bit: 2, 8-bit: 1)
+  // Bytes each inter-wafer link carries per token (the activation handed to the next wafer). 0: derived
+  // from the done burst (done_arrivals x its wavelets x wavelet_bytes is not known up front, so the
+  // caller should pass the mapper's figure).
+  std::uint64_t interwafer_bytes = 0;
+};
+
+struct WaferStep {
+  core::StepResult step;        // times are absolute cycles from the start of the token
+  noc::NetworkStats network;
+  std::size_t mesh_bytes = 0;   // mesh model state
+  std::uint64_t link_busy_max = 0;  // busiest link's occupied cycles
+};
+
+struct Named {
+  std::string name;
+  core::CauseCycles cycles{};
+};
+
+struct StepResult {
+  Cycle latency = 0;                  // cycles for one token through every wafer
+  double latency_us = 0;
+  std::vector<WaferStep> wafers;
+  std::vector<Cycle> link_cycles;     // inter-wafer hand-offs (latency + bytes / bandwidth), per link
+  core::Breakdown breakdown;          // causes merged over wafers; InterWafer holds the links
+  std::vector<Named> per_layer, per_op;  // critical path, merged by name over wafers (+ the links)
+  std::vector<Named> work_per_op;        // all tasks' tile-cycles (compute, setup, overhead)
+  std::uint64_t memoryx_bytes = 0, memoryx_requests = 0;
+  double memoryx_busy_us = 0;
+  double elaboration_s = 0, emulation_s = 0;
+};
+
+class Top;
+
+class Simulator {
+ public:
+  Simulator();
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  // One decode step: images[k] runs on wafer k (all on `fabric`), wafer k+1 starting when wafer k's
+  // result has crossed the inter-wafer link. Checks every used tile's SRAM against its capacity first
+  // (hw::InputError naming the tile and the bytes).
+  StepResult run(const hw::WaferSpec& spec, const noc::Fabric& fabric, const std::vector<const firmware::Image*>& images,
+                 const StepOptions& opt);
+
+  // Task runs of the last wafer stepped, for traces (empty before a run).
+  const std::vector<std::vector<core::TaskRun>>& task_runs() const { return runs_; }
+  double elaboration_seconds() const { return elaboration_s_; }
+
+ private:
+  std::unique_ptr<Top> top_;
+  std::vector<std::vector<core::TaskRun>> runs_;
+  double elaboration_s_ = 0;
+};
+
+// SRAM per used tile, checked against the capacity; returns max / mean.
+memory::SramStats check_sram(const hw::WaferSpec& spec, const firmware::Image& image);
+
+}  // namespace wafer::sim

@@ -1,0 +1,48 @@
+#pragma once
+// Chrome Trace Event JSON (object form {"traceEvents": [...]}) that Perfetto and chrome://tracing open:
+// X (complete) events with ts/dur in microseconds, M metadata naming processes and threads. Events on
+// one thread must nest; `lanes()` spreads overlapping intervals over separate tracks. Names and
+// categories are interned, so an event costs a few dozen bytes; the file is streamed, written to
+// PATH.tmp and renamed (a reader never sees a partial file).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace wafer::traces {
+
+class ChromeTrace {
+ public:
+  void process_name(std::int32_t pid, const std::string& name, std::int32_t sort_index = 0);
+  void thread_name(std::int32_t pid, std::int32_t tid, const std::string& name, std::int32_t sort_index = 0);
+  // A complete event; `arg` (may be empty) is shown under args.detail.
+  void complete(const std::string& name, const std::string& category, double ts_us, double dur_us, std::int32_t pid,
+                std::int32_t tid, const std::string& arg = {});
+  std::size_t events() const { return events_.size(); }
+
+  void write_atomic(const std::filesystem::path& path) const;
+
+  // Greedy interval partitioning: for intervals sorted by start, the lane (0, 1, ...) each goes on so
+  // that no two intervals on one lane overlap. `start`/`end` in any unit; returns one lane per interval.
+  static std::vector<std::uint32_t> lanes(const std::vector<std::pair<double, double>>& intervals);
+
+ private:
+  std::uint32_t intern(const std::string& s);
+  struct Meta {
+    std::int32_t pid, tid;  // tid < 0: process
+    std::uint32_t name;
+    std::int32_t sort;
+  };
+  struct Event {
+    double ts, dur;
+    std::int32_t pid, tid;
+    std::uint32_t name, cat, arg;
+  };
+  std::vector<std::string> strings_{""};
+  std::unordered_map<std::string, std::uint32_t> ids_{{"", 0}};
+  std::vector<Meta> meta_;
+  std::vector<Event> events_;
+};
+
+}  // namespace wafer::traces
