@@ -87,7 +87,10 @@ int main(int argc, char** argv) {
   }
   const auto& cmds = wafer::apps::commands();
   auto it = std::find_if(cmds.begin(), cmds.end(), [&](const auto& c) { return c.name == name; });
-  if (it == cmds.end() && args.empty() && name == "decode" && !cmds.empty()) it = cmds.begin();  // main job fallback
+  if (it == cmds.end() && args.empty() && name == "decode" && !cmds.empty()) {  // main job fallback
+    it = std::find_if(cmds.begin(), cmds.end(), [](const auto& c) { return c.name == "defects"; });
+    if (it == cmds.end()) it = cmds.begin();
+  }
   if (it == cmds.end()) {
     fmt::print(stderr, "wafer-emu: error: unknown subcommand '{}' (run `wafer-emu --help`)\n", name);
     return 2;

@@ -1,0 +1,231 @@
+// wafer-emu defects: generate defect maps (or read one), repair them, and compare Monte Carlo outcomes with
+// the analytic yield models.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "apps/cli.h"
+#include "hw/defect_map.h"
+#include "hw/error.h"
+#include "hw/random.h"
+#include "hw/repair.h"
+#include "hw/wafer_spec.h"
+#include "hw/yield.h"
+
+namespace wafer::apps {
+namespace {
+
+constexpr std::int64_t kMaxMaps = 1'000'000;
+
+// What one repaired map contributes to the statistics.
+struct MapFigures {
+  std::int64_t defects = 0, dead_tiles = 0, usable_tiles = 0;
+  bool complete = false;
+  std::int64_t links = 0;          // logical links whose two ends are mapped
+  std::int64_t links_no_path = 0;  // ... of which no healthy physical path exists
+  std::int64_t extra_hops = 0;     // sum over links with a path of (hops - 1)
+  std::int64_t max_extra = 0;
+};
+
+MapFigures measure(const hw::DefectMap& map, const hw::RepairResult& r) {
+  MapFigures f;
+  f.defects = std::int64_t(map.size());
+  f.dead_tiles = std::int64_t(map.dead_tiles());
+  f.complete = r.complete;
+  f.usable_tiles = r.usable.area();
+  const hw::Grid& g = r.logical;
+  for (std::int32_t y = 0; y < g.height; ++y) {
+    const std::size_t row = std::size_t(y) * std::size_t(g.width);
+    for (std::int32_t x = 0; x < g.width; ++x) {
+      const std::size_t i = row + std::size_t(x);
+      if (r.log_to_phys[i] == hw::kNoTile) continue;
+      auto count = [&](std::size_t j, std::uint16_t h) {
+        if (r.log_to_phys[j] == hw::kNoTile) return;
+        ++f.links;
+        if (h == 0) {
+          ++f.links_no_path;
+          return;
+        }
+        f.extra_hops += h - 1;
+        f.max_extra = std::max<std::int64_t>(f.max_extra, h - 1);
+      };
+      if (x + 1 < g.width) count(i + 1, r.hops_east[i]);
+      if (y + 1 < g.height) count(i + std::size_t(g.width), r.hops_south[i]);
+    }
+  }
+  return f;
+}
+
+std::string rect_text(const hw::Rect& r) { return fmt::format("{} x {} at ({}, {})", r.w, r.h, r.x0, r.y0); }
+
+void check_map_path(const std::string& path, const char* option) {
+  const std::string ext = [&] {
+    std::string e = std::filesystem::path(path).extension().string();
+    std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return e;
+  }();
+  if (ext != ".csv" && ext != ".json")
+    throw hw::InputError(fmt::format("{} {}: a defect map file ends in .csv or .json", option, path));
+}
+
+int run_defects(const std::vector<std::string>& args) {
+  po::options_description opts("defects options");
+  opts.add_options()                                                                                  //
+      ("wafer", po::value<std::string>()->default_value("wse3")->value_name("PRESET|FILE"), "wafer preset or file")  //
+      ("density", po::value<double>()->default_value(0.1)->value_name("D0"), "defect density D0 [defects/cm^2]")    //
+      ("alpha", po::value<double>()->default_value(2.0)->value_name("A"),
+       "negative-binomial clustering parameter (smaller = more clustered)")                             //
+      ("model", po::value<std::string>()->default_value("poisson")->value_name("poisson|negbin"), "defect model")  //
+      ("seed", po::value<std::string>()->default_value("1")->value_name("N"), "random seed (map i uses a seed derived from it)")  //
+      ("maps", po::value<std::int64_t>()->default_value(100)->value_name("N"), "number of maps to generate and repair")  //
+      ("repair", po::value<std::string>()->default_value("row-shift")->value_name("SCHEME"),
+       fmt::format("repair scheme: {}", fmt::join(hw::repair_scheme_names(), ", ")).c_str())  //
+      ("in", po::value<std::string>()->value_name("FILE"), "repair this defect map (.csv or .json) instead of generating")  //
+      ("out", po::value<std::string>()->value_name("FILE"), "write the first map (or the --in map) as .csv or .json");
+  po::variables_map vm;
+  if (!parse(args, opts, "defects",
+             "[--wafer W] [--density D0] [--alpha A] [--model poisson|negbin] [--seed N] [--maps N] [--repair SCHEME] "
+             "[--in FILE] [--out FILE] [--json PATH]",
+             vm))
+    return 0;
+
+  // Validate everything before any work.
+  const hw::WaferSpec spec = hw::resolve_wafer(vm["wafer"].as<std::string>());
+  const hw::RepairScheme& scheme = hw::repair_scheme(vm["repair"].as<std::string>());
+  hw::DefectGenParams gen;
+  gen.model = hw::parse_defect_model(vm["model"].as<std::string>());
+  gen.density_per_cm2 = vm["density"].as<double>();
+  gen.alpha = vm["alpha"].as<double>();
+  hw::validate(gen, spec);
+  const std::int64_t maps = vm["maps"].as<std::int64_t>();
+  if (maps < 1 || maps > kMaxMaps) throw hw::InputError(fmt::format("--maps {} is outside [1, {}]", maps, kMaxMaps));
+  std::uint64_t seed = 0;
+  {
+    const std::string s = vm["seed"].as<std::string>();
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), seed);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size())
+      throw hw::InputError(fmt::format("--seed '{}' must be a whole number in [0, 2^64)", s));
+  }
+  const bool from_file = vm.count("in") > 0;
+  if (from_file)
+    for (const char* o : {"maps", "density", "alpha", "model", "seed"})
+      if (!vm[o].defaulted())
+        throw hw::InputError(fmt::format("--{} does not apply with --in (the given map is repaired as it is)", o));
+  if (vm.count("out")) {
+    check_map_path(vm["out"].as<std::string>(), "--out");
+    traces::check_writable(vm["out"].as<std::string>());
+  }
+
+  traces::Report report(from_file ? fmt::format("defect map {} on {}, repaired by {}", vm["in"].as<std::string>(),
+                                                spec.name, scheme.name())
+                                  : fmt::format("defect study: {} maps on {}, {} D0 = {} /cm^2, repaired by {}", maps,
+                                                spec.name, hw::to_string(gen.model), gen.density_per_cm2, scheme.name()));
+  auto& w = report.section("wafer", "wafer");
+  w.add_text("name", spec.name);
+  w.add_int("logical_tiles", spec.logical_tiles(), "tiles", fmt::format("{} x {}", spec.logical_width, spec.logical_height));
+  w.add_int("physical_tiles", spec.physical_tiles(), "tiles",
+            fmt::format("{} x {} incl. {} spare columns, {} spare rows", spec.logical_width + spec.spare_cols,
+                        spec.logical_height + spec.spare_rows, spec.spare_cols, spec.spare_rows));
+  w.add("area", spec.area_cm2(), "cm^2", "silicon area of the physical tiles");
+
+  if (from_file) {
+    const hw::DefectMap map = hw::read_defects(vm["in"].as<std::string>(), spec);
+    const hw::RepairResult r = scheme.repair(spec, map);
+    const MapFigures f = measure(map, r);
+    auto& m = report.section("map", "defect map");
+    m.add_text("file", vm["in"].as<std::string>());
+    m.add_int("defects", f.defects, "defects");
+    for (auto k : {hw::DefectKind::Core, hw::DefectKind::Sram, hw::DefectKind::Router, hw::DefectKind::Link})
+      m.add_int(fmt::format("{}_defects", hw::to_string(k)), std::int64_t(map.count(k)), "defects");
+    m.add_int("failed_tiles", f.dead_tiles, "tiles", "tiles with a core, SRAM or router defect");
+    auto& rp = report.section("repair", "repair");
+    rp.add_text("scheme", std::string(scheme.name()));
+    rp.add_text("complete", r.complete ? "yes" : "no", "every logical tile has a distinct healthy physical tile");
+    if (!r.complete) rp.add_text("reason", r.reason);
+    rp.add_text("usable_rectangle", rect_text(r.usable), "largest usable logical rectangle");
+    rp.add_int("usable_tiles", f.usable_tiles, "tiles");
+    rp.add("extra_hops_per_link_mean", f.links - f.links_no_path > 0 ? double(f.extra_hops) / double(f.links - f.links_no_path) : 0.0,
+           "hops", "physical hops beyond 1 per logical link, mean over links with a path");
+    rp.add_int("extra_hops_per_link_max", f.max_extra, "hops");
+    rp.add_int("links_without_path", f.links_no_path, "links", "logical links between mapped tiles with no healthy path");
+    if (vm.count("out")) hw::write_defects(vm["out"].as<std::string>(), map);
+    finish(report, vm);
+    return 0;
+  }
+
+  // Monte Carlo over generated maps.
+  double sum_d = 0, sum_d2 = 0, sum_dead = 0, sum_usable = 0;
+  std::int64_t zero = 0, complete = 0, min_usable = std::numeric_limits<std::int64_t>::max();
+  std::int64_t links = 0, no_path = 0, extra = 0, max_extra = 0;
+  Progress progress("defects: maps", maps);
+  const bool show_progress = maps >= 20;
+  for (std::int64_t i = 0; i < maps; ++i) {
+    const hw::DefectMap map = hw::generate_defects(spec, gen, hw::derive_seed(seed, std::uint64_t(i)));
+    if (i == 0 && vm.count("out")) hw::write_defects(vm["out"].as<std::string>(), map);
+    const hw::RepairResult r = scheme.repair(spec, map);
+    const MapFigures f = measure(map, r);
+    sum_d += double(f.defects), sum_d2 += double(f.defects) * double(f.defects), sum_dead += double(f.dead_tiles);
+    zero += f.defects == 0;
+    complete += f.complete;
+    sum_usable += double(f.usable_tiles);
+    min_usable = std::min(min_usable, f.usable_tiles);
+    links += f.links, no_path += f.links_no_path, extra += f.extra_hops;
+    max_extra = std::max(max_extra, f.max_extra);
+    if (show_progress) progress.tick(i + 1);
+  }
+  if (show_progress) progress.done();
+  const double n = double(maps);
+  const double mean_d = sum_d / n;
+  const double sd_d = maps > 1 ? std::sqrt(std::max(0.0, (sum_d2 - sum_d * sum_d / n) / (n - 1))) : 0.0;
+
+  auto& d = report.section("defects", "defects per wafer");
+  d.add_text("model", hw::to_string(gen.model));
+  d.add("density", gen.density_per_cm2, "defects/cm^2", "D0");
+  if (gen.model == hw::DefectModel::NegBinomial) d.add("alpha", gen.alpha, "", "clustering parameter");
+  d.add_int("seed", std::int64_t(seed), "");
+  d.add_int("maps", maps, "maps");
+  d.add("mean", mean_d, "defects");
+  d.add("expected_mean", spec.area_cm2() * gen.density_per_cm2, "defects", "A D0 (merged repeat draws make it slightly less)");
+  const double m0 = spec.area_cm2() * gen.density_per_cm2;
+  d.add("std", sd_d, "defects");
+  d.add("expected_std", gen.model == hw::DefectModel::Poisson ? std::sqrt(m0) : std::sqrt(m0 + m0 * m0 / gen.alpha), "defects",
+        gen.model == hw::DefectModel::Poisson ? "Poisson: sqrt(A D0)" : "negative binomial: sqrt(m + m^2/alpha), m = A D0");
+  d.add("failed_tiles_mean", sum_dead / n, "tiles", "tiles with a core, SRAM or router defect");
+
+  auto& rp = report.section("repair", "repair");
+  rp.add_text("scheme", std::string(scheme.name()));
+  const double success = double(complete) / n;
+  rp.add("success_rate", success, "fraction", "maps repaired to the full logical grid");
+  rp.add("success_rate_stderr", std::sqrt(success * (1 - success) / n), "fraction", "Monte Carlo standard error");
+  rp.add("usable_tiles_mean", sum_usable / n, "tiles", "largest usable logical rectangle");
+  rp.add_int("usable_tiles_min", min_usable, "tiles");
+  rp.add("extra_hops_per_link_mean", links - no_path > 0 ? double(extra) / double(links - no_path) : 0.0, "hops",
+         "physical hops beyond 1 per logical link (mean over links with a path)");
+  rp.add_int("extra_hops_per_link_max", max_extra, "hops");
+  rp.add("links_without_path_mean", double(no_path) / n, "links", "logical links with no healthy physical path, per map");
+
+  auto& y = report.section("yield", "yield: analytic beside Monte Carlo");
+  const double y0 = hw::zero_defect_yield(spec, gen);
+  y.add("zero_defect_analytic", y0, "fraction",
+        gen.model == hw::DefectModel::Poisson ? "exp(-A D0)" : "(1 + A D0/alpha)^-alpha");
+  y.add("zero_defect_monte_carlo", double(zero) / n, "fraction", "maps without any defect");
+  y.add("zero_defect_monte_carlo_stderr", std::sqrt(y0 * (1 - y0) / n), "fraction");
+  y.add("murphy", hw::murphy_yield(spec.area_cm2(), gen.density_per_cm2), "fraction", "Murphy's model, for reference");
+  if (scheme.name() == "row-shift")
+    y.add("repair_analytic", hw::row_shift_success_probability(spec, gen), "fraction",
+          "row-shift success: rows independent, at most spare_rows rows with more than spare_cols failed tiles");
+  else
+    y.add_text("repair_analytic", "n/a", fmt::format("no closed form for {}", scheme.name()));
+  y.add("repair_monte_carlo", success, "fraction");
+  finish(report, vm);
+  return 0;
+}
+
+const Registrar reg{{"defects", "generate defect maps, repair them with spare tiles, yield and extra hops", run_defects, 10}};
+
+}  // namespace
+}  // namespace wafer::apps
