@@ -240,7 +240,7 @@ std::vector<FlowTiming> ApproxMesh::execute(const Plan& plan) {
     ps_.pending[f] = std::uint32_t(plan.flows[f].after.size());
     if (ps_.pending[f] == 0) plan_ready(f, 0);
   }
-  run();
+  run_with_progress();
   for (std::uint32_t f = 0; f < n; ++f)
     if (!ps_.done[f])
       throw hw::InputError(fmt::format("plan flow {} never ran: its triggers wait on each other (a cycle)", f));

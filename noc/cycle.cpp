@@ -81,7 +81,7 @@ std::size_t CycleMesh::state_bytes() const {
 }
 
 bool CycleMesh::idle() const {
-  return live_ == 0 && pending_.empty() && in_flight_ == 0 && active_.empty() && sources_active_.empty();
+  return pending_.empty() && in_flight_ == 0 && active_.empty() && sources_active_.empty();
 }
 
 std::uint32_t CycleMesh::queue_of(std::uint32_t router, std::uint32_t port, Color c) {
@@ -378,7 +378,7 @@ void CycleMesh::run_until(Cycle limit) {
 }
 
 Cycle CycleMesh::run() {
-  while (!pending_.empty() || in_flight_ || !active_.empty() || !sources_active_.empty()) run_until(kNever);
+  while (!idle()) run_until(kNever);
   return last_event_;
 }
 
@@ -439,7 +439,7 @@ std::vector<FlowTiming> CycleMesh::execute(const Plan& plan) {
   live_ = n;
   for (std::uint32_t f = 0; f < n; ++f)
     if (ps_.pending[f] == 0) enqueue_ready(f, plan.flows[f].release);
-  run();
+  run_with_progress();
   for (std::uint32_t f = 0; f < n; ++f)
     if (!ps_.done[f])
       throw hw::InputError(fmt::format("plan flow {} never ran: its triggers wait on each other (a cycle)", f));

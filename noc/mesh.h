@@ -70,10 +70,30 @@ class Mesh : public Network {
   // Bytes of mesh state (per-tile arrays, queues, burst records) currently held.
   virtual std::size_t state_bytes() const = 0;
 
+  // Optional progress report during execute(): called with the current cycle every `every` simulated
+  // cycles (not per event).
+  void set_progress(void (*fn)(void* ctx, Cycle now), void* ctx, Cycle every = 4096) {
+    progress_ = fn, progress_ctx_ = ctx, progress_every_ = every ? every : 1;
+  }
+
  protected:
   Mesh(const Fabric& fabric, const MeshParams& params) : fabric_(&fabric), params_(params) {}
+  // Runs until idle in slices, reporting progress between slices.
+  void run_with_progress() {
+    if (!progress_) {
+      run();
+      return;
+    }
+    while (!idle()) {
+      run_until(now() + progress_every_);
+      progress_(progress_ctx_, now());
+    }
+  }
   const Fabric* fabric_;
   MeshParams params_;
+  void (*progress_)(void*, Cycle) = nullptr;
+  void* progress_ctx_ = nullptr;
+  Cycle progress_every_ = 4096;
 };
 
 // Builds a mesh model over `fabric` (which must outlive it). Cycle fidelity refuses meshes wider or

@@ -40,7 +40,7 @@ struct TrafficParams {
 // Refuses (hw::InputError) parameters out of range and workloads whose Plan would hold more than
 // kMaxTrafficEdges route edges (estimated before anything is allocated). Routes come from noc::route;
 // a pair the defects cut apart is an InputError naming the tiles.
-inline constexpr std::uint64_t kMaxTrafficEdges = 200'000'000;
+inline constexpr std::uint64_t kMaxTrafficEdges = 50'000'000;
 Plan make_traffic(const Fabric& fabric, const TrafficParams& params);
 
 // Collective building blocks (also used by the tests):
