@@ -188,6 +188,7 @@ int run_decode(const std::vector<std::string>& args) {
   sim::StepOptions so;
   so.fidelity = fidelity;
   so.weight_bytes = mo.weight_bits == 8 ? 1 : 2;
+  so.keep_task_runs = vm.count("trace") > 0;
   so.interwafer_bytes = std::uint64_t(std::max<std::int64_t>(1, mapping.interwafer_bytes_per_token()));
   sim::StepResult res = simulator.run(spec, fabric, images, so);
 

@@ -38,6 +38,7 @@ constexpr Cycle kNever = std::numeric_limits<Cycle>::max();
 constexpr std::uint64_t kTimerReady = 1ull << 56;    // | tile << 16 | task
 constexpr std::uint64_t kTimerDeliver = 2ull << 56;  // | burst
 constexpr std::uint64_t kKindMask = 0xFFull << 56;
+constexpr std::uint32_t kStepStart = 0xFFFFFFFEu;  // prev_: bound by the core being armed from the step start
 
 noc::Destination destination(const Dest& d, Coord here) {
   noc::Destination out;
@@ -225,6 +226,7 @@ void Executor::request_weights() {
 StepResult Executor::run() {
   if (ran_) throw std::logic_error("Executor::run called twice");
   ran_ = true;
+  std::fill(core_free_.begin(), core_free_.end(), opt_.start);
   net_.set_client(this);
   if (weights_) request_weights();
   for (const auto& inj : image_.start) {
@@ -257,7 +259,8 @@ StepResult Executor::run() {
       auto& w = work[task_at(t, k).op];
       w[std::size_t(Cause::TaskOverhead)] += costs_.task_overhead;
       w[std::size_t(Cause::VectorSetup)] += ti.setup;
-      w[std::size_t(Cause::Compute)] += end_[s] - start_[s] - ti.setup;
+      const bool stream = task_at(t, k).start == Task::Start::Stream;
+      w[std::size_t(Cause::Compute)] += end_[s] - start_[s] - (stream ? 0 : ti.setup);
     }
   }
   return r;
@@ -275,6 +278,8 @@ void Executor::on_timer(std::uint64_t tag, Cycle now) {
 }
 
 void Executor::on_arrival(std::uint64_t tag, TileIndex sink, Cycle head, Cycle tail) {
+  const BurstRec& b = bursts_[std::uint32_t(tag)];
+  if (b.self && sink == b.src) return;  // already delivered by the sender itself
   deliver(std::uint32_t(tag), sink, head, tail);
 }
 
@@ -325,12 +330,20 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   const std::uint32_t p = image_.tile_program[tile];
   const Task& t = image_.programs[p].tasks[k];
   const TaskInfo& ti = info_[p][k];
-  Cycle t0 = now;
-  if (core_free_[tile] > now) t0 = core_free_[tile], prev_[slot] = last_slot_[tile];
-  const Cycle s = t0 + costs_.task_overhead;
   const bool stream = t.start == Task::Start::Stream;
-  Cycle e = s + ti.setup + ti.body;
-  if (stream) e = std::max(e, tail_[slot] + costs_.stream_stage_latency);
+  Cycle s, e;
+  if (!stream) {
+    Cycle t0 = now;
+    if (core_free_[tile] > now) t0 = core_free_[tile], prev_[slot] = last_slot_[tile];
+    s = t0 + costs_.task_overhead;
+    e = s + ti.setup + ti.body;
+  } else {
+    // Armed in advance: activation and vector setup run while the core waits for the stream's head.
+    const Cycle armed = core_free_[tile] + costs_.task_overhead + ti.setup;
+    s = now;
+    if (armed > now) s = armed, prev_[slot] = last_slot_[tile] == kNone ? kStepStart : last_slot_[tile];
+    e = std::max(s + ti.body, tail_[slot] + costs_.stream_stage_latency);
+  }
   start_[slot] = s;
   end_[slot] = e;
   core_free_[tile] = e;
@@ -346,6 +359,16 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     noc::BurstSpec b;
     b.src = tile;
     b.dest = destination(snd.dest, here);
+    if (b.dest.kind != noc::Destination::Kind::Tile) {
+      const bool row = b.dest.kind == noc::Destination::Kind::RowSegment;
+      const hw::Rect seg = row ? hw::Rect{b.dest.first.x, b.dest.first.y, b.dest.span, 1}
+                               : hw::Rect{b.dest.first.x, b.dest.first.y, 1, b.dest.span};
+      if (seg.contains(here)) {
+        bursts_.back().self = true;
+        net_.timer(at, kTimerDeliver | id);
+        if (b.dest.span == 1) continue;  // only the sender
+      }
+    }
     b.wavelets = snd.wavelets;
     b.lag = lag;
     b.color = snd.color;
@@ -408,6 +431,7 @@ void Executor::walk_critical_path(StepResult& r) {
     // The sending task, from the moment it sent.
     std::uint32_t slot = b.sender;
     Cycle ref = b.inject;
+    bool ended = false;
     for (;;) {
       ++bd.path_tasks;
       critical_[slot] = 1;
@@ -415,16 +439,22 @@ void Executor::walk_critical_path(StepResult& r) {
       const std::uint32_t k = slot - slot0_[tile];
       const Task& t = task_at(tile, k);
       const TaskInfo& ti = info_[image_.tile_program[tile]][k];
+      const bool stream = t.start == Task::Start::Stream;
       layer = t.layer, op = t.op;
       const Cycle s = start_[slot];
       if (ref > s) {  // the task's own work [s, ref]
         const Cycle span = ref - s;
-        const Cycle setup = std::min(span, ti.setup);
+        const Cycle setup = stream ? 0 : std::min(span, ti.setup);
         add(Cause::VectorSetup, setup, layer, op);
         add(Cause::Compute, span - setup, layer, op);
       }
-      add(Cause::TaskOverhead, costs_.task_overhead, layer, op);
-      if (prev_[slot] != kNone) {  // waited for its core: continue through the previous task, from its end
+      if (prev_[slot] != kNone) {  // waited for its core: activation (+ setup when armed), then the core's previous task
+        add(Cause::TaskOverhead, costs_.task_overhead, layer, op);
+        if (stream) add(Cause::VectorSetup, ti.setup, layer, op);
+        if (prev_[slot] == kStepStart) {
+          ended = true;
+          break;
+        }
         slot = prev_[slot];
         ref = end_[slot];
         continue;
@@ -434,13 +464,16 @@ void Executor::walk_critical_path(StepResult& r) {
       sink = tile;
       arrive = ready_[slot];
       to_tail = true;
-      if (t.start == Task::Start::Stream && bursts_[burst].kind != BurstKind::Weights) {
+      if (!stream) {
+        add(Cause::TaskOverhead, costs_.task_overhead, layer, op);
+      } else if (bursts_[burst].kind != BurstKind::Weights) {
         add(Cause::Compute, costs_.stream_stage_latency, layer, op);
         arrive -= costs_.stream_stage_latency;
         to_tail = false;
       }
       break;
     }
+    if (ended) return;
   }
   throw std::logic_error("critical path walk did not terminate");
 }

@@ -11,12 +11,18 @@
 //    one arrival: after the first head). Streamed weights (OpKind::StreamIn) are extra arrivals: a
 //    StreamIn op's bytes are requested from the MemoryX port at the start of the step (in layer order),
 //    enter the fabric at the edge channel nearest the tile, and the task waits for their tail.
-//  - A core runs one task at a time, first come first served by trigger time:
-//    start = max(trigger, core free) + task_overhead; each op costs CostModel::cycles (core/costs.h).
-//    Complete tasks then issue their sends in order at the end (the mesh's injection ramp serialises
-//    them). Stream tasks send at their start, the output trailing the input: lag = max(wavelets - 1,
-//    end - start), end = max(start + ops, last input tail + stream_stage_latency).
+//  - A core runs one task at a time, first come first served by trigger time. Complete tasks:
+//    start = max(trigger, core free) + task_overhead; each op costs CostModel::cycles (core/costs.h);
+//    the sends are issued in order at the end (the mesh's injection ramp serialises them).
+//    Stream tasks are armed in advance (DESIGN.md section 3: a chain of N streaming tiles costs about
+//    N x (hop + stage latency) + w): their activation and vector setup run while the core waits for the
+//    data, so start = max(head + stream_stage_latency, core free + task_overhead + vector setups); they
+//    send at their start, the output trailing the input: end = max(start + op bodies, last input tail +
+//    stream_stage_latency), lag = max(wavelets - 1, end - start).
 //  - Dest::Tile with dx = dy = 0 goes to the mesh as a burst to the tile itself (ramp out, ramp in).
+//  - A Row/Column multicast whose segment holds the sender reaches the sender too (every tile of the
+//    segment receives it): the core delivers that copy to itself at the send (the meshes leave the
+//    source out of a segment's sinks; an arrival of it at the source from a mesh is ignored).
 //  - The step ends when done_tile has done_arrivals bursts on done_color (the latest tail).
 // The critical path is walked back from that tail; each segment goes to one cause and to the layer and
 // operator it serves (a task's own time to its task; a burst's network time to the task it feeds), so the
@@ -123,6 +129,7 @@ class Executor final : public noc::NetworkClient {
     std::uint32_t lag;
     noc::Color color;
     BurstKind kind;
+    bool self = false;  // a segment multicast holding its source: the core delivered it to itself
   };
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 

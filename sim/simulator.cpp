@@ -118,25 +118,20 @@ class TlmStreamPort final : public memory::StreamPort {
 memory::SramStats check_sram(const hw::WaferSpec& spec, const firmware::Image& image) {
   memory::TileSram sram(spec);
   std::vector<std::uint64_t> uses(image.programs.size(), 0);
-  for (std::uint32_t p : image.tile_program)
-    if (p != firmware::kIdle && p < uses.size()) ++uses[p];
+  std::vector<hw::TileIndex> first(image.programs.size(), hw::kNoTile);
+  for (std::size_t t = 0; t < image.tile_program.size(); ++t) {
+    std::uint32_t p = image.tile_program[t];
+    if (p == firmware::kIdle || p >= uses.size()) continue;
+    if (!uses[p]++) first[p] = hw::TileIndex(t);
+  }
   memory::SramStats stats;
   for (std::size_t p = 0; p < image.programs.size(); ++p) {
     if (!uses[p]) continue;
     const auto& s = image.programs[p].sram;
     memory::SramFootprint f{s.weights, s.kv_cache, s.activations, s.code};
-    if (f.total() > sram.capacity()) {
-      // Name the first tile holding this program.
-      for (std::size_t t = 0; t < image.tile_program.size(); ++t)
-        if (image.tile_program[t] == p) sram.check(image.grid.coord(hw::TileIndex(t)), f);
-    }
-    hw::Coord first{};
-    for (std::size_t t = 0; t < image.tile_program.size(); ++t)
-      if (image.tile_program[t] == p) {
-        first = image.grid.coord(hw::TileIndex(t));
-        break;
-      }
-    stats.add(first, f.total(), uses[p]);
+    const hw::Coord at = image.grid.coord(first[p]);
+    sram.check(at, f);  // names the first tile holding this program
+    stats.add(at, f.total(), uses[p]);
   }
   return stats;
 }
@@ -190,7 +185,7 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       ws.network = mesh->stats();
       ws.mesh_bytes = mesh->state_bytes();
       for (std::size_t l = 0; l < fabric.links(); ++l) ws.link_busy_max = std::max(ws.link_busy_max, mesh->link_busy(noc::LinkId(l)));
-      runs_[k] = ex.task_runs();
+      if (opt.keep_task_runs) runs_[k] = ex.task_runs();
       start = ws.step.end;
       res.wafers.push_back(std::move(ws));
     }

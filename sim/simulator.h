@@ -36,6 +36,7 @@ struct StepOptions {
   // from the done burst (done_arrivals x its wavelets x wavelet_bytes is not known up front, so the
   // caller should pass the mapper's figure).
   std::uint64_t interwafer_bytes = 0;
+  bool keep_task_runs = false;  // keep every task run for task_runs() (traces)
 };
 
 struct WaferStep {
@@ -78,7 +79,7 @@ class Simulator {
   StepResult run(const hw::WaferSpec& spec, const noc::Fabric& fabric, const std::vector<const firmware::Image*>& images,
                  const StepOptions& opt);
 
-  // Task runs of the last wafer stepped, for traces (empty before a run).
+  // Task runs per wafer of the last step, for traces (empty unless StepOptions::keep_task_runs).
   const std::vector<std::vector<core::TaskRun>>& task_runs() const { return runs_; }
   double elaboration_seconds() const { return elaboration_s_; }
 

@@ -177,9 +177,13 @@ TEST(Executor, ArrivalsAreCreditedInProgramOrder) {
   EXPECT_EQ(r.r.unclaimed, 1u);  // the color-5 burst: (0,1) has no task for it
 }
 
-// A reduce-and-forward chain of Stream tasks costs about N x (hop + stage + overhead) + w, not N x w.
-//   source (0,0): 64-wavelet partial sum at 0+10 = 10 (no ops) -> head at (1,0) 11, tail 74.
-//   each stream stage: start = head + 2 (stage) + 10; output head leaves then, lag = max(63, end - start).
+// A reduce-and-forward chain of Stream tasks costs about N x (hop + stage) + w, not N x w: a streaming
+// task is armed in advance (activation + vector setup while its core waits), then forwards the stream
+// stream_stage_latency after its head.
+//   source (0,0): 64-wavelet partial sum sent at 0 + 10 = 10 -> head at (1,0) 11, tail 74.
+//   relay i: start = max(head + 2, armed = 0 + 10 + 6 = 16); its output head leaves at start, lag 63.
+//   relay 1: max(13, 16) = 16 (armed binds); relay 2: head 17 -> 19; ... relay 6: 16 + 5 x 3 = 31.
+//   done tile: head 32, tail 32 + 63 = 95.
 TEST(Executor, StreamChainPipelines) {
   const int n = 6;
   Image im = empty_image({8, 8});
@@ -193,13 +197,24 @@ TEST(Executor, StreamChainPipelines) {
   im.done_tile = {n + 1, 0}, im.done_color = 3;
   Outcome r = run(tiny(), im);
   ASSERT_TRUE(r.r.finished);
-  // Head reaches tile 1 at 11; each stage adds 1 hop + 2 stage + 10 overhead = 13.
-  Cycle head = 11 + Cycle(n) * 13;
-  // The Add of 64 takes 6 + 16 = 22 < 63 + ..., so the output keeps the input's lag of 63.
-  EXPECT_EQ(r.r.latency(), head + 63);
+  EXPECT_EQ(r.r.latency(), 95u);
+  EXPECT_EQ(r.tasks[1].start, 16u);  // armed binds (head + stage = 13)
+  EXPECT_EQ(r.tasks[2].start, 19u);  // the stream binds (armed 16)
   EXPECT_LT(r.r.latency(), Cycle(n) * 64);
   EXPECT_EQ(sum(r.r.breakdown.cause), r.r.latency());
-  EXPECT_EQ(r.r.breakdown.cause[size_t(Cause::TaskOverhead)], Cycle(n + 1) * 10);
+  // Path: done burst <- relay 6 <- ... <- relay 2 (stream-bound) <- relay 1 (armed from the step start).
+  EXPECT_EQ(r.r.breakdown.cause[size_t(Cause::TaskOverhead)], 10u);
+  EXPECT_EQ(r.r.breakdown.cause[size_t(Cause::VectorSetup)], 6u);
+  // Both sides of the arming rule at relay 1 (head + stage = 13, armed = 10 + vector_setup):
+  // setup 2 and 3 -> the stream binds (start 13, latency 92); setup 4 -> armed binds (start 14, 93).
+  for (std::int64_t setup : {2, 3, 4}) {
+    hw::WaferSpec s = tiny();
+    s.vector_setup = setup;
+    Outcome q = run(s, im);
+    EXPECT_EQ(q.tasks[1].start, setup <= 3 ? 13u : 14u) << setup;
+    EXPECT_EQ(q.r.latency(), setup <= 3 ? 92u : 93u) << setup;
+    EXPECT_EQ(sum(q.r.breakdown.cause), q.r.latency());
+  }
 }
 
 // Multicast along a row: every tile of the segment receives the burst.
