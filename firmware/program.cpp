@@ -54,7 +54,11 @@ std::string dump(const Image& image, hw::Coord tile) {
     return fmt::format("tile ({},{}) is outside the {} x {} array\n", tile.x, tile.y, image.grid.width,
                        image.grid.height);
   std::uint32_t idx = image.tile_program[image.grid.index(tile)];
-  if (idx == kIdle) return fmt::format("tile ({},{}): idle (no program)\n", tile.x, tile.y);
+  std::string done;
+  if (tile == image.done_tile)
+    done = fmt::format("  the step ends when this tile has {} burst(s) on color {}\n", image.done_arrivals,
+                       int(image.done_color));
+  if (idx == kIdle) return fmt::format("tile ({},{}): idle (no program)\n{}", tile.x, tile.y, done);
   const Program& p = image.programs[idx];
   std::string out = fmt::format(
       "tile ({},{}): program {} of {}, {} tasks; SRAM {} B (weights {}, kv cache {}, activations {}, code {})\n",
@@ -72,10 +76,7 @@ std::string dump(const Image& image, hw::Coord tile) {
     for (const Send& s : k.sends)
       out += fmt::format("      send color {:>2} {} wavelets -> {}\n", int(s.color), s.wavelets, dest_string(s.dest));
   }
-  if (tile == image.done_tile)
-    out += fmt::format("  the step ends when this tile has {} burst(s) on color {}\n", image.done_arrivals,
-                       int(image.done_color));
-  return out;
+  return out + done;
 }
 
 }  // namespace wafer::firmware

@@ -274,6 +274,15 @@ class Builder {
 
   void embedding() {
     cur_op_ = kOpEmbedding;
+    if (s_.streamed) {
+      // Streamed table: MemoryX delivers the token's row, slice by slice, to the residual column.
+      if (!res_) return;
+      acts(Hr_);
+      Ix t = task(color::kToken);
+      stream_in(t, Hr_);
+      op(t, OpKind::Copy, Hr_);
+      return output(t);
+    }
     weights(Vi_ * Hr_);
     acts(Hr_);
     if (res_) {
