@@ -46,7 +46,7 @@ struct EdgeBurst : tlm::tlm_extension<EdgeBurst> {
 
 class MeshModule : public sc_core::sc_module {
  public:
-  tlm_utils::simple_target_socket<MeshModule> edge;
+  tlm_utils::simple_target_socket_optional<MeshModule> edge;  // may stay unbound
 
   // `cycle` is one core clock period; `quantum` the cycles the mesh may run ahead of SystemC time.
   MeshModule(sc_core::sc_module_name name, Mesh& mesh, sc_core::sc_time cycle, Cycle quantum,
