@@ -303,3 +303,54 @@ TEST(Mapper, Llama8BOnWse3SharesProgramsAndCoversEveryMac) {
                           + 2 * m.layers * o.context * m.q_dim();   // attention scores and values
   EXPECT_EQ(fmac, expected);
 }
+
+TEST(Kernels, GemvProgramsAreTheDocumentedOnes) {
+  // docs/mapping.md section 6 and mapper/kernels.h: K = 16, N = 8 on the 2 x 2 corner of `tiny`.
+  hw::WaferSpec tiny = hw::preset("tiny");
+  firmware::Image img = map_gemv(tiny, {0, 0, 2, 2}, 16, 8);
+  using K = firmware::Dest::Kind;
+  ASSERT_EQ(img.start.size(), 2u);
+  EXPECT_EQ(img.start[0].tile, (hw::Coord{1, 0}));
+  EXPECT_EQ(img.start[0].wavelets, 4u);
+  EXPECT_EQ(img.start[0].color, 0);
+  const firmware::Program* relay = img.program_at({1, 0});
+  ASSERT_NE(relay, nullptr);
+  ASSERT_EQ(relay->tasks.size(), 2u);
+  EXPECT_TRUE(relay->tasks[0].ops.empty());
+  ASSERT_EQ(relay->tasks[0].sends.size(), 1u);
+  EXPECT_EQ(relay->tasks[0].sends[0], (firmware::Send{2, 4, {K::Row, -1, 0, 2}}));
+  EXPECT_EQ(relay->tasks[1].ops, (std::vector<firmware::Op>{{firmware::OpKind::Fmac, 32}}));
+  EXPECT_EQ(relay->tasks[1].sends[0], (firmware::Send{3, 2, {K::Tile, 0, 1, 1}}));
+  const firmware::Program* bottom_west = img.program_at({0, 1});
+  ASSERT_NE(bottom_west, nullptr);
+  ASSERT_EQ(bottom_west->tasks.size(), 2u);
+  EXPECT_EQ(bottom_west->tasks[1].trigger, 3);
+  EXPECT_EQ(bottom_west->tasks[1].start, firmware::Task::Start::Complete);
+  EXPECT_EQ(bottom_west->tasks[1].ops, (std::vector<firmware::Op>{{firmware::OpKind::Add, 4}}));
+  EXPECT_EQ(bottom_west->tasks[1].sends[0], (firmware::Send{11, 2, {K::Tile, 1, 0, 1}}));
+  EXPECT_EQ(img.done_tile, (hw::Coord{1, 1}));
+  EXPECT_EQ(img.done_color, 11);
+  EXPECT_EQ(img.done_arrivals, 2);
+  EXPECT_EQ(img.program_at({2, 0}), nullptr);
+}
+
+TEST(Mapper, EightBitWeightsHalveTheWeightBytesAndContextGrowsTheKvCache) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  ModelConfig m = load_model("tiny-llama");
+  MapOptions o;
+  o.context = 64;
+  Mapping a = map_model(tiny, perfect(tiny), m, o);
+  o.weight_bits = 8;
+  Mapping b = map_model(tiny, perfect(tiny), m, o);
+  std::int64_t wa = 0, wb = 0, kva = 0, kvc = 0;
+  for (const auto& s : a.stages) wa += s.weight_bytes, kva += s.kv_bytes;
+  for (const auto& s : b.stages) wb += s.weight_bytes;
+  EXPECT_EQ(wa, 2 * wb);
+  EXPECT_LT(b.wafers[0].sram_max, a.wafers[0].sram_max);
+  o.weight_bits = 16;
+  o.context = 256;
+  Mapping c = map_model(tiny, perfect(tiny), m, o);
+  for (const auto& s : c.stages) kvc += s.kv_bytes;
+  EXPECT_EQ(kvc, 4 * kva);
+  EXPECT_GT(c.wafers[0].sram_max, a.wafers[0].sram_max);
+}
