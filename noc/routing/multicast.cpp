@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <string>
-#include <unordered_map>
 
 #include "hw/error.h"
 #include "noc/routing/route.h"
@@ -76,30 +75,62 @@ Multicast multicast(const Fabric& f, Coord src, const Rect& region) {
     }
     return m;
   }
-  // Faults on the way: merge per-sink shortest west-first routes on shared prefixes.
-  std::unordered_map<std::uint64_t, std::int32_t> edge_of;  // (parent + 1) << 32 | link -> edge index
+  // Faults on the way: one breadth-first search over (tile, arrival direction) states from the source
+  // under the west-first rules. Its search tree holds a shortest west-first path to every reachable
+  // tile, and a state IS the link it arrived by, so the sub-tree spanning the region's tiles uses each
+  // link once. Cost: one pass over the grid's states (4 per tile).
+  const std::size_t states = g.size() * 4;
+  constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+  std::vector<std::uint32_t> parent(states, kNone);  // parent state, kRoot for the source's own links
+  constexpr std::uint32_t kRoot = 0xFFFFFFFEu;
+  std::vector<std::uint32_t> order;  // states in discovery order
+  std::vector<std::uint32_t> first_state(g.size(), kNone);
+  order.reserve(1024);
+  auto visit = [&](Coord at, Dir arrived, std::uint32_t from) {
+    TileIndex t = g.index(at);
+    for (Dir out : hw::kMeshDirs) {
+      if (!turn_allowed(arrived, out) || !f.link_ok(t, out)) continue;
+      TileIndex n = g.index(hw::step(at, out));
+      std::uint32_t st = n * 4 + std::uint32_t(out);
+      if (parent[st] != kNone) continue;
+      parent[st] = from;
+      order.push_back(st);
+      if (first_state[n] == kNone) first_state[n] = st;
+    }
+  };
+  visit(src, Dir::Ramp, kRoot);
+  for (std::size_t k = 0; k < order.size(); ++k) visit(g.coord(order[k] / 4), Dir(order[k] % 4), order[k]);
+  // Mark the states the region's tiles need, then emit them in discovery order (parents first).
+  std::vector<std::uint8_t> need(states, 0);
   for (std::int32_t y = region.y0; y < region.y0 + region.h; ++y)
     for (std::int32_t x = region.x0; x < region.x0 + region.w; ++x) {
       Coord dst{x, y};
       if (dst == src) continue;
-      if (!reachable(f, src, dst)) {
+      std::uint32_t st = first_state[g.index(dst)];
+      if (st == kNone || !f.router_ok(g.index(dst))) {
         m.unreached.push_back(dst);
         continue;
       }
-      Route r = route(f, src, dst);
-      std::int32_t parent = kFromSource;
-      std::uint32_t hops = 0;
-      for (LinkId l : r.links) {
-        std::uint64_t key = (std::uint64_t(std::uint32_t(parent + 1)) << 32) | l;
-        auto [it, fresh] = edge_of.emplace(key, std::int32_t(m.edges.size()));
-        hops += f.link_hops(link_tile(l), link_dir(l));
-        if (fresh) m.edges.push_back({l, parent});
-        parent = it->second;
-      }
-      m.sinks.push_back(g.index(dst));
+      for (; st != kRoot && !need[st]; st = parent[st]) need[st] = 1;
+    }
+  std::vector<std::uint32_t> hops_of_edge;
+  std::vector<std::int32_t> edge_index(states, -1);
+  for (std::uint32_t st : order) {
+    if (!need[st]) continue;
+    TileIndex n = st / 4;
+    Dir d = Dir(st % 4);
+    TileIndex from = g.index(hw::step(g.coord(n), hw::opposite(d)));
+    std::int32_t par = parent[st] == kRoot ? kFromSource : edge_index[parent[st]];
+    std::uint32_t hops = (par == kFromSource ? 0 : hops_of_edge[std::size_t(par)]) + f.link_hops(from, d);
+    edge_index[st] = std::int32_t(m.edges.size());
+    m.edges.push_back({link_id(from, d), par});
+    hops_of_edge.push_back(hops);
+    if (first_state[n] == st && region.contains(g.coord(n)) && !(g.coord(n) == src)) {
+      m.sinks.push_back(n);
       m.sink_hops.push_back(hops);
       m.max_hops = std::max(m.max_hops, hops);
     }
+  }
   return m;
 }
 

@@ -4,7 +4,7 @@
 //  * hop by hop, region_ports(): which output ports the burst takes at a router and whether the core
 //    there receives it; pure, O(1), no allocation. Valid when region_path_clear() (always on a healthy
 //    fabric); the timing models call it per router.
-//  * the whole tree, multicast(): RouteEdges + sinks for a Plan's Flow, fault-aware where possible.
+//  * the whole tree, multicast(): RouteEdges + sinks for a Plan's Flow, fault-aware.
 //
 // The tree, under the west-first turn model of noc/routing/route.h (a burst never turns into West):
 //  * the source row crosses the region (src.y inside [y0, y1]): the burst runs along the source row into
@@ -96,9 +96,10 @@ struct Multicast {
 };
 
 // The multicast tree from `src` over `region` (clipped to nothing outside the grid: an InputError).
-// Healthy path: exactly the tree region_ports() describes. With faults on it: the union of the
-// shortest west-first routes from the source to each region tile, merged on shared prefixes (a link
-// reached by two different paths is then used twice); tiles no route reaches are listed in `unreached`.
+// Healthy path: exactly the tree region_ports() describes. With faults on it: the shortest-path tree of
+// one breadth-first search over (tile, arrival direction) states under the west-first rules, pruned to
+// the region's tiles: every sink at its shortest west-first distance, every link used once (a state is
+// the link it arrived by), O(grid) time; tiles it cannot reach are listed in `unreached`.
 Multicast multicast(const Fabric& f, Coord src, const Rect& region);
 
 }  // namespace wafer::noc

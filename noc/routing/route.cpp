@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdlib>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "hw/error.h"
 
@@ -84,6 +85,98 @@ SearchResult search(const Fabric& f, Coord here, Dir in, Coord dst, Window win, 
   return res;
 }
 
+// A* over states (tile, arrival direction) from (here, in) to dst under the west-first rules, with the
+// Manhattan distance as heuristic (admissible and consistent: no path is shorter, each hop changes it by
+// one), so the first state popped at dst ends a shortest path. Open states in buckets by f, popped last
+// in first out, so it dives along the preferred (XY-first) direction; on a sparse fault map it expands
+// about as many states as the path is long, wherever the pair lies on the wafer. No tile east of both
+// ends is ever useful (after its first non-west hop a route never goes west again).
+struct AstarNode {
+  std::uint32_t g;
+  Dir first;
+};
+// Visited states: dense on small meshes (fast, a few KB), hashed on large ones (memory ~ states expanded).
+class DenseStates {
+ public:
+  explicit DenseStates(std::size_t tiles) : v_(tiles * 4, AstarNode{kUnseen, Dir::Ramp}) {}
+  std::pair<AstarNode*, bool> try_emplace(std::uint32_t key, AstarNode n) {
+    AstarNode& x = v_[key];
+    if (x.g != kUnseen) return {&x, false};
+    x = n;
+    return {&x, true};
+  }
+  const AstarNode& at(std::uint32_t key) const { return v_[key]; }
+
+ private:
+  std::vector<AstarNode> v_;
+};
+class HashedStates {
+ public:
+  explicit HashedStates(std::size_t) { m_.reserve(256); }
+  std::pair<AstarNode*, bool> try_emplace(std::uint32_t key, AstarNode n) {
+    auto [it, fresh] = m_.try_emplace(key, n);
+    return {&it->second, fresh};
+  }
+  const AstarNode& at(std::uint32_t key) const { return m_.at(key); }
+
+ private:
+  std::unordered_map<std::uint32_t, AstarNode> m_;
+};
+
+template <class States>
+SearchResult astar_with(const Fabric& f, Coord here, Dir in, Coord dst) {
+  const Grid& g = f.grid();
+  SearchResult res;
+  if (dst.x < here.x && ((in != Dir::Ramp && in != Dir::West) || !f.row_clear(here.y, here.x, dst.x)))
+    return res;  // west of here: only a straight westward run from the source gets there
+  const std::int32_t xmax = std::max(here.x, dst.x);
+  auto h = [&](Coord c) { return std::uint32_t(std::abs(c.x - dst.x) + std::abs(c.y - dst.y)); };
+  const std::uint32_t base = h(here);
+  States best(g.size());
+  std::vector<std::vector<std::uint32_t>> open(4);  // by f - base
+  std::size_t lowest = 0;
+  auto push = [&](Coord at, Dir arrived, std::uint32_t gv, Dir first) {
+    std::uint32_t key = g.index(at) * 4 + std::uint32_t(arrived);
+    auto [node, fresh] = best.try_emplace(key, AstarNode{gv, first});
+    if (!fresh) {
+      if (node->g <= gv) return;
+      *node = {gv, first};
+    }
+    std::size_t b = gv + h(at) - base;
+    if (b >= open.size()) open.resize(b + 1);
+    open[b].push_back(key);
+    lowest = std::min(lowest, b);
+  };
+  auto expand = [&](Coord at, Dir arrived, std::uint32_t gv, Dir first, bool is_start) {
+    TileIndex t = g.index(at);
+    auto order = port_order(at, dst);
+    for (std::size_t k = order.size(); k-- > 0;) {  // preferred port pushed last, popped first
+      Dir out = order[k];
+      if (!turn_allowed(arrived, out) || !f.link_ok(t, out)) continue;
+      Coord n = hw::step(at, out);
+      if (n.x > xmax) continue;
+      push(n, out, gv + 1, is_start ? out : first);
+    }
+  };
+  expand(here, in, 0, Dir::Ramp, true);
+  while (true) {
+    while (lowest < open.size() && open[lowest].empty()) ++lowest;
+    if (lowest >= open.size()) return res;
+    std::uint32_t key = open[lowest].back();
+    open[lowest].pop_back();
+    Coord at = g.coord(key / 4);
+    AstarNode nd = best.at(key);
+    if (nd.g + h(at) - base != lowest) continue;  // superseded by a shorter way here
+    if (at == dst) return {true, nd.g, nd.first};
+    expand(at, Dir(key % 4), nd.g, nd.first, false);
+  }
+}
+
+SearchResult astar(const Fabric& f, Coord here, Dir in, Coord dst) {
+  if (f.grid().size() <= 65536) return astar_with<DenseStates>(f, here, in, dst);
+  return astar_with<HashedStates>(f, here, in, dst);
+}
+
 Window full_window(const Grid& g) { return {0, 0, g.width - 1, g.height - 1}; }
 
 void check_tile(const Fabric& f, Coord c, const char* what) {
@@ -129,18 +222,9 @@ Dir next_port_faulty(const Fabric& f, Coord here, Coord dst, Dir in) {
     return xy;  // the XY path from here is healthy and as short as any path can be
   if (!f.router_ok(g.index(here)) || !f.router_ok(g.index(dst)))
     throw hw::InputError(unreachable_message(f, here, dst));
-  // Search windows growing around the pair. No useful path goes east of max(here.x, dst.x): after the
-  // first non-west hop a route never goes west again. A path leaving the window by m+1 rows or columns
-  // elsewhere is at least manhattan + 2(m+1) long, so a result within that bound is a shortest path.
-  const std::uint32_t manhattan = std::uint32_t(std::abs(here.x - dst.x) + std::abs(here.y - dst.y));
-  for (std::int32_t m = 2;; m *= 4) {
-    Window w{std::max(0, std::min(here.x, dst.x) - m), std::max(0, std::min(here.y, dst.y) - m),
-             std::max(here.x, dst.x), std::min(g.height - 1, std::max(here.y, dst.y) + m)};
-    bool full = w.x0 == 0 && w.y0 == 0 && w.y1 == g.height - 1;
-    SearchResult r = search(f, here, in, dst, w, nullptr);
-    if (r.found && (full || r.dist <= manhattan + 2 * std::uint32_t(m) + 2)) return r.first;
-    if (full) throw hw::InputError(unreachable_message(f, here, dst));
-  }
+  SearchResult r = astar(f, here, in, dst);
+  if (!r.found) throw hw::InputError(unreachable_message(f, here, dst));
+  return r.first;
 }
 
 }  // namespace detail
@@ -198,7 +282,7 @@ bool reachable(const Fabric& f, Coord src, Coord dst) {
   if (!g.inside(src) || !g.inside(dst)) return false;
   if (!f.router_ok(g.index(src)) || !f.router_ok(g.index(dst))) return false;
   if (src == dst) return true;
-  return search(f, src, Dir::Ramp, dst, full_window(g), nullptr).found;
+  return astar(f, src, Dir::Ramp, dst).found;
 }
 
 std::vector<TilePair> unreachable_pairs(const Fabric& f, std::size_t limit) {
