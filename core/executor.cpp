@@ -63,11 +63,15 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       costs_(spec, options.weight_bytes),
       grid_(image.grid) {
   validate();
-  info_.resize(image_.programs.size());
   bool streams = false;
+  prog0_.resize(image_.programs.size() + 1);
   for (std::size_t p = 0; p < image_.programs.size(); ++p) {
+    prog0_[p] = std::uint32_t(tinfo_.size());
     for (const Task& t : image_.programs[p].tasks) {
       TaskInfo ti;
+      ti.trigger = t.trigger;
+      ti.arrivals = t.arrivals;
+      ti.stream = t.start == Task::Start::Stream;
       for (const auto& op : t.ops) {
         ti.setup += costs_.vector_setup;
         ti.body += costs_.body(op);
@@ -75,9 +79,10 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       }
       ti.need = std::uint32_t(t.arrivals) + ti.weight_arrivals;
       streams |= ti.weight_arrivals > 0;
-      info_[p].push_back(ti);
+      tinfo_.push_back(ti);
     }
   }
+  prog0_[image_.programs.size()] = std::uint32_t(tinfo_.size());
   if (streams && !weights_)
     throw hw::InputError("the firmware streams weights (StreamIn ops) but no MemoryX port is attached");
   const std::size_t n = grid_.size();
@@ -90,20 +95,27 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
     if (slots >= kNone) throw hw::InputError("firmware: more than 4 billion task slots");
   }
   slot0_[n] = std::uint32_t(slots);
+  std::uint64_t sends = image_.start.size();
+  for (std::size_t t = 0; t < n; ++t) {
+    std::uint32_t p = image_.tile_program[t];
+    if (p == firmware::kIdle) continue;
+    for (const Task& task : image_.programs[p].tasks) sends += task.sends.size() + ti_weight_ops(task);
+  }
+  if (sends >= kNone) throw hw::InputError("firmware: more than 4 billion bursts per step");
+  bursts_.reserve(sends);
   core_free_.assign(n, 0);
   last_slot_.assign(n, kNone);
-  count_.assign(slots, 0);
-  ready_.assign(slots, 0);
-  tail_.assign(slots, 0);
-  start_.assign(slots, kNever);
-  end_.assign(slots, kNever);
-  crit_.assign(slots, kNone);
-  if (streams) wcount_.assign(slots, 0);
-  prev_.assign(slots, kNone);
+  slots_.assign(slots, Slot{0, 0, kNever, kNever, kNone, kNone, 0, 0});
   done_tile_ = grid_.index(image_.done_tile);
 }
 
 Executor::~Executor() = default;
+
+std::uint32_t Executor::ti_weight_ops(const Task& t) {
+  std::uint32_t n = 0;
+  for (const auto& op : t.ops) n += op.kind == OpKind::StreamIn;
+  return n;
+}
 
 void Executor::validate() const {
   const auto& im = image_;
@@ -191,8 +203,8 @@ void Executor::request_weights() {
   for (TileIndex t = 0; t < grid_.size(); ++t) {
     std::uint32_t p = image_.tile_program[t];
     if (p == firmware::kIdle) continue;
-    for (std::uint32_t k = 0; k < info_[p].size(); ++k)
-      if (info_[p][k].weight_arrivals) reqs.push_back({image_.programs[p].tasks[k].layer, t, k});
+    for (std::uint32_t k = 0; k < image_.programs[p].tasks.size(); ++k)
+      if (tinfo_[prog0_[p] + k].weight_arrivals) reqs.push_back({image_.programs[p].tasks[k].layer, t, k});
   }
   // Layer order: MemoryX pushes the weights as the step will need them.
   std::stable_sort(reqs.begin(), reqs.end(), [](const Req& a, const Req& b) { return a.layer < b.layer; });
@@ -242,7 +254,7 @@ StepResult Executor::run() {
   r.finished = done_count_ >= image_.done_arrivals;
   r.end = r.finished ? done_end_ : net_.now();
   r.tasks_run = tasks_run_;
-  r.tasks_total = count_.size();
+  r.tasks_total = slots_.size();
   r.bursts = bursts_.size() - weight_bursts_ - image_.start.size();
   r.weight_bursts = weight_bursts_;
   r.weight_bytes = weight_bytes_;
@@ -253,14 +265,14 @@ StepResult Executor::run() {
   work.assign(image_.op_names.size(), CauseCycles{});
   for (TileIndex t = 0; t < grid_.size(); ++t) {
     for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
-      if (start_[s] == kNever) continue;
+      if (slots_[s].start == kNever) continue;
       const std::uint32_t k = s - slot0_[t];
-      const TaskInfo& ti = info_[image_.tile_program[t]][k];
+      const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[t]] + k];
       auto& w = work[task_at(t, k).op];
       w[std::size_t(Cause::TaskOverhead)] += costs_.task_overhead;
       w[std::size_t(Cause::VectorSetup)] += ti.setup;
       const bool stream = task_at(t, k).start == Task::Start::Stream;
-      w[std::size_t(Cause::Compute)] += end_[s] - start_[s] - (stream ? 0 : ti.setup);
+      w[std::size_t(Cause::Compute)] += slots_[s].end - slots_[s].start - (stream ? 0 : ti.setup);
     }
   }
   return r;
@@ -287,7 +299,7 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
   const BurstRec& b = bursts_[id];
   if (b.kind == BurstKind::Weights) {
     const std::uint32_t slot = b.sender;
-    ++wcount_[slot];
+    ++slots_[slot].wcount;
     credit(slot, sink, slot - slot0_[sink], tail, tail, id);
     return;
   }
@@ -299,12 +311,12 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
   }
   const std::uint32_t p = image_.tile_program[sink];
   if (p != firmware::kIdle) {
-    const auto& tasks = image_.programs[p].tasks;
+    const TaskInfo* ti = tinfo_.data() + prog0_[p];
+    const std::uint32_t n = prog0_[p + 1] - prog0_[p];
     const std::uint32_t s0 = slot0_[sink];
-    for (std::uint32_t k = 0; k < tasks.size(); ++k) {
-      const Task& t = tasks[k];
-      if (t.trigger != b.color || count_[s0 + k] >= t.arrivals) continue;
-      Cycle when = t.start == Task::Start::Stream ? head + costs_.stream_stage_latency : tail;
+    for (std::uint32_t k = 0; k < n; ++k) {
+      if (ti[k].trigger != b.color || slots_[s0 + k].count >= ti[k].arrivals) continue;
+      Cycle when = ti[k].stream ? head + costs_.stream_stage_latency : tail;
       credit(s0 + k, sink, k, when, tail, id);
       claimed = true;
       break;
@@ -314,38 +326,37 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
 }
 
 void Executor::credit(std::uint32_t slot, TileIndex tile, std::uint32_t k, Cycle when, Cycle tail, std::uint32_t burst) {
-  const bool first = crit_[slot] == kNone;
-  if (first || when > ready_[slot]) crit_[slot] = burst, ready_[slot] = when;
-  if (first || tail > tail_[slot]) tail_[slot] = tail;
-  const bool weight = bursts_[burst].kind == BurstKind::Weights;
-  if (!weight) ++count_[slot];
-  const std::uint32_t p = image_.tile_program[tile];
-  const TaskInfo& ti = info_[p][k];
-  const bool full = count_[slot] == task_at(tile, k).arrivals && (wcount_.empty() || wcount_[slot] == ti.weight_arrivals);
-  if (full) net_.timer(ready_[slot], kTimerReady | (std::uint64_t(tile) << 16) | k);
+  Slot& sl = slots_[slot];
+  const bool first = sl.crit == kNone;
+  if (first || when > sl.ready) sl.crit = burst, sl.ready = when;
+  if (first || tail > sl.tail) sl.tail = tail;
+  if (bursts_[burst].kind != BurstKind::Weights) ++sl.count;
+  const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[tile]] + k];
+  if (sl.count == ti.arrivals && sl.wcount == ti.weight_arrivals)
+    net_.timer(sl.ready, kTimerReady | (std::uint64_t(tile) << 16) | k);
 }
 
 void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   const std::uint32_t slot = slot0_[tile] + k;
   const std::uint32_t p = image_.tile_program[tile];
   const Task& t = image_.programs[p].tasks[k];
-  const TaskInfo& ti = info_[p][k];
+  const TaskInfo& ti = tinfo_[prog0_[p] + k];
   const bool stream = t.start == Task::Start::Stream;
   Cycle s, e;
   if (!stream) {
     Cycle t0 = now;
-    if (core_free_[tile] > now) t0 = core_free_[tile], prev_[slot] = last_slot_[tile];
+    if (core_free_[tile] > now) t0 = core_free_[tile], slots_[slot].prev = last_slot_[tile];
     s = t0 + costs_.task_overhead;
     e = s + ti.setup + ti.body;
   } else {
     // Armed in advance: activation and vector setup run while the core waits for the stream's head.
     const Cycle armed = core_free_[tile] + costs_.task_overhead + ti.setup;
     s = now;
-    if (armed > now) s = armed, prev_[slot] = last_slot_[tile] == kNone ? kStepStart : last_slot_[tile];
-    e = std::max(s + ti.body, tail_[slot] + costs_.stream_stage_latency);
+    if (armed > now) s = armed, slots_[slot].prev = last_slot_[tile] == kNone ? kStepStart : last_slot_[tile];
+    e = std::max(s + ti.body, slots_[slot].tail + costs_.stream_stage_latency);
   }
-  start_[slot] = s;
-  end_[slot] = e;
+  slots_[slot].start = s;
+  slots_[slot].end = e;
   core_free_[tile] = e;
   last_slot_[tile] = slot;
   ++tasks_run_;
@@ -390,7 +401,7 @@ void Executor::walk_critical_path(StepResult& r) {
   Breakdown& bd = r.breakdown;
   bd.per_layer.assign(image_.layer_names.size(), CauseCycles{});
   bd.per_op.assign(image_.op_names.size(), CauseCycles{});
-  critical_.assign(count_.size(), 0);
+  critical_.assign(slots_.size(), 0);
   auto add = [&](Cause c, Cycle v, std::uint16_t layer, std::uint16_t op) {
     bd.cause[std::size_t(c)] += v;
     bd.per_layer[layer][std::size_t(c)] += v;
@@ -413,7 +424,7 @@ void Executor::walk_critical_path(StepResult& r) {
       layer = st.layer, op = st.op;
     }
   }
-  for (std::uint64_t guard = 0; guard <= count_.size() + bursts_.size() + 1; ++guard) {
+  for (std::uint64_t guard = 0; guard <= slots_.size() + bursts_.size() + 1; ++guard) {
     const BurstRec& b = bursts_[burst];
     ++bd.path_bursts;
     if (b.kind == BurstKind::Weights) {
@@ -438,31 +449,31 @@ void Executor::walk_critical_path(StepResult& r) {
       const TileIndex tile = slot_tile(slot);
       const std::uint32_t k = slot - slot0_[tile];
       const Task& t = task_at(tile, k);
-      const TaskInfo& ti = info_[image_.tile_program[tile]][k];
+      const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[tile]] + k];
       const bool stream = t.start == Task::Start::Stream;
       layer = t.layer, op = t.op;
-      const Cycle s = start_[slot];
+      const Cycle s = slots_[slot].start;
       if (ref > s) {  // the task's own work [s, ref]
         const Cycle span = ref - s;
         const Cycle setup = stream ? 0 : std::min(span, ti.setup);
         add(Cause::VectorSetup, setup, layer, op);
         add(Cause::Compute, span - setup, layer, op);
       }
-      if (prev_[slot] != kNone) {  // waited for its core: activation (+ setup when armed), then the core's previous task
+      if (slots_[slot].prev != kNone) {  // waited for its core: activation (+ setup when armed), then the core's previous task
         add(Cause::TaskOverhead, costs_.task_overhead, layer, op);
         if (stream) add(Cause::VectorSetup, ti.setup, layer, op);
-        if (prev_[slot] == kStepStart) {
+        if (slots_[slot].prev == kStepStart) {
           ended = true;
           break;
         }
-        slot = prev_[slot];
-        ref = end_[slot];
+        slot = slots_[slot].prev;
+        ref = slots_[slot].end;
         continue;
       }
       // Waited for its input.
-      burst = crit_[slot];
+      burst = slots_[slot].crit;
       sink = tile;
-      arrive = ready_[slot];
+      arrive = slots_[slot].ready;
       to_tail = true;
       if (!stream) {
         add(Cause::TaskOverhead, costs_.task_overhead, layer, op);
@@ -482,9 +493,9 @@ std::vector<TaskRun> Executor::task_runs() const {
   std::vector<TaskRun> out;
   for (TileIndex t = 0; t < grid_.size(); ++t) {
     for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
-      if (start_[s] == kNever) continue;
+      if (slots_[s].start == kNever) continue;
       const Task& task = task_at(t, s - slot0_[t]);
-      out.push_back({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, ready_[s], start_[s], end_[s],
+      out.push_back({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, slots_[s].ready, slots_[s].start, slots_[s].end,
                      !critical_.empty() && critical_[s] != 0});
     }
   }

@@ -114,12 +114,20 @@ class Executor final : public noc::NetworkClient {
   void on_timer(std::uint64_t tag, Cycle now) override;
 
  private:
-  struct TaskInfo {       // per program task, computed once
+  struct TaskInfo {       // per program task, computed once (flat over programs: hot in the event loop)
     Cycle setup = 0;      // vector_setup x ops (StreamIn included)
     Cycle body = 0;       // op bodies
     std::uint32_t stream_bytes = 0;
     std::uint16_t weight_arrivals = 0;  // StreamIn ops (one weight burst each)
     std::uint32_t need = 0;             // arrivals + weight_arrivals
+    std::uint16_t arrivals = 1;
+    noc::Color trigger = 0;
+    bool stream = false;
+  };
+  struct Slot {           // one task of one tile: everything the event loop touches, in one place
+    Cycle ready, tail, start, end;  // trigger; latest input tail; start (after overhead); end
+    std::uint32_t crit, prev;       // critical input burst; core predecessor (kNone: input-bound)
+    std::uint16_t count, wcount;    // colour arrivals; weight bursts arrived
   };
   enum class BurstKind : std::uint8_t { Data, Injection, Weights };
   struct BurstRec {       // one per burst sent
@@ -134,6 +142,7 @@ class Executor final : public noc::NetworkClient {
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
   void validate() const;
+  static std::uint32_t ti_weight_ops(const firmware::Task& t);
   void credit(std::uint32_t slot, hw::TileIndex tile, std::uint32_t k, Cycle when, Cycle tail, std::uint32_t burst);
   void start_task(hw::TileIndex tile, std::uint32_t k, Cycle now);
   void deliver(std::uint32_t burst, hw::TileIndex sink, Cycle head, Cycle tail);
@@ -151,16 +160,14 @@ class Executor final : public noc::NetworkClient {
   CostModel costs_;
   hw::Grid grid_;
 
-  std::vector<std::vector<TaskInfo>> info_;  // per program, per task
+  std::vector<TaskInfo> tinfo_;        // flat: program p's tasks at prog0_[p] ..
+  std::vector<std::uint32_t> prog0_;
   // Per tile.
   std::vector<std::uint32_t> slot0_;   // first slot (size tiles + 1)
   std::vector<Cycle> core_free_;
   std::vector<std::uint32_t> last_slot_;
   // Per task slot.
-  std::vector<std::uint16_t> count_;   // colour arrivals credited
-  std::vector<std::uint16_t> wcount_;  // weight bursts arrived (only when the image streams weights)
-  std::vector<Cycle> ready_, tail_, start_, end_;
-  std::vector<std::uint32_t> crit_, prev_;
+  std::vector<Slot> slots_;
   // Per burst.
   std::vector<BurstRec> bursts_;
   // Done detection.
