@@ -65,6 +65,7 @@ RowKey row_key(const StageSpec& s, const EmitParams& p, std::int32_t r) {
   if (s.out == OutKind::Transfer && r < std::int64_t(s.out_dest.size())) {
     const Dest& d = s.out_dest[std::size_t(r)];
     k.v[5] = std::int64_t(d.kind), k.v[6] = d.dx, k.v[7] = d.dy, k.v[8] = d.span;
+    k.v[10] = r < std::int64_t(s.out_color.size()) ? s.out_color[std::size_t(r)] : color::kResIn;
   }
   if (s.kind == StageKind::Norm) k.v[9] = h - 1 - r;
   return k;
@@ -97,6 +98,7 @@ class Builder {
     top_ = rk.v[0], bot_ = rk.v[1], Hr_ = rk.v[2], pos_ = rk.v[3], arr_ = rk.v[4];
     out_.kind = Dest::Kind(rk.v[5]), out_.dx = std::int32_t(rk.v[6]), out_.dy = std::int32_t(rk.v[7]);
     out_.span = std::int32_t(rk.v[8]), collect_dy_ = rk.v[9];
+    out_color_ = firmware::Color(rk.v[10]);
     first_ = ck.v[0], res_ = ck.v[1], seg_first_ = ck.v[2], seg_last_ = ck.v[3], segw_ = ck.v[4];
     kvh_ = ck.v[5], dims_ = ck.v[6], Ii_ = ck.v[7], Vi_ = ck.v[8], Ni_ = ck.v[9], collect_dx_ = ck.v[10];
   }
@@ -225,7 +227,7 @@ class Builder {
   // What the residual tile does with a stage's output.
   void output(Ix t) {
     switch (s_.out) {
-      case OutKind::Transfer: send_global(t, color::kResIn, Hr_, out_); break;
+      case OutKind::Transfer: send_global(t, out_color_, Hr_, out_); break;
       case OutKind::Gather: {
         const std::int64_t H = p_.model->hidden;
         if (h_ == 1) return send(t, color::kDone, H, self());
@@ -433,6 +435,7 @@ class Builder {
   std::int64_t Hr_ = 0, pos_ = 0, arr_ = 1, collect_dy_ = 0, segw_ = 1, kvh_ = 0, dims_ = 0, Ii_ = 0, Vi_ = 0;
   std::int64_t Ni_ = 0, collect_dx_ = 0;
   Dest out_;
+  firmware::Color out_color_ = color::kResIn;
   std::uint16_t cur_op_ = 0;
   std::int64_t streamed_weights_ = 0;
   Fragment f_;
@@ -569,6 +572,24 @@ void Emitter::add(const StageSpec& s) {
       }
       stream_bytes_ += frags_[f].stream_bytes;
     }
+  }
+  // Relays of the stage input (see StageSpec::relay_in): one small fragment on the relaying tile.
+  for (std::int32_t y = 0; y < std::int32_t(s.relay_in.size()) && y < r.h; ++y) {
+    const std::int32_t k = s.relay_in[std::size_t(y)];
+    if (k <= 0) continue;
+    Fragment fr;
+    firmware::Task t;
+    t.trigger = color::kRelay;
+    t.layer = s.layer;
+    t.op = s.kind == StageKind::Head ? kOpFinalNorm : kOpLayernorm;
+    std::int64_t bytes = split(p_.model->hidden, r.h, y) * p_.batch * kActivationBytes;
+    std::uint32_t wl = std::uint32_t(std::max<std::int64_t>(1, (bytes + p_.spec->wavelet_bytes - 1) / p_.spec->wavelet_bytes));
+    t.sends.push_back({color::kResIn, wl, {Dest::Kind::Tile, s.region.mirrored ? -k : k, 0, 1}});
+    fr.tasks.push_back(std::move(t));
+    fr.code = program_bytes(firmware::Program{fr.tasks, {}});
+    std::uint32_t f = intern_fragment(std::move(fr));
+    hw::TileIndex tile = grid_.index({global_x(s.region, s.region.rect.w - 1 - k), r.y0 + y});
+    seq_[tile] = child(seq_[tile], f);
   }
 }
 

@@ -30,6 +30,7 @@ inline constexpr firmware::Color kLocal = 8;   // local activation: the next ope
 inline constexpr firmware::Color kArg = 9;     // argmax reduction along the bottom row
 inline constexpr firmware::Color kGather = 10; // egress gather down the residual column (pipeline of wafers)
 inline constexpr firmware::Color kDone = 11;   // the step's end at the done tile
+inline constexpr firmware::Color kRelay = 12;  // a stage input relayed to the residual column (band hand-offs)
 }  // namespace color
 
 // Operator names (Image::op_names), LLMServingSim names where they fit.
@@ -54,8 +55,13 @@ struct StageSpec {
   Region region;
   bool streamed = false;
   std::vector<std::uint16_t> in_arrivals;  // per row: bursts arriving at the residual column (kResIn)
+  // Per row: 0 = the input burst arrives at the residual tile itself; k > 0 = it arrives (on kRelay) at the
+  // tile k columns before the residual column, which forwards it along the row. Vertical hand-offs between
+  // bands use it so the h bursts cross the band boundary on h different columns instead of queueing on one.
+  std::vector<std::int32_t> relay_in;
   OutKind out = OutKind::Transfer;
   std::vector<firmware::Dest> out_dest;    // per row (Transfer)
+  std::vector<firmware::Color> out_color;  // per row (Transfer): kResIn, or kRelay when the next stage relays
   // Kernel sizes (Gemv: k x n; Norm: k).
   std::int64_t k = 0, n = 0;
 };
@@ -69,7 +75,7 @@ struct EmitParams {
 
 // Per-tile facts a fragment depends on (so equal keys give equal fragments).
 struct RowKey {
-  std::array<std::int64_t, 10> v{};
+  std::array<std::int64_t, 11> v{};
   friend bool operator==(const RowKey&, const RowKey&) = default;
 };
 struct ColKey {

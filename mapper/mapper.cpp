@@ -71,9 +71,26 @@ void connect(StageSpec& from, StageSpec& to) {
   const std::int32_t dx = detail::residual_x(to.region) - detail::residual_x(from.region);
   from.out = OutKind::Transfer;
   from.out_dest.assign(std::size_t(h1), {});
+  from.out_color.assign(std::size_t(h1), detail::color::kResIn);
   to.in_arrivals.assign(std::size_t(h2), 0);
+  // A vertical hand-off between equally tall stages: row r's burst goes (dimension order: along its row,
+  // then down) to the tile r columns before the next stage's residual column, which relays it along its
+  // row, so the h bursts cross the boundary on h different columns instead of queueing on one link.
+  const bool relay = h1 == h2 && dx == 0 && !(a == b) && b.w > 1;
+  to.relay_in.assign(std::size_t(h2), 0);
   for (std::int64_t r = 0; r < h1; ++r) {
     std::int64_t lo = r * h2 / h1, hi = std::max(lo + 1, (r + 1) * h2 / h1);
+    if (relay) {
+      const std::int32_t k = std::int32_t(r % b.w);
+      to.relay_in[std::size_t(r)] = k;
+      Dest d;
+      d.dx = k == 0 ? 0 : (to.region.mirrored ? k : -k);
+      d.dy = std::int32_t(b.y0 - a.y0);
+      from.out_dest[std::size_t(r)] = d;
+      if (k > 0) from.out_color[std::size_t(r)] = detail::color::kRelay;
+      ++to.in_arrivals[std::size_t(r)];
+      continue;
+    }
     Dest d;
     d.kind = hi - lo == 1 ? Dest::Kind::Tile : Dest::Kind::Column;
     d.dx = dx;

@@ -282,7 +282,7 @@ TEST(Mapper, Llama8BOnWse3SharesProgramsAndCoversEveryMac) {
   Mapping mp = map_model(wse3, perfect(wse3), m, o);
   const WaferReport& w = mp.wafers[0];
   EXPECT_EQ(w.tiles_used, wse3.logical_tiles());
-  EXPECT_LT(w.programs, 3000u);               // 893 k tiles share a few thousand programs at most
+  EXPECT_LT(w.programs, 5000u);               // 893 k tiles share a few thousand programs at most
   EXPECT_LT(w.firmware_bytes, 2'000'000);     // a couple of MB of firmware for the whole wafer
   EXPECT_LE(w.sram_max, wse3.sram_bytes);
   EXPECT_GT(w.sram_mean, 16e9 / 893064.0);    // 16 GB of weights spread over the tiles, plus KV cache
