@@ -43,6 +43,9 @@ class DefectMap {
   bool link_failed(Coord from, Dir d) const;
   // This exact defect (kind and place; a link in either of its two spellings) is in the map.
   bool contains(Defect d) const;
+  // Fast forms for hot loops: the link from tile `physical` to its east / south neighbour failed.
+  bool east_link_failed(TileIndex physical) const { return !tile_bits_.empty() && (tile_bits_[physical] & kLinkEast); }
+  bool south_link_failed(TileIndex physical) const { return !tile_bits_.empty() && (tile_bits_[physical] & kLinkSouth); }
   // Defects of one kind in the map.
   std::size_t count(DefectKind k) const;
   // Tiles that cannot host a logical tile (a tile with both a core and an SRAM defect counts once).

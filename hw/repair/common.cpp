@@ -137,21 +137,50 @@ void finish_result(RepairResult& r, const DefectMap& defects) {
   r.hops_east.assign(g.size(), 0);
   r.hops_south.assign(g.size(), 0);
   PathFinder pf(defects);
-  for (std::int32_t y = 0; y < g.height; ++y) {
+  // Physical coordinates of the current and the next logical row (one division per tile), so the common
+  // case -- the logical neighbour is the physical neighbour and the link is healthy -- costs a compare.
+  std::vector<Coord> cur(std::size_t(g.width)), next(std::size_t(g.width));
+  const std::int64_t pw = r.physical.width;
+  const double inv_pw = 1.0 / double(pw);
+  auto fill = [&](std::int32_t y, std::vector<Coord>& out) {
+    const TileIndex* row = r.log_to_phys.data() + std::size_t(y) * std::size_t(g.width);
     for (std::int32_t x = 0; x < g.width; ++x) {
-      const TileIndex li = g.index({x, y});
+      const TileIndex p = row[x];
+      if (p == kNoTile) {
+        out[std::size_t(x)] = {-1, -1};
+        continue;
+      }
+      // p / width by a multiplication (exact after the correction; a division per tile costs more).
+      std::int64_t py = std::int64_t(double(p) * inv_pw);
+      if (py * pw > std::int64_t(p)) --py;
+      if ((py + 1) * pw <= std::int64_t(p)) ++py;
+      out[std::size_t(x)] = {std::int32_t(std::int64_t(p) - py * pw), std::int32_t(py)};
+    }
+  };
+  if (g.height > 0) fill(0, cur);
+  for (std::int32_t y = 0; y < g.height; ++y) {
+    const bool has_next = y + 1 < g.height;
+    if (has_next) fill(y + 1, next);
+    const TileIndex row = TileIndex(y) * TileIndex(g.width);
+    for (std::int32_t x = 0; x < g.width; ++x) {
+      const TileIndex li = row + TileIndex(x);
       const TileIndex p = r.log_to_phys[li];
       if (p == kNoTile) continue;
-      const Coord pc = r.physical.coord(p);
-      if (x + 1 < g.width) {
-        const TileIndex q = r.log_to_phys[li + 1];
-        if (q != kNoTile) r.hops_east[li] = std::uint16_t(pf.hops(pc, r.physical.coord(q)));
+      const Coord pc = cur[std::size_t(x)];
+      if (x + 1 < g.width && r.log_to_phys[li + 1] != kNoTile) {
+        const Coord qc = cur[std::size_t(x) + 1];
+        r.hops_east[li] = qc.y == pc.y && qc.x == pc.x + 1 && !defects.east_link_failed(p)
+                              ? 1
+                              : std::uint16_t(pf.hops(pc, qc));
       }
-      if (y + 1 < g.height) {
-        const TileIndex q = r.log_to_phys[li + TileIndex(g.width)];
-        if (q != kNoTile) r.hops_south[li] = std::uint16_t(pf.hops(pc, r.physical.coord(q)));
+      if (has_next && r.log_to_phys[li + TileIndex(g.width)] != kNoTile) {
+        const Coord qc = next[std::size_t(x)];
+        r.hops_south[li] = qc.x == pc.x && qc.y == pc.y + 1 && !defects.south_link_failed(p)
+                               ? 1
+                               : std::uint16_t(pf.hops(pc, qc));
       }
     }
+    std::swap(cur, next);
   }
 }
 
