@@ -91,6 +91,18 @@ SearchResult search(const Fabric& f, Coord here, Dir in, Coord dst, Window win, 
 // in first out, so it dives along the preferred (XY-first) direction; on a sparse fault map it expands
 // about as many states as the path is long, wherever the pair lies on the wafer. No tile east of both
 // ends is ever useful (after its first non-west hop a route never goes west again).
+// A Manhattan-length path from state (at, in) exists along XY (X then Y) / YX (Y then X) and is healthy.
+bool clear_xy(const Fabric& f, Coord at, Dir in, Coord dst) {
+  return turn_allowed(in, xy_port(at, dst)) && f.row_clear(at.y, at.x, dst.x) && f.column_clear(dst.x, at.y, dst.y);
+}
+bool clear_yx(const Fabric& f, Coord at, Dir in, Coord dst) {
+  if (at.x == dst.x || at.y == dst.y) return false;  // the same path as XY
+  Dir first = dst.y > at.y ? Dir::South : Dir::North;
+  Dir second = dst.x > at.x ? Dir::East : Dir::West;
+  return turn_allowed(in, first) && turn_allowed(first, second) && f.column_clear(at.x, at.y, dst.y) &&
+         f.row_clear(dst.y, at.x, dst.x);
+}
+
 struct AstarNode {
   std::uint32_t g;
   Dir first;
@@ -123,10 +135,12 @@ class HashedStates {
   std::unordered_map<std::uint32_t, AstarNode> m_;
 };
 
+// `limit`: give up (found = false, dist = kUnseen) after visiting that many states.
 template <class States>
-SearchResult astar_with(const Fabric& f, Coord here, Dir in, Coord dst) {
+SearchResult astar_with(const Fabric& f, Coord here, Dir in, Coord dst, std::size_t limit) {
   const Grid& g = f.grid();
   SearchResult res;
+  std::size_t visited = 0;
   if (dst.x < here.x && ((in != Dir::Ramp && in != Dir::West) || !f.row_clear(here.y, here.x, dst.x)))
     return res;  // west of here: only a straight westward run from the source gets there
   const std::int32_t xmax = std::max(here.x, dst.x);
@@ -138,6 +152,7 @@ SearchResult astar_with(const Fabric& f, Coord here, Dir in, Coord dst) {
   auto push = [&](Coord at, Dir arrived, std::uint32_t gv, Dir first) {
     std::uint32_t key = g.index(at) * 4 + std::uint32_t(arrived);
     auto [node, fresh] = best.try_emplace(key, AstarNode{gv, first});
+    visited += fresh;
     if (!fresh) {
       if (node->g <= gv) return;
       *node = {gv, first};
@@ -167,14 +182,22 @@ SearchResult astar_with(const Fabric& f, Coord here, Dir in, Coord dst) {
     Coord at = g.coord(key / 4);
     AstarNode nd = best.at(key);
     if (nd.g + h(at) - base != lowest) continue;  // superseded by a shorter way here
-    if (at == dst) return {true, nd.g, nd.first};
+    // Popped with the least f: done once a healthy Manhattan path continues from here.
+    if (at == dst || clear_xy(f, at, Dir(key % 4), dst) || clear_yx(f, at, Dir(key % 4), dst))
+      return {true, nd.g + h(at), nd.first};
+    if (visited > limit) return {false, kUnseen, Dir::Ramp};
     expand(at, Dir(key % 4), nd.g, nd.first, false);
   }
 }
 
+// Hashed states while the search stays small; a search that grows (an unreachable pair explores all it
+// can reach) restarts on dense arrays, which are faster per state. Same order, same result.
 SearchResult astar(const Fabric& f, Coord here, Dir in, Coord dst) {
-  if (f.grid().size() <= 65536) return astar_with<DenseStates>(f, here, in, dst);
-  return astar_with<HashedStates>(f, here, in, dst);
+  constexpr std::size_t kDenseTiles = 65536, kHashedStates = 200000;
+  if (f.grid().size() <= kDenseTiles) return astar_with<DenseStates>(f, here, in, dst, SIZE_MAX);
+  SearchResult r = astar_with<HashedStates>(f, here, in, dst, kHashedStates);
+  if (!r.found && r.dist == kUnseen) return astar_with<DenseStates>(f, here, in, dst, SIZE_MAX);
+  return r;
 }
 
 Window full_window(const Grid& g) { return {0, 0, g.width - 1, g.height - 1}; }
@@ -220,6 +243,7 @@ Dir next_port_faulty(const Fabric& f, Coord here, Coord dst, Dir in) {
   Dir xy = xy_port(here, dst);
   if (turn_allowed(in, xy) && f.row_clear(here.y, here.x, dst.x) && f.column_clear(dst.x, here.y, dst.y))
     return xy;  // the XY path from here is healthy and as short as any path can be
+  if (clear_yx(f, here, in, dst)) return dst.y > here.y ? Dir::South : Dir::North;  // so is YX
   if (!f.router_ok(g.index(here)) || !f.router_ok(g.index(dst)))
     throw hw::InputError(unreachable_message(f, here, dst));
   SearchResult r = astar(f, here, in, dst);

@@ -49,11 +49,13 @@ Dir next_port_faulty(const Fabric& f, Coord here, Coord dst, Dir in);
 
 // The routing function, called by the timing models once per hop: the output port of the router at
 // `here` for a burst to `dst` that arrived travelling `in` (Ramp at its source); Ramp = deliver to the
-// core. Pure, no allocation on a fault-free fabric, nor where the XY path from `here` is clear (a lookup
-// in the fabric's per-row/column fault index). Elsewhere it searches (windowed breadth-first search over
-// (tile, arrival direction), allocates) and returns the first hop of a shortest west-first path, so
-// following it hop by hop gives a shortest route. Throws InputError naming the tiles and the faults when
-// `dst` cannot be reached from this state.
+// core. Pure. No allocation on a fault-free fabric (one branch, then XY), nor where the XY or the YX path
+// from `here` is clear (lookups in the fabric's per-row/column fault index): both are as short as any
+// path. Elsewhere an A* search over (tile, arrival direction) with the Manhattan heuristic returns the
+// first hop of a shortest west-first path (it allocates; it stops at the first state from which XY or YX
+// is clear, so it visits about as many states as the detour is long). Every hop lowers the remaining
+// shortest distance by one, so following it hop by hop gives a shortest route. Throws InputError naming
+// the tiles and the faults when `dst` cannot be reached from this state.
 inline Dir next_port(const Fabric& f, Coord here, Coord dst, Dir in = Dir::Ramp) {
   if (f.fault_free()) return xy_port(here, dst);
   return detail::next_port_faulty(f, here, dst, in);
