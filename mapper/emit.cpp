@@ -476,22 +476,35 @@ struct KeyTable {
 };
 }  // namespace
 
+RowKey reduced(const RowKey& k) {
+  RowKey r = k;
+  for (std::size_t i = 4; i < r.v.size(); ++i) r.v[i] = 0;  // arrivals, hand-off, collect: residual column only
+  return r;
+}
+
 StageNeed stage_need(const StageSpec& s, const EmitParams& p) {
-  KeyTable<RowKey> rows;
+  KeyTable<RowKey> rows, rows_reduced;
   KeyTable<ColKey> cols;
-  for (std::int32_t r = 0; r < s.region.rect.h; ++r) rows.intern(row_key(s, p, r));
+  for (std::int32_t r = 0; r < s.region.rect.h; ++r) {
+    RowKey k = row_key(s, p, r);
+    rows.intern(k);
+    rows_reduced.intern(reduced(k));
+  }
   for (std::int32_t i = 0; i < s.region.rect.w; ++i) cols.intern(col_key(s, p, i));
   StageNeed need;
-  for (std::size_t a = 0; a < rows.keys.size(); ++a)
-    for (std::size_t b = 0; b < cols.keys.size(); ++b) {
-      Fragment f = build_fragment(s, p, rows.keys[a], cols.keys[b]);
+  for (std::size_t b = 0; b < cols.keys.size(); ++b) {
+    const bool res = cols.keys[b].v[1] != 0;
+    const KeyTable<RowKey>& rt = res ? rows : rows_reduced;
+    for (std::size_t a = 0; a < rt.keys.size(); ++a) {
+      Fragment f = build_fragment(s, p, rt.keys[a], cols.keys[b]);
       firmware::SramUse u = f.sram;
       u.code = std::uint32_t(f.code);
       if (u.total() > need.worst.total()) need.worst = u;
-      std::int64_t n = rows.counts[a] * cols.counts[b];
+      std::int64_t n = rt.counts[a] * cols.counts[b];
       need.weight_bytes += n * (s.streamed ? f.stream_bytes : std::int64_t(f.sram.weights));
       need.stream_bytes += n * f.stream_bytes;
     }
+  }
   return need;
 }
 
@@ -541,20 +554,29 @@ std::uint32_t Emitter::child(std::uint32_t seq, std::uint32_t frag) {
 
 void Emitter::add(const StageSpec& s) {
   const hw::Rect& r = s.region.rect;
-  KeyTable<RowKey> rows;
+  // Rows differ mostly in what only the residual column uses (arrivals, hand-off destination): the other
+  // columns are keyed on the reduced row key, so far fewer fragments are built.
+  KeyTable<RowKey> rows, rows_reduced;
   KeyTable<ColKey> cols;
-  std::vector<std::uint32_t> rk(std::size_t(r.h)), ck(std::size_t(r.w));
-  for (std::int32_t y = 0; y < r.h; ++y) rk[std::size_t(y)] = rows.intern(row_key(s, p_, y));
+  std::vector<std::uint32_t> rk(std::size_t(r.h)), rk_red(std::size_t(r.h)), ck(std::size_t(r.w));
+  for (std::int32_t y = 0; y < r.h; ++y) {
+    RowKey k = row_key(s, p_, y);
+    rk[std::size_t(y)] = rows.intern(k);
+    rk_red[std::size_t(y)] = rows_reduced.intern(reduced(k));
+  }
   for (std::int32_t i = 0; i < r.w; ++i) ck[std::size_t(i)] = cols.intern(col_key(s, p_, i));
   const std::size_t nc = cols.keys.size();
   constexpr std::uint32_t kUnbuilt = 0xFFFFFFFFu, kEmpty = 0xFFFFFFFEu;
-  std::vector<std::uint32_t> table(rows.keys.size() * nc, kUnbuilt);
+  std::vector<std::uint32_t> table(rows.keys.size() * nc, kUnbuilt), table_red(rows_reduced.keys.size() * nc, kUnbuilt);
   for (std::int32_t y = 0; y < r.h; ++y) {
     std::uint32_t last_seq = kUnbuilt, last_frag = kUnbuilt, last_child = 0;
     for (std::int32_t i = 0; i < r.w; ++i) {
-      std::uint32_t& f = table[rk[std::size_t(y)] * nc + ck[std::size_t(i)]];
+      const ColKey& ckey = cols.keys[ck[std::size_t(i)]];
+      const bool res = ckey.v[1] != 0;
+      std::uint32_t& f = res ? table[rk[std::size_t(y)] * nc + ck[std::size_t(i)]]
+                             : table_red[rk_red[std::size_t(y)] * nc + ck[std::size_t(i)]];
       if (f == kUnbuilt) {
-        Fragment fr = build_fragment(s, p_, rows.keys[rk[std::size_t(y)]], cols.keys[ck[std::size_t(i)]]);
+        Fragment fr = build_fragment(s, p_, res ? rows.keys[rk[std::size_t(y)]] : rows_reduced.keys[rk_red[std::size_t(y)]], ckey);
         if (fr.tasks.empty()) {
           f = kEmpty;
         } else {

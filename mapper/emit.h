@@ -84,6 +84,9 @@ struct ColKey {
 };
 RowKey row_key(const StageSpec& s, const EmitParams& p, std::int32_t r);
 ColKey col_key(const StageSpec& s, const EmitParams& p, std::int32_t i);  // i: local column (0 = far side)
+// The row key with the facts only the residual column uses cleared (fragments off the residual column
+// depend on this one only).
+RowKey reduced(const RowKey& k);
 
 struct Fragment {
   std::vector<firmware::Task> tasks;
