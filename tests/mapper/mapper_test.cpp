@@ -5,7 +5,9 @@
 #include <set>
 
 #include "firmware/validate.h"
+#include "hw/defect_map.h"
 #include "hw/error.h"
+#include "hw/repair.h"
 #include "mapper/kernels.h"
 #include "mapper/placement.h"
 
@@ -353,4 +355,39 @@ TEST(Mapper, EightBitWeightsHalveTheWeightBytesAndContextGrowsTheKvCache) {
   for (const auto& s : c.stages) kvc += s.kv_bytes;
   EXPECT_EQ(kvc, 4 * kva);
   EXPECT_GT(c.wafers[0].sram_max, a.wafers[0].sram_max);
+}
+
+TEST(Mapper, DefectAwareMapsAroundAnIncompleteRepair) {
+  hw::WaferSpec small = hw::preset("small");
+  hw::DefectGenParams gp;
+  gp.density_per_cm2 = 150;  // far beyond a real wafer: some rows lose more tiles than there are spares
+  hw::DefectMap defects = hw::generate_defects(small, gp, 7);
+  hw::RepairResult rep = hw::repair_scheme("row-shift").repair(small, defects);
+  noc::Fabric fabric = noc::Fabric::from_repair(rep);
+  ASSERT_FALSE(rep.complete) << defects.size() << " defects were all repaired; raise the density";
+  ModelConfig m = load_model("tiny-llama");
+  MapOptions o;
+  o.context = 64;
+  o.placement = "layer-bands";
+  try {
+    map_model(small, fabric, m, o);
+    FAIL() << "layer-bands accepted an array with dead tiles";
+  } catch (const hw::InputError& e) {
+    EXPECT_TRUE(has(e.what(), "defect-aware")) << e.what();
+  }
+  o.placement = "defect-aware";
+  Mapping mp = map_model(small, fabric, m, o);
+  auto v = firmware::validate(mp.images[0]);
+  EXPECT_TRUE(v.ok()) << v.problems.front();
+  hw::Rect usable = placement_detail::largest_healthy_rect(fabric);
+  for (const auto& s : mp.stages) {
+    EXPECT_TRUE(usable.contains({s.region.x0, s.region.y0}) &&
+                usable.contains({s.region.x0 + s.region.w - 1, s.region.y0 + s.region.h - 1}))
+        << s.name;
+  }
+  const hw::Grid g = fabric.grid();
+  for (std::uint32_t t = 0; t < g.size(); ++t)
+    if (mp.images[0].tile_program[t] != firmware::kIdle) {
+      EXPECT_TRUE(fabric.router_ok(t));
+    }
 }
