@@ -89,8 +89,8 @@ SearchResult search(const Fabric& f, Coord here, Dir in, Coord dst, Window win, 
 // Manhattan distance as heuristic (admissible and consistent: no path is shorter, each hop changes it by
 // one), so the first state popped at dst ends a shortest path. Open states in buckets by f, popped last
 // in first out, so it dives along the preferred (XY-first) direction; on a sparse fault map it expands
-// about as many states as the path is long, wherever the pair lies on the wafer. No tile east of both
-// ends is ever useful (after its first non-west hop a route never goes west again).
+// about as many states as the path is long, wherever the pair lies on the wafer. A state east of dst
+// reached by a non-west hop is a dead end (the route may never go west again) and is not explored.
 // A Manhattan-length path from state (at, in) exists along XY (X then Y) / YX (Y then X) and is healthy.
 bool clear_xy(const Fabric& f, Coord at, Dir in, Coord dst) {
   return turn_allowed(in, xy_port(at, dst)) && f.row_clear(at.y, at.x, dst.x) && f.column_clear(dst.x, at.y, dst.y);
@@ -143,7 +143,6 @@ SearchResult astar_with(const Fabric& f, Coord here, Dir in, Coord dst, std::siz
   std::size_t visited = 0;
   if (dst.x < here.x && ((in != Dir::Ramp && in != Dir::West) || !f.row_clear(here.y, here.x, dst.x)))
     return res;  // west of here: only a straight westward run from the source gets there
-  const std::int32_t xmax = std::max(here.x, dst.x);
   auto h = [&](Coord c) { return std::uint32_t(std::abs(c.x - dst.x) + std::abs(c.y - dst.y)); };
   const std::uint32_t base = h(here);
   States best(g.size());
@@ -169,7 +168,7 @@ SearchResult astar_with(const Fabric& f, Coord here, Dir in, Coord dst, std::siz
       Dir out = order[k];
       if (!turn_allowed(arrived, out) || !f.link_ok(t, out)) continue;
       Coord n = hw::step(at, out);
-      if (n.x > xmax) continue;
+      if (out != Dir::West && n.x > dst.x) continue;  // east of dst after a non-west hop: a dead end
       push(n, out, gv + 1, is_start ? out : first);
     }
   };
