@@ -316,6 +316,7 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mo
       sum += double(prog.sram.total()) * double(uses[p]);
       wr.colors_used = std::max(wr.colors_used, firmware::colors_used(prog));
       wr.firmware_bytes += program_bytes(prog);
+      wr.task_runs += std::int64_t(prog.tasks.size()) * uses[p];
     }
     wr.sram_mean = wr.tiles_used ? sum / double(wr.tiles_used) : 0;
     wr.programs = img.programs.size();

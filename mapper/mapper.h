@@ -53,6 +53,7 @@ struct WaferReport {
   std::int64_t streamed_bytes_per_token = 0;
   std::int64_t io_channels_used = 0;  // edge channels carrying streamed weights
   std::int64_t egress_bytes_per_token = 0;  // bytes leaving over the inter-wafer link (0 on the last)
+  std::int64_t task_runs = 0;        // tasks run per step over all tiles (what the emulator will execute)
 };
 
 struct Mapping {

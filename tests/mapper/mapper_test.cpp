@@ -150,7 +150,7 @@ TEST(Mapper, TinyModelsMapAndValidateOnEveryPlacement) {
       ASSERT_EQ(mp.images.size(), 1u);
       auto v = firmware::validate(mp.images[0]);
       EXPECT_TRUE(v.ok()) << model << " " << name << ": " << v.problems.front();
-      EXPECT_GT(v.tasks_run, 0u);
+      EXPECT_EQ(std::int64_t(v.tasks_run), mp.wafers[0].task_runs);
       EXPECT_LE(mp.wafers[0].colors_used, tiny.colors);
       EXPECT_LE(mp.wafers[0].sram_max, tiny.sram_bytes);
       EXPECT_GT(mp.tiles_used(), 0);
@@ -290,6 +290,8 @@ TEST(Mapper, Llama8BOnWse3SharesProgramsAndCoversEveryMac) {
   EXPECT_GT(w.sram_mean, 16e9 / 893064.0);    // 16 GB of weights spread over the tiles, plus KV cache
   EXPECT_LE(w.colors_used, wse3.colors);
   EXPECT_EQ(mp.streamed_bytes_per_token(), 0);
+  EXPECT_GT(w.task_runs, 8 * w.tiles_used);   // every tile runs its operators' tasks ...
+  EXPECT_LT(w.task_runs, 20 * w.tiles_used);  // ... once per step (layer-bands: one stage per tile)
   // (The full replay of this image by firmware::validate takes ~0.5 s in a release build and several seconds in
   // a debug one; the same emitter is replayed on `small` above and on every placement of the tiny models.)
   // Every weight is used once per token: the Fmac elements cover the model's MACs.
