@@ -9,28 +9,33 @@
 
 namespace wafer::noc {
 
-ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params)
-    : Mesh(fabric, params),
-      link_free_(fabric.links(), 0),
-      link_busy_(fabric.links(), 0),
-      ramp_in_free_(fabric.grid().size(), 0),
-      ramp_out_free_(fabric.grid().size(), 0) {}
+ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fabric, params) {
+  if (fabric.grid().width > 0xFFFF || fabric.grid().height > 0xFFFF)
+    throw hw::InputError(fmt::format("the approx mesh supports up to 65535 tiles per side; this mesh is {} x {}",
+                                     fabric.grid().width, fabric.grid().height));
+  tiles_.resize(fabric.grid().size());
+  reset();
+}
 
 void ApproxMesh::reset() {
   queue_.reset();
   stats_ = {};
   last_event_ = 0;
-  std::fill(link_free_.begin(), link_free_.end(), 0);
-  std::fill(link_busy_.begin(), link_busy_.end(), 0);
-  std::fill(ramp_in_free_.begin(), ramp_in_free_.end(), 0);
-  std::fill(ramp_out_free_.begin(), ramp_out_free_.end(), 0);
+  for (TileIndex t = 0; t < tiles_.size(); ++t) {
+    TileRes& r = tiles_[t];
+    r = TileRes{};
+    for (Dir d : hw::kMeshDirs) {
+      if (!fabric_->link_ok(t, d)) continue;
+      r.ok |= std::uint8_t(1u << unsigned(d));
+      r.latency[unsigned(d)] = std::uint16_t(std::min<std::uint64_t>(0xFFFF, std::uint64_t(params_.hop_latency) * fabric_->link_hops(t, d)));
+    }
+  }
   free_bursts_.clear();
   for (std::uint32_t i = std::uint32_t(bursts_.size()); i-- > 0;) free_bursts_.push_back(i);
 }
 
 std::size_t ApproxMesh::state_bytes() const {
-  return link_free_.capacity() * sizeof(Cycle) + link_busy_.capacity() * sizeof(std::uint64_t) +
-         (ramp_in_free_.capacity() + ramp_out_free_.capacity()) * sizeof(Cycle) + bursts_.capacity() * sizeof(Burst) +
+  return tiles_.capacity() * sizeof(TileRes) + bursts_.capacity() * sizeof(Burst) +
          free_bursts_.capacity() * sizeof(std::uint32_t) + queue_.bytes();
 }
 
@@ -49,13 +54,19 @@ void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
   if (spec.src >= g.size() || !fabric_->router_ok(spec.src))
     throw hw::InputError(fmt::format("burst source tile {} is outside the mesh or has a failed router", spec.src));
   if (spec.wavelets == 0) throw hw::InputError("a burst needs at least one wavelet");
-  Target t = resolve(*fabric_, spec.src, spec.dest);
   std::uint32_t b = alloc_burst();
   Burst& br = bursts_[b];
   br = Burst{};
+  if (spec.dest.kind == Destination::Kind::Tile && g.inside(spec.dest.first) &&
+      fabric_->router_ok(g.index(spec.dest.first))) {  // the common case, without building a region
+    br.target.dst = g.index(spec.dest.first);
+    br.target.dst_c = spec.dest.first;
+  } else {
+    br.target = resolve(*fabric_, spec.src, spec.dest);  // throws on a bad destination
+  }
   br.tag = spec.tag;
-  br.target = t;
   br.src = spec.src;
+  br.src_c = g.coord(spec.src);
   br.wavelets = spec.wavelets;
   br.lag = std::max(spec.lag, spec.wavelets - 1);
   br.refs = 1;
@@ -85,23 +96,24 @@ void ApproxMesh::handle(Cycle now, const Event& e) {
       return;
     case Kind::Inject: {
       Burst& br = bursts_[e.a];
-      Cycle start = std::max(now, ramp_in_free_[br.src]);
-      ramp_in_free_[br.src] = start + br.lag + 1;
+      Cycle& ramp = tiles_[br.src].ramp_in;
+      Cycle start = std::max(now, ramp);
+      ramp = start + br.lag + 1;
       br.inject = start;
       if (br.flow != kNone) ps_.out[br.flow].inject = start;
       if (start == now) {
-        if (br.flow == kNone) node(now, e.a, br.src, Dir::Ramp, 0);
+        if (br.flow == kNone) node(now, e.a, br.src_c, Dir::Ramp, 0);
         else plan_node(now, e.a, kNone, 0);
       } else {
         ++br.refs;
-        queue_.push(start, Event{e.a, br.flow == kNone ? br.src : kNone, 0,
+        queue_.push(start, Event{e.a, br.flow == kNone ? pack(br.src_c) : kNone, 0,
                                  br.flow == kNone ? Kind::Node : Kind::PlanNode, Dir::Ramp});
       }
       release(e.a);
       return;
     }
     case Kind::Node:
-      node(now, e.a, e.b, e.in, e.path);
+      node(now, e.a, unpack(e.b), e.in, e.path);
       release(e.a);
       return;
     case Kind::PlanNode:
@@ -112,31 +124,33 @@ void ApproxMesh::handle(Cycle now, const Event& e) {
 }
 
 Cycle ApproxMesh::cross(Cycle now, Burst& br, TileIndex tile, Dir d) {
-  if (!fabric_->link_ok(tile, d)) {
+  TileRes& r = tiles_[tile];
+  const unsigned k = unsigned(d);
+  if (!(r.ok >> k & 1u)) {
     Coord c = fabric_->grid().coord(tile);
     throw hw::InputError(fmt::format("route uses the failed link ({}, {}) {}", c.x, c.y, hw::to_string(d)));
   }
-  LinkId l = link_id(tile, d);
-  Cycle start = std::max(now, link_free_[l]);
-  link_free_[l] = start + br.lag + 1;
-  link_busy_[l] += br.lag + 1;
+  Cycle start = std::max(now, r.link_free[k]);
+  r.link_free[k] = start + br.lag + 1;
+  r.busy[k] += br.lag + 1;
   ++stats_.link_traversals;
   stats_.wavelet_link_cycles += br.wavelets;
-  return start + Cycle(params_.hop_latency) * fabric_->link_hops(tile, d);
+  return start + r.latency[k];
 }
 
-void ApproxMesh::node(Cycle now, std::uint32_t b, TileIndex here, Dir in, std::uint32_t path) {
-  Step st = route_step(*fabric_, bursts_[b].target, here, in);
-  const Grid& g = fabric_->grid();
-  for (Dir d : hw::kMeshDirs) {
-    if (!(st.ports >> unsigned(d) & 1u)) continue;
+void ApproxMesh::node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path) {
+  const Step st = route_step(*fabric_, bursts_[b].target, here, in);
+  const TileIndex t = fabric_->grid().index(here);
+  for (unsigned k = 0; k < 4; ++k) {
+    if (!(st.ports >> k & 1u)) continue;
+    const Dir d = Dir(k);
     Burst& br = bursts_[b];
-    Cycle arrive = cross(now, br, here, d);
-    std::uint32_t p = path + params_.hop_latency * fabric_->link_hops(here, d);
+    Cycle arrive = cross(now, br, t, d);
+    std::uint32_t p = path + tiles_[t].latency[k];
     ++br.refs;
-    queue_.push(arrive, Event{b, g.index(hw::step(g.coord(here), d)), p, Kind::Node, d});
+    queue_.push(arrive, Event{b, pack(hw::step(here, d)), p, Kind::Node, d});
   }
-  if (st.deliver) deliver(now, b, here, path);
+  if (st.deliver) deliver(now, b, t, path);
 }
 
 void ApproxMesh::plan_node(Cycle now, std::uint32_t b, std::uint32_t edge, std::uint32_t path) {
@@ -150,7 +164,7 @@ void ApproxMesh::plan_node(Cycle now, std::uint32_t b, std::uint32_t edge, std::
     LinkId l = fl.route[c].link;
     Burst& br = bursts_[b];
     Cycle arrive = cross(now, br, link_tile(l), link_dir(l));
-    std::uint32_t p = path + params_.hop_latency * fabric_->link_hops(link_tile(l), link_dir(l));
+    std::uint32_t p = path + tiles_[link_tile(l)].latency[unsigned(link_dir(l))];
     ++br.refs;
     queue_.push(arrive, Event{b, c, p, Kind::PlanNode, Dir::Ramp});
   }
@@ -159,8 +173,9 @@ void ApproxMesh::plan_node(Cycle now, std::uint32_t b, std::uint32_t edge, std::
 
 void ApproxMesh::deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path) {
   Burst& br = bursts_[b];
-  Cycle start = std::max(now, ramp_out_free_[tile]);
-  ramp_out_free_[tile] = start + br.lag + 1;
+  Cycle& ramp = tiles_[tile].ramp_out;
+  Cycle start = std::max(now, ramp);
+  ramp = start + br.lag + 1;
   Cycle head = start, tail = start + br.lag;
   Cycle wait = head - br.inject - path;
   br.wait = std::max(br.wait, wait);

@@ -4,8 +4,9 @@
 // A burst occupies each resource it crosses for lag + 1 cycles; a head that finds a resource busy waits
 // (counted apart from transfer time); heads are served first come first served because hops are
 // processed as time-ordered events. A multicast occupies each link of its tree once.
-// Per tile it holds 4 link next-free cycles, 4 link busy counters and 2 ramp next-free cycles (80 bytes);
-// bursts in flight live in a recycled pool, events in the calendar's reused buckets.
+// Per tile one 96-byte record (its 4 output links' next-free cycles and busy counters, its 2 ramps'
+// next-free cycles, the links' latencies and health copied from the Fabric), so one hop touches one or two
+// cache lines; bursts in flight live in a recycled pool, events in the calendar's reused buckets.
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -35,7 +36,7 @@ class ApproxMesh final : public Mesh {
   void run_until(Cycle limit) override;
   bool idle() const override { return queue_.empty(); }
   void reset() override;
-  std::uint64_t link_busy(LinkId l) const override { return link_busy_[l]; }
+  std::uint64_t link_busy(LinkId l) const override { return tiles_[link_tile(l)].busy[unsigned(link_dir(l))]; }
   std::size_t state_bytes() const override;
 
  private:
@@ -43,7 +44,7 @@ class ApproxMesh final : public Mesh {
   enum class Kind : std::uint8_t { Inject, Node, PlanNode, Timer };
   struct Event {
     std::uint32_t a;     // burst (Timer: tag low bits)
-    std::uint32_t b;     // tile (Node) / route edge, kNone = the source (PlanNode) / tag high bits (Timer)
+    std::uint32_t b;     // x | y << 16 (Node) / route edge, kNone = the source (PlanNode) / tag high bits (Timer)
     std::uint32_t path;  // zero-load head latency accumulated so far
     Kind kind;
     Dir in;              // direction travelled to arrive (Ramp at the source)
@@ -53,6 +54,7 @@ class ApproxMesh final : public Mesh {
     Cycle inject;
     Cycle head, tail, wait;
     Target target;
+    Coord src_c;
     TileIndex src;
     std::uint32_t lag;
     std::uint32_t wavelets;
@@ -61,7 +63,7 @@ class ApproxMesh final : public Mesh {
   };
 
   void handle(Cycle now, const Event& e);
-  void node(Cycle now, std::uint32_t b, TileIndex here, Dir in, std::uint32_t path);
+  void node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path);
   void plan_node(Cycle now, std::uint32_t b, std::uint32_t edge, std::uint32_t path);
   // Occupies link (tile, d) from `now`; returns when the head reaches the next router.
   Cycle cross(Cycle now, Burst& br, TileIndex tile, Dir d);
@@ -75,9 +77,17 @@ class ApproxMesh final : public Mesh {
   Calendar<Event> queue_;
   NetworkStats stats_;
   Cycle last_event_ = 0;
-  std::vector<Cycle> link_free_;  // per LinkId
-  std::vector<std::uint64_t> link_busy_;
-  std::vector<Cycle> ramp_in_free_, ramp_out_free_;  // per tile
+  struct alignas(32) TileRes {
+    Cycle link_free[4];         // per output link (Dir N, E, S, W): first cycle it is free
+    std::uint64_t busy[4];      // cycles the link carried wavelets
+    Cycle ramp_in, ramp_out;    // injection / delivery ramp: first cycle free
+    std::uint16_t latency[4];   // hop_latency x physical hops
+    std::uint8_t ok;            // bit d: link d usable
+  };
+  static_assert(sizeof(TileRes) == 96);
+  static std::uint32_t pack(Coord c) { return std::uint32_t(c.x) | std::uint32_t(c.y) << 16; }
+  static Coord unpack(std::uint32_t v) { return {std::int32_t(v & 0xFFFFu), std::int32_t(v >> 16)}; }
+  std::vector<TileRes> tiles_;
   std::vector<Burst> bursts_;
   std::vector<std::uint32_t> free_bursts_;
 

@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include "hw/error.h"
-#include "noc/routing/multicast.h"
-#include "noc/routing/route.h"
 
 namespace wafer::noc {
 
@@ -22,6 +20,7 @@ Target resolve(const Fabric& fabric, TileIndex src, const Destination& dest) {
   check(dest.first);
   if (dest.kind == Destination::Kind::Tile) {
     t.dst = g.index(dest.first);
+    t.dst_c = dest.first;
     return t;
   }
   if (dest.span < 1) throw hw::InputError(fmt::format("multicast span {} must be at least 1", dest.span));
@@ -36,21 +35,6 @@ Target resolve(const Fabric& fabric, TileIndex src, const Destination& dest) {
                                      "route it as a Plan (noc::multicast detours)",
                                      t.src.x, t.src.y, row ? "row" : "column", dest.first.x, dest.first.y, dest.span));
   return t;
-}
-
-Step route_step(const Fabric& fabric, const Target& t, TileIndex here, Dir in) {
-  const Grid& g = fabric.grid();
-  Step s;
-  if (t.kind == Destination::Kind::Tile) {
-    Dir d = next_port(fabric, g.coord(here), g.coord(t.dst), in);
-    if (d == Dir::Ramp) s.deliver = true;
-    else s.ports = std::uint8_t(1u << unsigned(d));
-    return s;
-  }
-  noc::Fanout f = region_ports(g.coord(here), t.src, t.region, in);
-  s.ports = f.ports;
-  s.deliver = f.deliver;
-  return s;
 }
 
 }  // namespace wafer::noc

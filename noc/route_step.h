@@ -9,6 +9,8 @@
 #include "hw/coord.h"
 #include "noc/network.h"
 #include "noc/routing/fabric.h"
+#include "noc/routing/multicast.h"
+#include "noc/routing/route.h"
 
 namespace wafer::noc {
 
@@ -16,6 +18,7 @@ namespace wafer::noc {
 struct Target {
   Destination::Kind kind = Destination::Kind::Tile;
   TileIndex dst = 0;      // unicast destination
+  Coord dst_c;            // the same as a coordinate
   Coord src;              // multicast: the source (region_ports needs it)
   hw::Rect region;        // multicast: the segment
   std::uint32_t sinks = 1;  // cores that receive the burst
@@ -31,6 +34,21 @@ struct Step {
   std::uint8_t ports = 0;
   bool deliver = false;
 };
-Step route_step(const Fabric& fabric, const Target& t, TileIndex here, Dir in);
+inline Step route_step(const Fabric& fabric, const Target& t, Coord here, Dir in) {
+  Step s;
+  if (t.kind == Destination::Kind::Tile) {
+    Dir d = next_port(fabric, here, t.dst_c, in);
+    if (d == Dir::Ramp) s.deliver = true;
+    else s.ports = std::uint8_t(1u << unsigned(d));
+    return s;
+  }
+  const noc::Fanout f = region_ports(here, t.src, t.region, in);
+  s.ports = f.ports;
+  s.deliver = f.deliver;
+  return s;
+}
+inline Step route_step(const Fabric& fabric, const Target& t, TileIndex here, Dir in) {
+  return route_step(fabric, t, fabric.grid().coord(here), in);
+}
 
 }  // namespace wafer::noc

@@ -77,7 +77,7 @@ TEST(Agreement, Uniform16) {
   for (double rate : {0.01, 0.04, 0.08, 0.10}) {
     char what[64];
     std::snprintf(what, sizeof what, "uniform 16x16 rate %.3f", rate);
-    EXPECT_LT(std::abs(compare(what, f, uniform(f, rate, 1200, 7))), 0.10) << what;
+    EXPECT_LT(std::abs(compare(what, f, uniform(f, rate, 800, 7))), 0.10) << what;
   }
 }
 
@@ -86,7 +86,7 @@ TEST(Agreement, Uniform32) {
   for (double rate : {0.005, 0.02, 0.04, 0.05}) {
     char what[64];
     std::snprintf(what, sizeof what, "uniform 32x32 rate %.3f", rate);
-    EXPECT_LT(std::abs(compare(what, f, uniform(f, rate, 600, 11))), 0.10) << what;
+    EXPECT_LT(std::abs(compare(what, f, uniform(f, rate, 400, 11))), 0.10) << what;
   }
 }
 
