@@ -316,7 +316,7 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
     const std::uint32_t s0 = slot0_[sink];
     for (std::uint32_t k = 0; k < n; ++k) {
       if (ti[k].trigger != b.color || slots_[s0 + k].count >= ti[k].arrivals) continue;
-      Cycle when = ti[k].stream ? head + costs_.stream_stage_latency : tail;
+      Cycle when = ti[k].stream ? head - b.vshift + costs_.stream_stage_latency : tail;
       credit(s0 + k, sink, k, when, tail, id);
       claimed = true;
       break;
@@ -332,8 +332,12 @@ void Executor::credit(std::uint32_t slot, TileIndex tile, std::uint32_t k, Cycle
   if (first || tail > sl.tail) sl.tail = tail;
   if (bursts_[burst].kind != BurstKind::Weights) ++sl.count;
   const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[tile]] + k];
-  if (sl.count == ti.arrivals && sl.wcount == ti.weight_arrivals)
-    net_.timer(sl.ready, kTimerReady | (std::uint64_t(tile) << 16) | k);
+  if (sl.count == ti.arrivals && sl.wcount == ti.weight_arrivals) {
+    // Due now (a mesh reporting arrivals at their tail): start at once rather than through a timer, which
+    // a cycle-stepped mesh would only fire on the next cycle.
+    if (sl.ready <= net_.now()) start_task(tile, k, net_.now());
+    else net_.timer(sl.ready, kTimerReady | (std::uint64_t(tile) << 16) | k);
+  }
 }
 
 void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
@@ -350,9 +354,11 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     e = s + ti.setup + ti.body;
   } else {
     // Armed in advance: activation and vector setup run while the core waits for the stream's head.
+    // `ready` (head + stage) may lie before `now` when the mesh reported the burst at its tail.
+    const Cycle ready = slots_[slot].ready;
     const Cycle armed = core_free_[tile] + costs_.task_overhead + ti.setup;
-    s = now;
-    if (armed > now) s = armed, slots_[slot].prev = last_slot_[tile] == kNone ? kStepStart : last_slot_[tile];
+    s = ready;
+    if (armed > ready) s = armed, slots_[slot].prev = last_slot_[tile] == kNone ? kStepStart : last_slot_[tile];
     e = std::max(s + ti.body, slots_[slot].tail + costs_.stream_stage_latency);
   }
   slots_[slot].start = s;
@@ -361,12 +367,14 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   last_slot_[tile] = slot;
   ++tasks_run_;
   const Coord here = grid_.coord(tile);
-  const Cycle at = stream ? s : e;
+  const Cycle vat = stream ? s : e;               // when the sends leave in the model
+  const Cycle at = std::max(vat, now);             // when the mesh can take them
   for (const auto& snd : t.sends) {
     std::uint32_t lag = snd.wavelets - 1;
-    if (stream) lag = std::uint32_t(std::max<Cycle>(lag, e - s));
+    if (stream) lag = std::uint32_t(std::max<Cycle>(lag, vat + std::max<Cycle>(lag, e - s) - at));
     std::uint32_t id = std::uint32_t(bursts_.size());
-    bursts_.push_back({at, slot, tile, lag, snd.color, BurstKind::Data});
+    bursts_.push_back({vat, slot, tile, lag, snd.color, BurstKind::Data});
+    bursts_.back().vshift = std::uint32_t(at - vat);
     noc::BurstSpec b;
     b.src = tile;
     b.dest = destination(snd.dest, here);
@@ -376,7 +384,8 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
                                : hw::Rect{b.dest.first.x, b.dest.first.y, 1, b.dest.span};
       if (seg.contains(here)) {
         bursts_.back().self = true;
-        net_.timer(at, kTimerDeliver | id);
+        if (at <= net_.now()) deliver(id, tile, at, at + lag);
+        else net_.timer(at, kTimerDeliver | id);
         if (b.dest.span == 1) continue;  // only the sender
       }
     }
@@ -477,6 +486,8 @@ void Executor::walk_critical_path(StepResult& r) {
       to_tail = true;
       if (!stream) {
         add(Cause::TaskOverhead, costs_.task_overhead, layer, op);
+        // A mesh that reported the input late (after its tail): the gap is the network's.
+        if (s - costs_.task_overhead > arrive) add(Cause::NetworkWait, s - costs_.task_overhead - arrive, layer, op);
       } else if (bursts_[burst].kind != BurstKind::Weights) {
         add(Cause::Compute, costs_.stream_stage_latency, layer, op);
         arrive -= costs_.stream_stage_latency;

@@ -1,0 +1,43 @@
+# wafer-emu decode: good runs on the tiny wafer, the golden results of the tiny test model, big models
+# accepted or refused by the mapper (mapping only: --dump-firmware stops before emulation, so these stay
+# fast in debug and sanitizer builds), and every bad input as a one-line error with exit 2.
+set(TINY --wafer tiny --model tiny-llama --context 64)
+wafer_cli_test(decode_tiny --stdout "latency_cycles +[0-9]+ cycles" --stdout "tokens_per_s" --stdout "task_overhead"
+  --stdout "sram_max" --stdout "colors_used" --stdout "emulation"
+  --file ${OUT}/decode_tiny.json --no-file ${OUT}/decode_tiny.json.tmp -- ${WAFER_EMU} decode ${TINY} --json ${OUT}/decode_tiny.json)
+wafer_cli_test(decode_tiny_cycle --stdout "fidelity +cycle" -- ${WAFER_EMU} decode ${TINY} --fidelity cycle)
+wafer_cli_test(decode_tiny_batch --stdout "batch +4 sequences" -- ${WAFER_EMU} decode ${TINY} --batch 4)
+wafer_cli_test(decode_tiny_8bit --stdout "weight_bits +8 bits" -- ${WAFER_EMU} decode ${TINY} --weight-bits 8)
+wafer_cli_test(decode_tiny_stream --stdout "weights +stream" -- ${WAFER_EMU} decode ${TINY} --weights stream)
+wafer_cli_test(decode_tiny_defects --stdout "defects +generated" -- ${WAFER_EMU} decode ${TINY} --density 20 --seed 3)
+wafer_cli_test(decode_trace --file ${OUT}/decode_trace.json --no-file ${OUT}/decode_trace.json.tmp
+  -- ${WAFER_EMU} decode ${TINY} --trace ${OUT}/decode_trace.json)
+wafer_cli_test(decode_dump --stdout "task" -- ${WAFER_EMU} decode ${TINY} --dump-firmware 7,7)
+add_test(NAME cli.decode_golden COMMAND python3 ${PROJECT_SOURCE_DIR}/traces/golden/check_decode.py ${WAFER_EMU}
+  ${PROJECT_SOURCE_DIR}/traces/golden/decode_tiny_llama.json)
+
+# Llama-3.1-70B: refused resident on one wafer (with the mapper's reason), accepted streamed or on 4 wafers.
+wafer_cli_test(decode_70b_resident --exit 2 --one-line-error --stderr "needs .* of SRAM per tile.*a tile has 48.0 KB.*try --weights stream or --wafers 4" --no-file ${OUT}/d70.json
+  -- ${WAFER_EMU} decode --model llama-3.1-70b --json ${OUT}/d70.json)
+wafer_cli_test(decode_70b_stream --stdout "tile \\(0,0\\)" -- ${WAFER_EMU} decode --model llama-3.1-70b --weights stream --dump-firmware 0,0)
+wafer_cli_test(decode_70b_wafers --stdout "tile \\(0,0\\)" -- ${WAFER_EMU} decode --model llama-3.1-70b --wafers 4 --dump-firmware 0,0)
+
+# Bad input.
+wafer_cli_test(decode_context_zero --exit 2 --one-line-error --stderr "--context 0 must be at least 1" -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 0)
+wafer_cli_test(decode_context_beyond --exit 2 --one-line-error --stderr "--context 513 is beyond tiny-llama's max_position_embeddings 512 \\(refused\\)"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 513)
+wafer_cli_test(decode_batch_zero --exit 2 --one-line-error --stderr "--batch 0 must be at least 1" -- ${WAFER_EMU} decode ${TINY} --batch 0)
+wafer_cli_test(decode_placement --exit 2 --one-line-error --stderr "nowhere" -- ${WAFER_EMU} decode ${TINY} --placement nowhere)
+wafer_cli_test(decode_fidelity --exit 2 --one-line-error --stderr "exact" -- ${WAFER_EMU} decode ${TINY} --fidelity exact)
+wafer_cli_test(decode_cycle_too_big --exit 2 --one-line-error --stderr "up to 128x128" -- ${WAFER_EMU} decode --fidelity cycle)
+wafer_cli_test(decode_weight_bits --exit 2 --one-line-error --stderr "--weight-bits 4 must be 16 or 8" -- ${WAFER_EMU} decode ${TINY} --weight-bits 4)
+wafer_cli_test(decode_wafers_zero --exit 2 --one-line-error --stderr "--wafers 0 must be between" -- ${WAFER_EMU} decode ${TINY} --wafers 0)
+wafer_cli_test(decode_weights_mode --exit 2 --one-line-error --stderr "maybe" -- ${WAFER_EMU} decode ${TINY} --weights maybe)
+wafer_cli_test(decode_unknown_model --exit 2 --one-line-error --stderr "unknown model 'gpt-9'" -- ${WAFER_EMU} decode --wafer tiny --model gpt-9)
+wafer_cli_test(decode_bad_model_file --exit 2 --one-line-error --stderr "decode_bad_heads.json" -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_bad_heads.json)
+wafer_cli_test(decode_missing_field --exit 2 --one-line-error --stderr "decode_missing_hidden.json.*hidden_size" -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_missing_hidden.json)
+wafer_cli_test(decode_dump_outside --exit 2 --one-line-error --stderr "--dump-firmware 8,0 is outside the 8x8 array" -- ${WAFER_EMU} decode ${TINY} --dump-firmware 8,0)
+wafer_cli_test(decode_dump_malformed --exit 2 --one-line-error --stderr "expected X,Y" -- ${WAFER_EMU} decode ${TINY} --dump-firmware 3)
+wafer_cli_test(decode_both_defects --exit 2 --one-line-error --stderr "not both" -- ${WAFER_EMU} decode ${TINY} --density 1 --defects x.csv)
+wafer_cli_test(decode_repair --exit 2 --one-line-error --stderr "unknown repair scheme 'glue'" -- ${WAFER_EMU} decode ${TINY} --repair glue)
+wafer_cli_test(decode_trace_unwritable --exit 2 --one-line-error --stderr "cannot write output file" -- ${WAFER_EMU} decode ${TINY} --trace ${OUT}/no-such-dir/t.json)
