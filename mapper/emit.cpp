@@ -112,7 +112,7 @@ class Builder {
       case StageKind::Norm: norm_kernel(); break;
       case StageKind::Attention: attention_kernel(); break;
     }
-    if (streamed_weights_ > 0) f_.sram.activations += std::uint32_t(std::min(streamed_weights_, kStreamBuffer));
+    if (streamed_weights_ > 0) sat_add(f_.sram.activations, std::min(streamed_weights_, kStreamBuffer));
     f_.code = program_bytes(firmware::Program{f_.tasks, {}});
     return std::move(f_);
   }
@@ -152,12 +152,10 @@ class Builder {
     f_.stream_bytes += bytes;
   }
   void weights(std::int64_t params) {
-    if (!s_.streamed) f_.sram.weights += std::uint32_t(std::min<std::int64_t>(params * p_.weight_bytes, 0xFFFFFFFFll));
+    if (!s_.streamed) sat_add(f_.sram.weights, params * p_.weight_bytes);
   }
-  void norm_weights(std::int64_t params) {  // small vectors stay resident even when streaming
-    f_.sram.weights += std::uint32_t(params * p_.weight_bytes);
-  }
-  void acts(std::int64_t values) { f_.sram.activations += std::uint32_t(values * B_ * kActivationBytes); }
+  void norm_weights(std::int64_t params) { sat_add(f_.sram.weights, params * p_.weight_bytes); }  // stay resident
+  void acts(std::int64_t values) { sat_add(f_.sram.activations, values * B_ * kActivationBytes); }
   // Mirrors a local-frame destination into the global frame.
   Dest local(Dest d) const {
     if (!s_.region.mirrored) return d;
@@ -246,7 +244,7 @@ class Builder {
     const ModelConfig& m = *p_.model;
     const std::int64_t G = m.group();
     cur_op_ = kOpAttention;
-    f_.sram.kv_cache += std::uint32_t(std::min<std::int64_t>(2 * pos_ * dims_ * B_ * kActivationBytes, 0xFFFFFFFFll));
+    sat_add(f_.sram.kv_cache, 2 * pos_ * dims_ * B_ * kActivationBytes);
     const std::int64_t sv = pos_ * G * kvh_;  // scores of this row's positions, for the segment's query heads
     acts(sv + G * dims_);
     Ix t = task(color::kColIn);
@@ -498,7 +496,7 @@ StageNeed stage_need(const StageSpec& s, const EmitParams& p) {
     for (std::size_t a = 0; a < rt.keys.size(); ++a) {
       Fragment f = build_fragment(s, p, rt.keys[a], cols.keys[b]);
       firmware::SramUse u = f.sram;
-      u.code = std::uint32_t(f.code);
+      sat_add(u.code, f.code);
       if (u.total() > need.worst.total()) need.worst = u;
       std::int64_t n = rt.counts[a] * cols.counts[b];
       need.weight_bytes += n * (s.streamed ? f.stream_bytes : std::int64_t(f.sram.weights));
@@ -642,11 +640,11 @@ firmware::Image Emitter::finish(std::vector<std::string> layer_names) {
       for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
         const Fragment& f = frags_[*it];
         prog.tasks.insert(prog.tasks.end(), f.tasks.begin(), f.tasks.end());
-        prog.sram.weights += f.sram.weights;
-        prog.sram.kv_cache += f.sram.kv_cache;
+        sat_add(prog.sram.weights, f.sram.weights);
+        sat_add(prog.sram.kv_cache, f.sram.kv_cache);
         prog.sram.activations = std::max(prog.sram.activations, f.sram.activations);  // buffers are reused
       }
-      prog.sram.code = std::uint32_t(program_bytes(prog));
+      sat_add(prog.sram.code, program_bytes(prog));
       auto& bucket = buckets[hash_program(prog) % buckets.size()];
       for (std::uint32_t id : bucket)
         if (img.programs[id] == prog) pi = id;

@@ -3,6 +3,7 @@
 // partition rules of docs/mapping.md and deduplicates them. A tile's program within a stage depends only
 // on a few per-row facts (RowKey) and per-column facts (ColKey), so a stage is emitted by building one
 // fragment per distinct (row key, column key) pair and stamping it on the tiles: no per-tile objects.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -132,6 +133,13 @@ class Emitter {
 inline std::int32_t global_x(const Region& r, std::int32_t i) { return r.mirrored ? r.rect.x0 + r.rect.w - 1 - i : r.rect.x0 + i; }
 inline std::int32_t residual_x(const Region& r) { return global_x(r, r.rect.w - 1); }
 
-std::int64_t split(std::int64_t n, std::int64_t parts, std::int64_t k);  // balanced: n/parts, +1 for the first n%parts
+std::int64_t split(std::int64_t n, std::int64_t parts, std::int64_t k);
+
+// SRAM figures saturate at 1 GiB per part, so SramUse::total() (four parts) cannot wrap around and an absurd
+// mapping is refused as too big instead of looking small.
+inline constexpr std::uint32_t kSramSaturate = 1u << 30;
+inline void sat_add(std::uint32_t& a, std::int64_t b) {
+  a = std::uint32_t(std::min<std::int64_t>(std::int64_t(a) + std::max<std::int64_t>(b, 0), kSramSaturate));
+}  // balanced: n/parts, +1 for the first n%parts
 
 }  // namespace wafer::mapper::detail

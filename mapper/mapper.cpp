@@ -59,7 +59,10 @@ std::int64_t Mapping::firmware_bytes() const {
 
 namespace {
 
-std::string kb(double bytes) { return fmt::format("{:.1f} KB", bytes / 1024.0); }
+std::string kb(double bytes) {
+  if (bytes >= double(detail::kSramSaturate)) return "more than 1 GB";  // SRAM figures saturate there
+  return fmt::format("{:.1f} KB", bytes / 1024.0);
+}
 std::string gb(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
 
 // Destinations from one stage's residual column to the next one's, row by row (global frame), and the
@@ -215,7 +218,7 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mo
       firmware::SramUse u;
       for (std::size_t i : gr) {
         const auto& n = needs[i].worst;
-        u.weights += n.weights, u.kv_cache += n.kv_cache, u.code += n.code;
+        detail::sat_add(u.weights, n.weights), detail::sat_add(u.kv_cache, n.kv_cache), detail::sat_add(u.code, n.code);
         u.activations = std::max(u.activations, n.activations);
       }
       return u;

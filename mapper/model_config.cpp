@@ -111,6 +111,15 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
   m.max_position = get_int(j, "max_position_embeddings", where, false, 0, 0, kMaxPositions);
   m.rms_norm_eps = get_real(j, "rms_norm_eps", where, 1e-5);
   m.rope_theta = get_real(j, "rope_theta", where, 10000.0);
+  // Absurd sizes are refused before anything sizes buffers from them (and before int64 products overflow).
+  {
+    const double h = double(m.hidden), e = double(std::max<std::int64_t>(m.experts, 1));
+    const double per_layer = 2 * h * double(m.heads * m.head_dim) + 2 * h * double(m.kv_heads * m.head_dim) +
+                             3 * h * double(m.intermediate) * e;
+    const double total = per_layer * double(m.layers) + 2 * double(m.vocab) * h;
+    if (total > 1e14)
+      throw InputError(fmt::format("{}: the model would have {:.3g} parameters; refusing sizes above 1e14", where, total));
+  }
   // Qwen2 projections carry a Q/K/V bias that no key announces.
   m.qkv_bias = m.model_type == "qwen2" || m.model_type == "qwen2_moe";
   if (auto it = j.find("attention_bias"); it != j.end() && it->is_boolean()) m.qkv_bias = m.qkv_bias || it->get<bool>();

@@ -393,3 +393,24 @@ TEST(Mapper, DefectAwareMapsAroundAnIncompleteRepair) {
       EXPECT_TRUE(fabric.router_ok(t));
     }
 }
+
+TEST(Mapper, AbsurdModelsAreRefusedNotWrappedAround) {
+  // 405B resident on the 8 x 8 wafer: gigabytes per tile must be refused, never wrap to something small.
+  hw::WaferSpec tiny = hw::preset("tiny");
+  ModelConfig m = load_model("llama-3.1-405b");
+  MapOptions o;
+  o.context = 64;
+  std::string e = map_error(tiny, m, o);
+  EXPECT_TRUE(has(e, "one row of tiles per stage") && has(e, "128 stages")) << e;
+  o.placement = "whole-wafer";
+  e = map_error(tiny, m, o);
+  EXPECT_TRUE(has(e, "a tile has 48.0 KB") && has(e, "more than 1 GB")) << e;  // saturated, not wrapped
+  nlohmann::json j = {{"hidden_size", 1 << 20}, {"intermediate_size", 1 << 20}, {"num_attention_heads", 1024},
+                      {"num_hidden_layers", 4096}, {"vocab_size", 1 << 20}};
+  try {
+    parse_model_config(j, "absurd.json");
+    FAIL();
+  } catch (const hw::InputError& e2) {
+    EXPECT_TRUE(has(e2.what(), "absurd.json") && has(e2.what(), "parameters")) << e2.what();
+  }
+}
