@@ -24,6 +24,7 @@ void ApproxMesh::reset() {
   for (TileIndex t = 0; t < tiles_.size(); ++t) {
     TileRes& r = tiles_[t];
     r = TileRes{};
+    if (fabric_->router_ok(t)) r.ok |= kRouterOk;
     for (Dir d : hw::kMeshDirs) {
       if (!fabric_->link_ok(t, d)) continue;
       r.ok |= std::uint8_t(1u << unsigned(d));
@@ -51,7 +52,8 @@ std::uint32_t ApproxMesh::alloc_burst() {
 
 void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
   const Grid& g = fabric_->grid();
-  if (spec.src >= g.size() || !fabric_->router_ok(spec.src))
+  // Router health is kept in the tile's own record (bit 4), the line Inject touches next anyway.
+  if (spec.src >= g.size() || !(tiles_[spec.src].ok & kRouterOk))
     throw hw::InputError(fmt::format("burst source tile {} is outside the mesh or has a failed router", spec.src));
   if (spec.wavelets == 0) throw hw::InputError("a burst needs at least one wavelet");
   std::uint32_t b = alloc_burst();

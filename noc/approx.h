@@ -82,8 +82,9 @@ class ApproxMesh final : public Mesh {
     std::uint64_t busy[4];      // cycles the link carried wavelets
     Cycle ramp_in, ramp_out;    // injection / delivery ramp: first cycle free
     std::uint16_t latency[4];   // hop_latency x physical hops
-    std::uint8_t ok;            // bit d: link d usable
+    std::uint8_t ok;            // bit d: link d usable; kRouterOk: the router works
   };
+  static constexpr std::uint8_t kRouterOk = 16;
   static_assert(sizeof(TileRes) == 96);
   static std::uint32_t pack(Coord c) { return std::uint32_t(c.x) | std::uint32_t(c.y) << 16; }
   static Coord unpack(std::uint32_t v) { return {std::int32_t(v & 0xFFFFu), std::int32_t(v >> 16)}; }
