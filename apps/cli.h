@@ -1,6 +1,7 @@
 #pragma once
 // The wafer-emu command line: subcommands register themselves (one apps/cmd_<name>.cpp each).
 #include <boost/program_options.hpp>
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,7 @@ class Progress {
   std::int64_t total_;
   bool tty_;
   double last_ = -1;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace wafer::apps

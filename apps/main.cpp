@@ -54,8 +54,7 @@ Progress::Progress(std::string what, std::int64_t total)
 
 void Progress::tick(std::int64_t done) {
   using clock = std::chrono::steady_clock;
-  static const auto start = clock::now();
-  double t = std::chrono::duration<double>(clock::now() - start).count();
+  double t = std::chrono::duration<double>(clock::now() - start_).count();
   if (last_ >= 0 && t - last_ < (tty_ ? 0.25 : 5.0) && done != total_) return;
   last_ = t;
   fmt::print(stderr, "{}{}: {}/{} ({:.0f}%){}", tty_ ? "\r" : "", what_, done, total_,
