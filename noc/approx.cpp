@@ -160,7 +160,7 @@ void ApproxMesh::plan_node(Cycle now, std::uint32_t b, std::uint32_t edge, std::
   const Flow& fl = ps_.plan->flows[flow];
   const PlanIndex& ix = ps_.index;
   const std::uint32_t slot = ix.slot(flow, edge);
-  TileIndex here = edge == kNone ? fl.src : edge_end(*fabric_, fl.route[edge].link);
+  TileIndex here = edge == kNone ? fl.src : ix.end[ix.edge_base[flow] + edge];
   for (std::uint32_t k = ix.child_start[slot]; k < ix.child_start[slot + 1]; ++k) {
     std::uint32_t c = ix.children[k];
     LinkId l = fl.route[c].link;

@@ -83,6 +83,7 @@ void PlanIndex::build(const Fabric& fabric, const Plan& plan) {
   const std::uint32_t slots = edge_base[n] + n;
   child_start.assign(slots + 1, 0);
   sink.assign(slots, 0);
+  end.assign(edge_base[n], 0);
   for (std::uint32_t f = 0; f < n; ++f) {
     const Flow& fl = plan.flows[f];
     auto is_sink = [&](TileIndex t) { return std::find(fl.sinks.begin(), fl.sinks.end(), t) != fl.sinks.end(); };
@@ -90,7 +91,8 @@ void PlanIndex::build(const Fabric& fabric, const Plan& plan) {
     for (std::uint32_t e = 0; e < fl.route.size(); ++e) {
       std::int32_t p = fl.route[e].parent;
       ++child_start[slot(f, p == kFromSource ? kRoot : std::uint32_t(p)) + 1];
-      sink[slot(f, e)] = is_sink(edge_end(fabric, fl.route[e].link));
+      end[edge_base[f] + e] = edge_end(fabric, fl.route[e].link);
+      sink[slot(f, e)] = is_sink(end[edge_base[f] + e]);
     }
   }
   for (std::uint32_t i = 0; i < slots; ++i) child_start[i + 1] += child_start[i];

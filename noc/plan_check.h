@@ -33,6 +33,7 @@ struct PlanIndex {
   std::vector<std::uint32_t> child_start;  // CSR over node slots
   std::vector<std::uint32_t> children;     // edge indices within the flow
   std::vector<std::uint8_t> sink;          // per node slot: the node's tile is a sink
+  std::vector<TileIndex> end;              // per global edge: the tile it leads to
   std::vector<std::uint32_t> dep_start;    // see plan_dependents
   std::vector<std::pair<std::uint32_t, std::uint32_t>> deps;
 

@@ -22,6 +22,14 @@ struct Rand {
     return z ^ (z >> 31);
   }
   double uniform() { return double(next() >> 11) * 0x1.0p-53; }
+  // Failures before the first success of Bernoulli(p) trials (inversion: exact for the Bernoulli process,
+  // one draw per burst instead of one per tile and cycle).
+  std::uint64_t geometric(double p) {
+    if (p >= 1.0) return 0;
+    double u = double((next() >> 11) + 1) * 0x1.0p-53;  // (0, 1]
+    double g = std::floor(std::log(u) / std::log1p(-p));
+    return g >= 1.8e19 ? ~std::uint64_t(0) : std::uint64_t(g);
+  }
   std::uint64_t below(std::uint64_t n) { return std::uint64_t(uniform() * double(n)) % n; }
 };
 
@@ -149,15 +157,21 @@ Plan make_traffic(const Fabric& fabric, const TrafficParams& p) {
     }
   };
 
-  for (std::uint64_t t = 0; t < p.cycles; ++t) {
-    if (p.pattern == Pattern::RowReduce) {
-      for (std::int32_t y = 0; y < g.height; ++y)
-        if (rng.uniform() < prob) add_row_reduce(plan, fabric, y, 0, g.width, p.burst_wavelets, p.stage_latency, t, next_color());
-      continue;
-    }
-    for (TileIndex src : healthy) {
-      if (!(rng.uniform() < prob)) continue;
-      Coord s = g.coord(src);
+  if (prob <= 0.0) return plan;
+  // Creation cycles of one source: a Bernoulli(prob) process over [0, cycles), drawn gap by gap.
+  auto each_creation = [&](auto&& make) {
+    for (std::uint64_t t = rng.geometric(prob); t < p.cycles; t += 1 + rng.geometric(prob)) make(t);
+  };
+  if (p.pattern == Pattern::RowReduce) {
+    for (std::int32_t y = 0; y < g.height; ++y)
+      each_creation([&](std::uint64_t t) {
+        add_row_reduce(plan, fabric, y, 0, g.width, p.burst_wavelets, p.stage_latency, t, next_color());
+      });
+    return plan;
+  }
+  for (TileIndex src : healthy) {
+    const Coord s = g.coord(src);
+    each_creation([&](std::uint64_t t) {
       switch (p.pattern) {
         case Pattern::Uniform:
           add_unicast(plan, fabric, s, g.coord(other(src)), p.burst_wavelets, t, next_color());
@@ -185,7 +199,7 @@ Plan make_traffic(const Fabric& fabric, const TrafficParams& p) {
           break;
         case Pattern::RowReduce: break;
       }
-    }
+    });
   }
   return plan;
 }

@@ -4,7 +4,8 @@
 // deterministic: the same (fabric, params) gives the same Plan on every machine.
 //
 // Rate convention (BookSim, Noxim): `rate` is injected wavelets per tile per cycle. Every cycle of the
-// injection window each tile creates a burst with probability rate / burst_wavelets (Bernoulli), except:
+// injection window each tile creates a burst with probability rate / burst_wavelets (a Bernoulli process,
+// drawn gap by gap: geometric gaps by inversion, so the cost is per burst, not per tile-cycle), except:
 //   row-reduce        every cycle each row starts a reduce-and-forward chain with that probability (every
 //                     tile of the row then sends one burst of the chain, so each injects ~rate);
 //   column-broadcast  the burst is multicast to every tile of the creating tile's column.

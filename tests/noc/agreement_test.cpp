@@ -90,13 +90,15 @@ TEST(Agreement, Uniform32) {
   }
 }
 
+// Hotspot: a quarter of all bursts end at the centre, whose delivery ramp takes one wavelet per cycle, so
+// it saturates at rate = 1 / (0.25 x 256) = 0.0156 on 16 x 16; 0.008 is about half of that.
 TEST(Agreement, OtherPatterns16) {
   Fabric f = Fabric::perfect({16, 16});
   struct Case {
     Pattern p;
     double rate;
   };
-  for (Case c : {Case{Pattern::Transpose, 0.04}, Case{Pattern::Hotspot, 0.02}, Case{Pattern::Neighbour, 0.2},
+  for (Case c : {Case{Pattern::Transpose, 0.04}, Case{Pattern::Hotspot, 0.008}, Case{Pattern::Neighbour, 0.2},
                  Case{Pattern::RowReduce, 0.1}, Case{Pattern::ColumnBroadcast, 0.01}}) {
     char what[64];
     std::snprintf(what, sizeof what, "%s 16x16 rate %.3f", to_string(c.p), c.rate);
