@@ -272,6 +272,10 @@ int run_decode(const std::vector<std::string>& args) {
   io.add_int("streamed_bytes_per_token", mapping.streamed_bytes_per_token(), "bytes");
   io.add_int("memoryx_requests", std::int64_t(res.memoryx_requests), "requests");
   io.add("memoryx_busy", res.memoryx_busy_us, "us", "time the MemoryX port carried bytes");
+  io.add("edge_channel_bandwidth", res.channel_rule.gbs, "GB/s",
+         fmt::format("per channel: min(share {:.2f}, {} lanes x {:.2f}) (docs/streaming.md)", res.channel_rule.share_gbs,
+                     res.channel_rule.lanes, res.channel_rule.lane_gbs));
+  io.add("edge_channel_busy_max", res.channel_busy_max_us, "us", "time the busiest edge channel carried bytes");
   io.add_int("interwafer_bytes_per_token", mapping.interwafer_bytes_per_token(), "bytes", "per link");
   io.add_int("interwafer_links", std::int64_t(res.link_cycles.size()), "links");
 

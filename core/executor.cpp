@@ -37,6 +37,7 @@ constexpr Cycle kNever = std::numeric_limits<Cycle>::max();
 // Timer tags: kind in the top byte.
 constexpr std::uint64_t kTimerReady = 1ull << 56;    // | tile << 16 | task
 constexpr std::uint64_t kTimerDeliver = 2ull << 56;  // | burst
+constexpr std::uint64_t kTimerWeights = 3ull << 56;  // | tile << 16 | task: the tail of one StreamIn's weights
 constexpr std::uint64_t kKindMask = 0xFFull << 56;
 constexpr std::uint32_t kStepStart = 0xFFFFFFFEu;  // prev_: bound by the core being armed from the step start
 
@@ -99,8 +100,9 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   for (std::size_t t = 0; t < n; ++t) {
     std::uint32_t p = image_.tile_program[t];
     if (p == firmware::kIdle) continue;
-    for (const Task& task : image_.programs[p].tasks) sends += task.sends.size() + ti_weight_ops(task);
+    for (const Task& task : image_.programs[p].tasks) sends += task.sends.size();
   }
+  if (streams) ++sends;  // the shared weights record
   if (sends >= kNone) throw hw::InputError("firmware: more than 4 billion bursts per step");
   bursts_.reserve(sends);
   core_free_.assign(n, 0);
@@ -110,12 +112,6 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
 }
 
 Executor::~Executor() = default;
-
-std::uint32_t Executor::ti_weight_ops(const Task& t) {
-  std::uint32_t n = 0;
-  for (const auto& op : t.ops) n += op.kind == OpKind::StreamIn;
-  return n;
-}
 
 void Executor::validate() const {
   const auto& im = image_;
@@ -208,27 +204,23 @@ void Executor::request_weights() {
   }
   // Layer order: MemoryX pushes the weights as the step will need them.
   std::stable_sort(reqs.begin(), reqs.end(), [](const Req& a, const Req& b) { return a.layer < b.layer; });
-  const std::uint32_t wcolor = std::uint32_t(std::max<std::int64_t>(1, spec_.colors) - 1);
+  // One shared record stands for every streamed-weight arrival: the critical path only needs its kind (its
+  // time is the receiving task's `ready`).
+  weight_burst_ = std::uint32_t(bursts_.size());
+  bursts_.push_back({opt_.start, kNone, 0, 0, noc::Color(0), BurstKind::Weights});
   for (const Req& r : reqs) {
-    Coord c = grid_.coord(r.tile);
-    std::uint32_t ch = channel_of(c);
-    TileIndex entry = grid_.index(channel_tile(ch));
+    const Coord c = grid_.coord(r.tile);
+    const std::uint32_t ch = channel_of(c);
+    const Coord e = channel_tile(ch);
+    // The fabric leg, charged analytically (no mesh burst, so no contention with activation traffic on
+    // the links it would cross: a stated simplification, docs/streaming.md): the last byte entered the
+    // fabric at the channel's entry tile at `ready` and reaches the tile hops x hop_latency later; its
+    // serialisation (bytes / wavelet_bytes cycles) is in the channel's pipe.
+    const Cycle hops = Cycle(std::abs(e.x - c.x) + std::abs(e.y - c.y));
     for (const auto& op : task_at(r.tile, r.k).ops) {
       if (op.kind != OpKind::StreamIn) continue;
-      Cycle ready = weights_->fetch(opt_.start, op.elements, ch);
-      std::uint32_t w = std::max<std::uint32_t>(
-          1, std::uint32_t((std::uint64_t(op.elements) + std::uint64_t(spec_.wavelet_bytes) - 1) / std::uint64_t(spec_.wavelet_bytes)));
-      std::uint32_t id = std::uint32_t(bursts_.size());
-      bursts_.push_back({ready, slot0_[r.tile] + r.k, entry, w - 1, noc::Color(wcolor), BurstKind::Weights});
-      noc::BurstSpec b;
-      b.src = entry;
-      b.dest.kind = noc::Destination::Kind::Tile;
-      b.dest.first = c;
-      b.wavelets = w;
-      b.lag = w - 1;
-      b.color = noc::Color(wcolor);
-      b.tag = id;
-      net_.send(b, ready);
+      const Cycle ready = weights_->fetch(opt_.start, op.elements, ch);
+      net_.timer(ready + hops * Cycle(spec_.hop_latency), kTimerWeights | (std::uint64_t(r.tile) << 16) | r.k);
       weight_bytes_ += op.elements;
       ++weight_bursts_;
     }
@@ -255,7 +247,7 @@ StepResult Executor::run() {
   r.end = r.finished ? done_end_ : net_.now();
   r.tasks_run = tasks_run_;
   r.tasks_total = slots_.size();
-  r.bursts = bursts_.size() - weight_bursts_ - image_.start.size();
+  r.bursts = bursts_.size() - (weight_burst_ == kNone ? 0 : 1) - image_.start.size();
   r.weight_bursts = weight_bursts_;
   r.weight_bytes = weight_bytes_;
   r.unclaimed = unclaimed_;
@@ -282,6 +274,12 @@ void Executor::on_timer(std::uint64_t tag, Cycle now) {
   const std::uint64_t kind = tag & kKindMask;
   if (kind == kTimerReady) {
     start_task(TileIndex((tag >> 16) & 0xFFFFFFFFull), std::uint32_t(tag & 0xFFFF), now);
+  } else if (kind == kTimerWeights) {
+    const TileIndex tile = TileIndex((tag >> 16) & 0xFFFFFFFFull);
+    const std::uint32_t k = std::uint32_t(tag & 0xFFFF);
+    const std::uint32_t slot = slot0_[tile] + k;
+    ++slots_[slot].wcount;
+    credit(slot, tile, k, now, now, weight_burst_);
   } else if (kind == kTimerDeliver) {
     std::uint32_t id = std::uint32_t(tag & 0xFFFFFFFFull);
     const BurstRec& b = bursts_[id];
@@ -297,12 +295,6 @@ void Executor::on_arrival(std::uint64_t tag, TileIndex sink, Cycle head, Cycle t
 
 void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail) {
   const BurstRec& b = bursts_[id];
-  if (b.kind == BurstKind::Weights) {
-    const std::uint32_t slot = b.sender;
-    ++slots_[slot].wcount;
-    credit(slot, sink, slot - slot0_[sink], tail, tail, id);
-    return;
-  }
   bool claimed = false;
   if (sink == done_tile_ && b.color == image_.done_color) {
     ++done_count_;

@@ -9,8 +9,13 @@
 //    c and which still needs arrivals. A task runs once per step, when it has `arrivals` bursts:
 //    Complete - at the tail of the last; Stream - stream_stage_latency after the head of the last (with
 //    one arrival: after the first head). Streamed weights (OpKind::StreamIn) are extra arrivals: a
-//    StreamIn op's bytes are requested from the MemoryX port at the start of the step (in layer order),
-//    enter the fabric at the edge channel nearest the tile, and the task waits for their tail.
+//    StreamIn op's bytes are requested from the MemoryX port at the start of the step (in layer order)
+//    through the edge channel nearest the tile (Manhattan distance to its entry tile); the port and the
+//    channel are bandwidth resources (memory/memoryx.h, memory/edge_channels.h) and fetch() returns when
+//    the last byte has entered the fabric at the entry tile. The fabric leg is charged analytically, not
+//    as a mesh burst: tail at the tile = that + Manhattan hops x hop_latency (one timer event per op). So
+//    streamed weights do not contend with activation traffic on individual links (a stated
+//    simplification, docs/streaming.md). The task waits for the tail.
 //  - A core runs one task at a time, first come first served by trigger time. Complete tasks:
 //    start = max(trigger, core free) + task_overhead; each op costs CostModel::cycles (core/costs.h);
 //    the sends are issued in order at the end (the mesh's injection ramp serialises them).
@@ -50,7 +55,7 @@ enum class Cause : std::uint8_t {
   TaskOverhead,     // fixed cost per task activation
   NetworkTransfer,  // zero-load latency of the bursts on the path (hops x hop_latency + serialisation)
   NetworkWait,      // beyond zero load: contention for links and ramps
-  WeightStreaming,  // streamed weights: MemoryX port (queue, bandwidth, latency) + their fabric crossing
+  WeightStreaming,  // streamed weights: MemoryX port and edge channel (queue, bandwidth, latency) + the fabric leg
   InterWafer,       // links between wafers of a pipeline (filled by the simulator)
 };
 inline constexpr std::size_t kCauses = 7;
@@ -78,7 +83,7 @@ struct StepResult {
   Cycle latency() const { return end - start; }
   std::uint64_t tasks_run = 0, tasks_total = 0;
   std::uint64_t bursts = 0;           // bursts the cores sent (weights and injections excluded)
-  std::uint64_t weight_bursts = 0, weight_bytes = 0;
+  std::uint64_t weight_bursts = 0, weight_bytes = 0;  // StreamIn ops served (no mesh bursts) and their bytes
   std::uint64_t unclaimed = 0;        // bursts no task took (a firmware bug when nonzero)
   std::uint32_t done_received = 0;    // bursts on done_color at done_tile
   Breakdown breakdown;
@@ -121,7 +126,7 @@ class Executor final : public noc::NetworkClient {
     Cycle setup = 0;      // vector_setup x ops (StreamIn included)
     Cycle body = 0;       // op bodies
     std::uint32_t stream_bytes = 0;
-    std::uint16_t weight_arrivals = 0;  // StreamIn ops (one weight burst each)
+    std::uint16_t weight_arrivals = 0;  // StreamIn ops (one weight arrival each)
     std::uint32_t need = 0;             // arrivals + weight_arrivals
     std::uint16_t arrivals = 1;
     noc::Color trigger = 0;
@@ -135,7 +140,7 @@ class Executor final : public noc::NetworkClient {
   enum class BurstKind : std::uint8_t { Data, Injection, Weights };
   struct BurstRec {       // one per burst sent
     Cycle inject;
-    std::uint32_t sender;  // slot of the sending task (Data) / receiving slot (Weights) / kNone
+    std::uint32_t sender;  // slot of the sending task (Data) / kNone (Injection, Weights)
     hw::TileIndex src;
     std::uint32_t lag;
     noc::Color color;
@@ -146,7 +151,6 @@ class Executor final : public noc::NetworkClient {
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
   void validate() const;
-  static std::uint32_t ti_weight_ops(const firmware::Task& t);
   void credit(std::uint32_t slot, hw::TileIndex tile, std::uint32_t k, Cycle when, Cycle tail, std::uint32_t burst);
   void start_task(hw::TileIndex tile, std::uint32_t k, Cycle now);
   void deliver(std::uint32_t burst, hw::TileIndex sink, Cycle head, Cycle tail);
@@ -179,6 +183,7 @@ class Executor final : public noc::NetworkClient {
   std::uint32_t done_count_ = 0, done_crit_ = kNone;
   Cycle done_end_ = 0;
   std::uint64_t unclaimed_ = 0, tasks_run_ = 0, weight_bytes_ = 0, weight_bursts_ = 0;
+  std::uint32_t weight_burst_ = kNone;  // the one BurstRec standing for every streamed-weight arrival
   std::vector<std::uint8_t> critical_;  // per slot, after the walk
   bool ran_ = false;
 };

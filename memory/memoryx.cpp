@@ -20,7 +20,10 @@ void BandwidthTarget::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   const Picos base = Picos(now.value() / sc_core::sc_time(1, sc_core::SC_PS).value());
   const Picos arrival = base + Picos(delay.value() / sc_core::sc_time(1, sc_core::SC_PS).value());
-  const Picos done = link_.request(arrival, gp.get_data_length());
+  const std::uint64_t bytes = gp.get_data_length();
+  const Picos port_done = link_.request(arrival, bytes);
+  // The first byte left the port when the pipe started on it and arrived `latency` later.
+  const Picos done = forward(std::uint32_t(gp.get_address()), port_done - link_.occupancy(bytes), port_done, bytes);
   delay = sc_core::sc_time(double(done - base), sc_core::SC_PS);
   gp.set_response_status(tlm::TLM_OK_RESPONSE);
 }

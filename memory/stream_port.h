@@ -12,7 +12,8 @@ class StreamPort {
  public:
   virtual ~StreamPort() = default;
   // Requests `bytes` through edge channel `channel` at cycle `at` (local time of the step); returns the
-  // cycle the last byte has crossed the port and is ready to enter the fabric at the channel's edge tile.
+  // cycle the last byte has crossed the port and the channel and has entered the fabric at the channel's
+  // edge tile (memory/edge_channels.h).
   virtual hw::Cycle fetch(hw::Cycle at, std::uint64_t bytes, std::uint32_t channel) = 0;
 };
 

@@ -226,6 +226,9 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
   res.memoryx_bytes = top_->memx.link().bytes();
   res.memoryx_requests = top_->memx.link().requests();
   res.memoryx_busy_us = double(top_->memx.link().busy()) / 1e6;
+  res.channel_rule = top_->memx.channels().rule();
+  for (const auto& p : top_->memx.channels().pipes())
+    res.channel_busy_max_us = std::max(res.channel_busy_max_us, double(p.busy()) / 1e6);
   return res;
 }
 

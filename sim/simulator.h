@@ -8,7 +8,8 @@
 //    |- mx_init, link_init   initiator sockets (the host side)
 //    `- one SC_THREAD running each wafer's step: a mesh model (noc::make_mesh, approx or cycle) driven by
 //       a core::Executor, temporally decoupled (the inner burst queue runs ahead of sc_time; one wait()
-//       per step), streamed weights fetched through b_transport with time annotation.
+//       per step), streamed weights fetched through b_transport with time annotation (the port, then the
+//       request's edge channel; the fabric leg to the tile is the executor's, analytic: docs/streaming.md).
 //
 // Elaborated once per process (the SystemC kernel cannot be re-elaborated): create one Simulator before
 // any run; it then runs any number of steps on any wafer spec, reconfiguring and resetting its modules
@@ -21,6 +22,7 @@
 #include "core/executor.h"
 #include "firmware/program.h"
 #include "hw/wafer_spec.h"
+#include "memory/edge_channels.h"
 #include "memory/sram.h"
 #include "noc/mesh.h"
 #include "noc/routing/fabric.h"
@@ -61,6 +63,9 @@ struct StepResult {
   std::vector<Named> work_per_op;        // all tasks' tile-cycles (compute, setup, overhead)
   std::uint64_t memoryx_bytes = 0, memoryx_requests = 0;
   double memoryx_busy_us = 0;
+  // The edge channels behind the port (memory/edge_channels.h): the derived rule and the busiest one.
+  memory::EdgeChannelRule channel_rule;
+  double channel_busy_max_us = 0;
   double elaboration_s = 0, emulation_s = 0;
 };
 

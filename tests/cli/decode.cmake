@@ -41,3 +41,8 @@ wafer_cli_test(decode_dump_malformed --exit 2 --one-line-error --stderr "expecte
 wafer_cli_test(decode_both_defects --exit 2 --one-line-error --stderr "not both" -- ${WAFER_EMU} decode ${TINY} --density 1 --defects x.csv)
 wafer_cli_test(decode_repair --exit 2 --one-line-error --stderr "unknown repair scheme 'glue'" -- ${WAFER_EMU} decode ${TINY} --repair glue)
 wafer_cli_test(decode_trace_unwritable --exit 2 --one-line-error --stderr "cannot write output file" -- ${WAFER_EMU} decode ${TINY} --trace ${OUT}/no-such-dir/t.json)
+
+# Streamed weights on a mesh where they matter: finishes (the fabric leg of each StreamIn is analytic,
+# docs/streaming.md) and reports a non-zero weight-streaming share of the step.
+wafer_cli_test(decode_small_stream --timeout 300 --stdout "weights +stream" --stdout "weight_streaming +[1-9][0-9]* cycles +[0-9.]+ % of the step"
+  --stdout "edge_channel_bandwidth" -- ${WAFER_EMU} decode --wafer small --model llama-3.2-1b --context 512 --weights stream)

@@ -6,6 +6,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include "hw/error.h"
+#include "memory/edge_channels.h"
 #include "memory/link.h"
 #include "memory/memoryx.h"
 #include "memory/sram.h"
@@ -110,18 +111,41 @@ TEST(MemoryX, BTransportAnnotatesLatencyPlusBytesOverBandwidthAndSharesIt) {
 
   tlm::tlm_response_status st{};
   using sc_core::sc_time, sc_core::SC_NS, sc_core::SC_PS;
-  // 150,000 bytes at 150 GB/s = 1000 ns, + 2000 ns latency.
-  EXPECT_EQ(ini.read(0, 150'000, sc_time(0, SC_NS), &st), sc_time(3000, SC_NS));
+  // 150,000 bytes at 150 GB/s = 1000 ns on the port, + 2000 ns latency: first byte out at 2000 ns, last at
+  // 3000 ns. Then edge channel 0 (tiny: 1 lane, 4.4 GB/s): 150,000 / 4.4 = 34,090,910 ps from 2000 ns.
+  EXPECT_EQ(ini.read(0, 150'000, sc_time(0, SC_NS), &st), sc_time(2'000'000 + 34'090'910, SC_PS));
   EXPECT_EQ(st, tlm::TLM_OK_RESPONSE);
-  // A second request at the same time on another channel shares the port: it waits for the first's bytes.
-  EXPECT_EQ(ini.read(11, 150'000, sc_time(0, SC_NS), &st), sc_time(4000, SC_NS));
+  // A second request at the same time on another channel shares the port (it waits for the first's
+  // bytes: first byte out at 3000 ns) but not the channel.
+  EXPECT_EQ(ini.read(11, 150'000, sc_time(0, SC_NS), &st), sc_time(3'000'000 + 34'090'910, SC_PS));
+  // A third on channel 0 queues behind the first on the channel: 1500 bytes = 340,910 ps after it.
+  EXPECT_EQ(ini.read(0, 1500, sc_time(0, SC_NS), &st), sc_time(2'000'000 + 34'090'910 + 340'910, SC_PS));
   // Channel io_channels is out of range.
   ini.read(12, 8, sc_time(0, SC_NS), &st);
   EXPECT_EQ(st, tlm::TLM_ADDRESS_ERROR_RESPONSE);
-  EXPECT_EQ(mx.link().bytes(), 300'000u);
+  EXPECT_EQ(mx.link().bytes(), 301'500u);
+  EXPECT_EQ(mx.channels().pipes().at(0).requests(), 2u);
   // The wafer link is its own pipe: it does not queue behind MemoryX traffic.
   EXPECT_EQ(ini2.read(0, 1500, sc_time(100, SC_NS), &st), sc_time(100 + 10 + 2000, SC_NS));
   EXPECT_EQ(st, tlm::TLM_OK_RESPONSE);
+}
+
+// The derived channel figure: share = 150 / 12 = 12.5 GB/s, one edge link = 4 B x 1.1 GHz = 4.4 GB/s, so a
+// channel needs ceil(12.5 / 4.4) = 3 lanes; wse3 has 1172 / 6 = 195 rows per channel, tiny 8 / 6 = 1.
+TEST(EdgeChannels, LanesAndBandwidthFromTheSpec) {
+  EdgeChannelRule w = EdgeChannelRule::from(hw::preset("wse3"));
+  EXPECT_DOUBLE_EQ(w.share_gbs, 12.5);
+  EXPECT_NEAR(w.lane_gbs, 4.4, 1e-12);
+  EXPECT_EQ(w.lanes, 3u);
+  EXPECT_DOUBLE_EQ(w.gbs, 12.5);  // the port's share binds, not the 13.2 GB/s of 3 lanes
+  EdgeChannelRule t = EdgeChannelRule::from(hw::preset("tiny"));
+  EXPECT_EQ(t.lanes, 1u);
+  EXPECT_NEAR(t.gbs, 4.4, 1e-12);  // one row: the lane binds
+  // One request rides one lane even when the channel has more: 1500 bytes = 375 cycles = 340,909 ps.
+  EdgeChannels ch(hw::preset("wse3"));
+  EXPECT_EQ(ch.push(0, 1000, 1010, 1500), 1000u + 340'909u);
+  // The next one on the channel starts after the first's 120,000 ps at 12.5 GB/s, not after its lane.
+  EXPECT_EQ(ch.push(0, 1000, 1010, 1500), 1000u + 120'000u + 340'909u);
 }
 
 }  // namespace

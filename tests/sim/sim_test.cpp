@@ -122,10 +122,14 @@ TEST(Kernels, AttentionStep) {
   }
 }
 
-// Streamed weights: 1500 bytes through MemoryX (150 GB/s: 10 ns, + 2000 ns latency = 2010 ns = 2211
-// cycles at 1.1 GHz), then 375 wavelets from the nearest edge channel (west, (0,3)) 3 hops to (3,3):
-// head 2214, tail 2588. The task then starts 2598: StreamIn 6 + 1500/8 = 194, Fmac 64 = 22 -> 2814;
-// one hop to the done tile: 2815. A second tile streaming the same at the same time queues behind it.
+// Streamed weights (docs/streaming.md): 1500 bytes through MemoryX (150 GB/s: 10,000 ps, + 2000 ns
+// latency: last byte out at 2,010,000 ps, first at 2,000,000 ps), then through edge channel 4 (west,
+// entry (0,3), the nearest to (3,3)). On tiny a channel has 8 rows / 6 channels per edge = 1 row, so
+// lanes = min(ceil(12.5 / 4.4), 1) = 1 and the channel carries min(12.5, 1 x 4.4) = 4.4 GB/s:
+// 1,500,000 / 4.4 = 340,910 ps (the lane's own 375 cycles = 340,909 ps is below it) -> 2,340,910 ps =
+// 2575.001 cycles -> 2576. Fabric leg, analytic: 3 hops x 1 -> the weights' tail at (3,3) is 2579.
+// The task then starts 2589: StreamIn 6 + 1500/8 = 194, Fmac 64 = 22 -> 2805; one hop to the done
+// tile: 2806. A second tile streaming the same at the same time queues behind it on the port.
 Image streaming_image(int tiles) {
   Image im;
   im.grid = {8, 8};
@@ -153,10 +157,19 @@ TEST(MemoryX, StreamedWeightsCrossThePortThenTheFabric) {
   hw::WaferSpec spec = tiny();
   Image im = streaming_image(1);
   StepResult r = run(spec, im);
-  EXPECT_EQ(r.latency, 2815u);
-  EXPECT_EQ(r.breakdown.cause[size_t(Cause::WeightStreaming)], 2588u);
+  EXPECT_EQ(r.latency, 2806u);
+  EXPECT_EQ(r.breakdown.cause[size_t(Cause::WeightStreaming)], 2579u);
   EXPECT_EQ(sum(r.breakdown.cause), r.latency);
   EXPECT_EQ(r.memoryx_bytes, 1500u);
+  EXPECT_EQ(r.wafers[0].step.weight_bursts, 1u);
+  EXPECT_EQ(r.wafers[0].network.bursts, 1u);  // the result only: no mesh burst for the weights (the injection is a timer)
+  // The task waits for the weights' tail, not a cycle less.
+  const auto& gemv = run_at(simulator().task_runs()[0], im.grid, {3, 3}, 0);
+  EXPECT_GT(gemv.trigger, 2578u);
+  EXPECT_EQ(gemv.trigger, 2579u);
+  EXPECT_EQ(gemv.start, 2589u);
+  EXPECT_EQ(r.channel_rule.lanes, 1u);
+  EXPECT_NEAR(r.channel_rule.gbs, 4.4, 1e-9);
   // Two tiles: the second request waits for the first's 10 ns on the port (11 cycles later), enters at
   // its own nearest channel ((0,4): 3 hops, 4 to the done tile), so its result lands after the first.
   StepResult r2 = run(spec, streaming_image(2));
@@ -165,7 +178,27 @@ TEST(MemoryX, StreamedWeightsCrossThePortThenTheFabric) {
   // Twice the latency of the port: + 2000 ns = 2200 cycles.
   hw::WaferSpec slow = spec;
   slow.io_latency_ns = 4000;
-  EXPECT_EQ(run(slow, im).latency, 2815u + 2200u);
+  EXPECT_EQ(run(slow, im).latency, 2806u + 2200u);
+  // A channel of 3 lanes (24 rows per channel on a 144-row edge): min(12.5, 13.2) = 12.5 GB/s ->
+  // 120,000 ps on the channel (the lane's 340,909 ps binds) -> the same 2,340,909 ps -> 2575.0 -> 2575.
+  hw::WaferSpec tall = spec;
+  tall.logical_height = 144;
+  StepResult r3 = run(tall, im);
+  EXPECT_EQ(r3.channel_rule.lanes, 3u);
+  EXPECT_EQ(r3.breakdown.cause[size_t(Cause::WeightStreaming)], 2575u + 3u);
+}
+
+// Two StreamIn ops of one tile share its channel: the second waits for the first's bytes on the channel
+// (FIFO), so its tail is one channel occupancy later (340,910 ps: 2,681,820 ps = 2950.002 -> 2951, + 3).
+TEST(MemoryX, OneChannelQueuesItsRequests) {
+  hw::WaferSpec spec = tiny();
+  Image im = streaming_image(1);
+  im.programs[0].tasks[0].ops = {{firmware::OpKind::StreamIn, 1500}, {firmware::OpKind::StreamIn, 1500},
+                                 {firmware::OpKind::Fmac, 64}};
+  StepResult r = run(spec, im);
+  EXPECT_EQ(r.breakdown.cause[size_t(Cause::WeightStreaming)], 2954u);
+  EXPECT_EQ(sum(r.breakdown.cause), r.latency);
+  EXPECT_EQ(r.memoryx_requests, 2u);
 }
 
 // Two wafers: wafer 1 starts when wafer 0's result crossed the link (128 bytes at 150 GB/s: 854 ps,
