@@ -10,7 +10,9 @@ source "$here/lib.sh"
 : "${WAFER_EMU:?run through bench/run}" "${WAFER_BENCH_BIN:?run through bench/run}"
 
 args=(noc --wafer small --pattern uniform --rate 0.01 --burst-wavelets 8 --cycles 2000)
-echo "-- (1) wafer-emu ${args[*]}"
+echo "-- (1a) bench_noc_small: the same workload's Plan built once, each model's Mesh::execute timed in one process"
+"$WAFER_BENCH_BIN/bench_noc_small" small 0.01 2000 21 3
+echo "-- (1b) whole commands (process start-up, wafer setup and Plan generation included): wafer-emu ${args[*]}"
 a=$(measure 3 "$WAFER_EMU" "${args[@]}" --fidelity approx)
 c=$(measure 3 "$WAFER_EMU" "${args[@]}" --fidelity cycle)
 echo "approx: $a"

@@ -14,6 +14,7 @@ ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fa
     throw hw::InputError(fmt::format("the approx mesh supports up to 65535 tiles per side; this mesh is {} x {}",
                                      fabric.grid().width, fabric.grid().height));
   tiles_.resize(fabric.grid().size());
+  width_ = std::uint32_t(fabric.grid().width);
   reset();
 }
 
@@ -82,7 +83,8 @@ void ApproxMesh::timer(Cycle at, std::uint64_t tag) {
 }
 
 void ApproxMesh::run_until(Cycle limit) {
-  queue_.run(limit, [this](Cycle t, const Event& e) { handle(t, e); });
+  queue_.run(limit, [this](Cycle t, const Event& e) { handle(t, e); },
+             [this](const Event& e, bool near) { prefetch(e, near); });
 }
 
 Cycle ApproxMesh::run() {
@@ -105,10 +107,10 @@ void ApproxMesh::handle(Cycle now, const Event& e) {
       if (br.flow != kNone) ps_.out[br.flow].inject = start;
       if (start == now) {
         if (br.flow == kNone) node(now, e.a, br.src_c, Dir::Ramp, 0);
-        else plan_node(now, e.a, kNone, 0);
+        else plan_node(now, e.a, ps_.base[br.flow], 0);
       } else {
         ++br.refs;
-        queue_.push(start, Event{e.a, br.flow == kNone ? pack(br.src_c) : kNone, 0,
+        queue_.push(start, Event{e.a, br.flow == kNone ? pack(br.src_c) : ps_.base[br.flow], 0,
                                  br.flow == kNone ? Kind::Node : Kind::PlanNode, Dir::Ramp});
       }
       release(e.a);
@@ -155,22 +157,49 @@ void ApproxMesh::node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint3
   if (st.deliver) deliver(now, b, t, path);
 }
 
-void ApproxMesh::plan_node(Cycle now, std::uint32_t b, std::uint32_t edge, std::uint32_t path) {
-  const std::uint32_t flow = bursts_[b].flow;
-  const Flow& fl = ps_.plan->flows[flow];
-  const PlanIndex& ix = ps_.index;
-  const std::uint32_t slot = ix.slot(flow, edge);
-  TileIndex here = edge == kNone ? fl.src : ix.end[ix.edge_base[flow] + edge];
-  for (std::uint32_t k = ix.child_start[slot]; k < ix.child_start[slot + 1]; ++k) {
-    std::uint32_t c = ix.children[k];
-    LinkId l = fl.route[c].link;
+void ApproxMesh::plan_node(Cycle now, std::uint32_t b, std::uint32_t slot, std::uint32_t path) {
+  const PNode* nodes = ps_.nodes.data();
+  const TileIndex here = nodes[slot].tile;
+  for (std::uint32_t c = nodes[slot].first; c != 0; c = nodes[c].next) {
+    const Dir d = nodes[c].in;
     Burst& br = bursts_[b];
-    Cycle arrive = cross(now, br, link_tile(l), link_dir(l));
-    std::uint32_t p = path + tiles_[link_tile(l)].latency[unsigned(link_dir(l))];
+    Cycle arrive = cross(now, br, here, d);
+    std::uint32_t p = path + tiles_[here].latency[unsigned(d)];
     ++br.refs;
     queue_.push(arrive, Event{b, c, p, Kind::PlanNode, Dir::Ramp});
   }
-  if (ix.sink[slot]) deliver(now, b, here, path);
+  if (nodes[slot].sink) deliver(now, b, here, path);
+}
+
+// Records the tile and burst records the event will touch, ahead of it (Calendar::run's hook). `near`:
+// the second stage, when the burst record fetched by the first is in cache and names the tile.
+// Always inlined: as an out-of-line call GCC finds it free of side effects and drops it.
+[[gnu::always_inline]] inline void ApproxMesh::prefetch(const Event& e, bool near) const {
+  auto line2 = [](const void* p, std::size_t n) {
+    __builtin_prefetch(p, 1);
+    __builtin_prefetch(static_cast<const char*>(p) + n - 1, 1);
+  };
+  switch (e.kind) {
+    case Kind::Node:
+      if (!near) {
+        line2(&tiles_[std::size_t(e.b >> 16) * std::size_t(width_) + (e.b & 0xFFFFu)], sizeof(TileRes));
+        __builtin_prefetch(&bursts_[e.a], 1);
+      }
+      return;
+    case Kind::Inject:
+      if (!near) __builtin_prefetch(&bursts_[e.a], 1);
+      else line2(&tiles_[bursts_[e.a].src], sizeof(TileRes));
+      return;
+    case Kind::PlanNode:
+      if (!near) {
+        __builtin_prefetch(&ps_.nodes[e.b]);
+        __builtin_prefetch(&bursts_[e.a], 1);
+      } else {
+        line2(&tiles_[ps_.nodes[e.b].tile], sizeof(TileRes));
+      }
+      return;
+    case Kind::Timer: return;
+  }
 }
 
 void ApproxMesh::deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path) {
@@ -226,8 +255,8 @@ void ApproxMesh::plan_ready(std::uint32_t flow, Cycle now) {
 
 void ApproxMesh::plan_arrival(std::uint32_t flow, TileIndex sink, Cycle head, Cycle tail) {
   const Plan& plan = *ps_.plan;
-  for (std::uint32_t k = ps_.index.dep_start[flow]; k < ps_.index.dep_start[flow + 1]; ++k) {
-    auto [g, ti] = ps_.index.deps[k];
+  for (std::uint32_t k = ps_.dep_start[flow]; k < ps_.dep_start[flow + 1]; ++k) {
+    auto [g, ti] = ps_.deps[k];
     const Trigger& t = plan.flows[g].after[ti];
     if (t.tile != sink) continue;
     const Cycle delay = std::max<std::uint32_t>(t.delay, 1);  // a core reacts the cycle after at the earliest
@@ -241,13 +270,53 @@ void ApproxMesh::plan_arrival(std::uint32_t flow, TileIndex sink, Cycle head, Cy
   }
 }
 
+void ApproxMesh::build_plan_nodes(const Plan& plan) {
+  const std::uint32_t n = std::uint32_t(plan.flows.size());
+  const TileIndex w = TileIndex(fabric_->grid().width);
+  PlanState& s = ps_;
+  s.base.resize(n + 1);
+  s.base[0] = 0;
+  for (std::uint32_t f = 0; f < n; ++f) s.base[f + 1] = s.base[f] + 1 + std::uint32_t(plan.flows[f].route.size());
+  s.nodes.resize(s.base[n]);
+  PNode* nodes = s.nodes.data();
+  for (std::uint32_t f = 0; f < n; ++f) {
+    const Flow& fl = plan.flows[f];
+    const std::uint32_t b0 = s.base[f];
+    const TileIndex* sk = fl.sinks.data();
+    const std::size_t ns = fl.sinks.size();
+    auto is_sink = [&](TileIndex t) -> std::uint8_t {
+      if (ns == 1) return sk[0] == t;
+      return std::find(sk, sk + ns, t) != sk + ns;
+    };
+    const std::uint32_t ne = std::uint32_t(fl.route.size());
+    nodes[b0] = PNode{fl.src, 0, 0, Dir::Ramp, is_sink(fl.src)};
+    s.last.resize(ne + 1);
+    std::uint32_t* last = s.last.data();  // by local node: 0 = the source, 1 + e = the end of edge e
+    for (std::uint32_t e = 0; e < ne; ++e) {
+      const RouteEdge& re = fl.route[e];
+      const std::uint32_t pl = re.parent == kFromSource ? 0 : 1 + std::uint32_t(re.parent);  // check_plan: < 1 + e
+      const std::uint32_t slot = b0 + 1 + e;
+      PNode& parent = nodes[b0 + pl];
+      if (parent.first == 0) parent.first = slot;
+      else nodes[last[pl]].next = slot;
+      last[pl] = slot;
+      const Dir d = link_dir(re.link);
+      const TileIndex from = link_tile(re.link);
+      // The router the link leads to (check_plan made sure it is inside the grid).
+      const TileIndex to = d == Dir::North ? from - w : d == Dir::South ? from + w : d == Dir::East ? from + 1 : from - 1;
+      nodes[slot] = PNode{to, 0, 0, d, is_sink(to)};
+    }
+  }
+  plan_dependents(plan, s.dep_start, s.deps);
+}
+
 std::vector<FlowTiming> ApproxMesh::execute(const Plan& plan) {
   check_plan(*fabric_, plan);
   reset();
   const std::uint32_t n = std::uint32_t(plan.flows.size());
   ps_ = PlanState{};
   ps_.plan = &plan;
-  ps_.index.build(*fabric_, plan);
+  build_plan_nodes(plan);
   ps_.pending.resize(n);
   ps_.start_min.assign(n, 0);
   ps_.tail_min.assign(n, 0);

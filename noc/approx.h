@@ -44,27 +44,29 @@ class ApproxMesh final : public Mesh {
   enum class Kind : std::uint8_t { Inject, Node, PlanNode, Timer };
   struct Event {
     std::uint32_t a;     // burst (Timer: tag low bits)
-    std::uint32_t b;     // x | y << 16 (Node) / route edge, kNone = the source (PlanNode) / tag high bits (Timer)
+    std::uint32_t b;     // x | y << 16 (Node) / route node slot (PlanNode) / tag high bits (Timer)
     std::uint32_t path;  // zero-load head latency accumulated so far
     Kind kind;
     Dir in;              // direction travelled to arrive (Ramp at the source)
   };
-  struct Burst {
-    std::uint64_t tag;
-    Cycle inject;
-    Cycle head, tail, wait;
+  // Hot fields first (routing and occupancy read them every hop): one cache line; the rest at delivery.
+  struct alignas(64) Burst {
     Target target;
-    Coord src_c;
-    TileIndex src;
     std::uint32_t lag;
     std::uint32_t wavelets;
     std::uint32_t refs;     // pending events
     std::uint32_t flow;     // Plan flow, kNone for Network sends
+    TileIndex src;
+    Cycle inject;
+    Cycle head, tail, wait;
+    std::uint64_t tag;
+    Coord src_c;
   };
 
   void handle(Cycle now, const Event& e);
+  void prefetch(const Event& e, bool near) const;
   void node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path);
-  void plan_node(Cycle now, std::uint32_t b, std::uint32_t edge, std::uint32_t path);
+  void plan_node(Cycle now, std::uint32_t b, std::uint32_t slot, std::uint32_t path);
   // Occupies link (tile, d) from `now`; returns when the head reaches the next router.
   Cycle cross(Cycle now, Burst& br, TileIndex tile, Dir d);
   void deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path);
@@ -89,18 +91,36 @@ class ApproxMesh final : public Mesh {
   static std::uint32_t pack(Coord c) { return std::uint32_t(c.x) | std::uint32_t(c.y) << 16; }
   static Coord unpack(std::uint32_t v) { return {std::int32_t(v & 0xFFFFu), std::int32_t(v >> 16)}; }
   std::vector<TileRes> tiles_;
+  std::uint32_t width_ = 0;
   std::vector<Burst> bursts_;
   std::vector<std::uint32_t> free_bursts_;
 
+  // A Plan's routes flattened into one array of route nodes (a flow's source, then the end of each of its
+  // edges, in route order): node slot base[f] is flow f's source, base[f] + 1 + e the end of its edge e.
+  // The edges leaving a node are its children, linked first-child / next-sibling in route order (slot 0,
+  // flow 0's source, is nobody's child: 0 ends a list). One 16-byte record per node, built in one pass,
+  // so walking a route (a chain: child = slot + 1) reads consecutive memory.
+  struct PNode {
+    TileIndex tile;      // the node's router
+    std::uint32_t first; // first child slot, 0 = none
+    std::uint32_t next;  // next sibling slot, 0 = none
+    Dir in;              // the direction the edge leading here leaves its parent (Ramp at the source)
+    std::uint8_t sink;   // the tile's core receives the burst
+  };
   // Plan execution state (empty outside execute()).
   struct PlanState {
     const Plan* plan = nullptr;
-    PlanIndex index;
+    std::vector<std::uint32_t> base;     // per flow (+1): its source's node slot
+    std::vector<PNode> nodes;
+    std::vector<std::uint32_t> last;     // build scratch: per node of a flow, its last child so far
+    std::vector<std::uint32_t> dep_start;  // flows waiting on each flow (plan_dependents)
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> deps;
     std::vector<std::uint32_t> pending;  // per flow: triggers not yet satisfied
     std::vector<Cycle> start_min, tail_min;
     std::vector<FlowTiming> out;
     std::vector<std::uint8_t> done;
   } ps_;
+  void build_plan_nodes(const Plan& plan);
 };
 
 }  // namespace wafer::noc

@@ -36,6 +36,15 @@ class Calendar {
   // t >= the current event's time). Leaves now() at the first cycle not processed (<= limit).
   template <class F>
   void run(hw::Cycle limit, F&& f) {
+    run(limit, f, [](const Event&, bool) {});
+  }
+  // The same; before each event runs, `pre(event, false)` is called on the event 2 x kAhead places further
+  // in the current bucket and `pre(event, true)` on the one kAhead further, so a model can prefetch the
+  // records those events will touch in two dependent stages (the events of one cycle are independent reads
+  // of scattered tile and burst records: memory latency, not work, bounds them). Order is unchanged.
+  static constexpr std::size_t kAhead = 4;
+  template <class F, class P>
+  void run(hw::Cycle limit, F&& f, P&& pre) {
     while (now_ < limit) {
       if (in_window_ == 0) {
         if (overflow_.empty()) {
@@ -55,7 +64,11 @@ class Calendar {
       if (now_ >= next_sweep_) sweep();
       auto& b = buckets_[now_ & kMask];
       // Index-based: handlers may append to this very bucket (events at the same cycle).
+      for (std::size_t i = 0; i < 2 * kAhead && i < b.size(); ++i) pre(b[i], false);
+      for (std::size_t i = 0; i < kAhead && i < b.size(); ++i) pre(b[i], true);
       for (std::size_t i = 0; i < b.size(); ++i) {
+        if (i + 2 * kAhead < b.size()) pre(b[i + 2 * kAhead], false);
+        if (i + kAhead < b.size()) pre(b[i + kAhead], true);
         Event e = b[i];
         --in_window_;
         f(now_, e);

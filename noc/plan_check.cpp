@@ -16,39 +16,53 @@ TileIndex edge_end(const Fabric& fabric, LinkId link) {
 void check_plan(const Fabric& fabric, const Plan& plan) {
   const Grid& g = fabric.grid();
   const std::size_t n = plan.flows.size();
+  // Per route edge of the flow being checked: the tile it ends at, as an index and a coordinate (kept
+  // along the tree from the source's, so no edge costs a division), and whether another edge continues it.
   std::vector<TileIndex> ends;
+  std::vector<Coord> endc;
+  std::vector<std::uint8_t> continued;
   for (std::size_t f = 0; f < n; ++f) {
     const Flow& fl = plan.flows[f];
     auto bad = [&](const std::string& why) { throw hw::InputError(fmt::format("plan flow {}: {}", f, why)); };
     if (fl.src >= g.size()) bad(fmt::format("source tile {} is outside the {} x {} mesh", fl.src, g.width, g.height));
     if (!fabric.router_ok(fl.src)) bad("its source tile has a failed router");
     if (fl.wavelets == 0) bad("a burst needs at least one wavelet");
-    ends.clear();
-    for (std::size_t e = 0; e < fl.route.size(); ++e) {
+    const Coord src_c = g.coord(fl.src);
+    const std::size_t ne = fl.route.size();
+    ends.resize(ne);
+    endc.resize(ne);
+    continued.assign(ne, 0);
+    static constexpr std::int32_t dx[4] = {0, 1, 0, -1}, dy[4] = {-1, 0, 1, 0};  // N E S W (hw::step)
+    for (std::size_t e = 0; e < ne; ++e) {
       const RouteEdge& re = fl.route[e];
-      TileIndex from = link_tile(re.link);
-      if (from >= g.size() || link_dir(re.link) == Dir::Ramp) bad(fmt::format("route edge {} is not a mesh link", e));
-      TileIndex expect = re.parent == kFromSource ? fl.src
-                         : (re.parent >= 0 && std::size_t(re.parent) < e) ? ends[std::size_t(re.parent)]
-                                                                           : hw::kNoTile;
-      if (expect == hw::kNoTile) bad(fmt::format("route edge {} continues from edge {}, not an earlier one", e, re.parent));
+      const TileIndex from = link_tile(re.link);
+      const unsigned d = re.link % 4u;
+      if (from >= g.size() || Dir(d) == Dir::Ramp) bad(fmt::format("route edge {} is not a mesh link", e));
+      TileIndex expect = 0;
+      Coord c{};  // == g.coord(from) once from == expect
+      if (re.parent == kFromSource) {
+        expect = fl.src, c = src_c;
+      } else if (re.parent >= 0 && std::size_t(re.parent) < e) {
+        expect = ends[std::size_t(re.parent)], c = endc[std::size_t(re.parent)];
+        continued[std::size_t(re.parent)] = 1;
+      } else {
+        bad(fmt::format("route edge {} continues from edge {}, not an earlier one", e, re.parent));
+      }
       if (from != expect) bad(fmt::format("route edge {} does not start where its parent ends", e));
-      Coord c = g.coord(from);
-      if (!g.inside(hw::step(c, link_dir(re.link))))
-        bad(fmt::format("route edge {} leaves the mesh at ({}, {})", e, c.x, c.y));
-      if (!fabric.link_ok(from, link_dir(re.link)))
-        bad(fmt::format("route edge {} uses the failed link ({}, {}) {}", e, c.x, c.y, hw::to_string(link_dir(re.link))));
-      ends.push_back(edge_end(fabric, re.link));
+      const Coord next{c.x + dx[d], c.y + dy[d]};
+      if (!g.inside(next)) bad(fmt::format("route edge {} leaves the mesh at ({}, {})", e, c.x, c.y));
+      if (!fabric.link_ok(from, Dir(d)))
+        bad(fmt::format("route edge {} uses the failed link ({}, {}) {}", e, c.x, c.y, hw::to_string(Dir(d))));
+      ends[e] = g.index(next);  // == edge_end(fabric, re.link)
+      endc[e] = next;
     }
     if (fl.sinks.empty()) bad("it has no sink");
     for (std::size_t e = 0; e < fl.route.size(); ++e) {
-      bool leaf = true;
-      for (std::size_t k = e + 1; k < fl.route.size() && leaf; ++k) leaf = fl.route[k].parent != std::int32_t(e);
-      if (leaf && std::find(fl.sinks.begin(), fl.sinks.end(), ends[e]) == fl.sinks.end())
+      if (!continued[e] && std::find(fl.sinks.begin(), fl.sinks.end(), ends[e]) == fl.sinks.end())
         bad(fmt::format("route edge {} ends at tile {}, which is not a sink", e, ends[e]));
     }
     for (TileIndex s : fl.sinks)
-      if (s != fl.src && std::find(ends.begin(), ends.end(), s) == ends.end())
+      if (s != fl.src && std::find(ends.rbegin(), ends.rend(), s) == ends.rend())  // usually the last end
         bad(fmt::format("sink tile {} is not reached by its route", s));
     for (const Trigger& t : fl.after) {
       if (t.flow >= n) bad(fmt::format("a trigger names flow {}, but the plan has {}", t.flow, n));
