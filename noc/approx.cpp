@@ -145,8 +145,8 @@ Cycle ApproxMesh::cross(Cycle now, Burst& br, TileIndex tile, Dir d) {
 void ApproxMesh::node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path) {
   const Step st = route_step(*fabric_, bursts_[b].target, here, in);
   const TileIndex t = fabric_->grid().index(here);
-  for (unsigned k = 0; k < 4; ++k) {
-    if (!(st.ports >> k & 1u)) continue;
+  for (unsigned m = st.ports; m != 0; m &= m - 1) {  // the set port bits, lowest (North) first
+    const unsigned k = unsigned(__builtin_ctz(m));
     const Dir d = Dir(k);
     Burst& br = bursts_[b];
     Cycle arrive = cross(now, br, t, d);
