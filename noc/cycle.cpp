@@ -47,11 +47,13 @@ void CycleMesh::reset() {
   stats_ = {};
   now_ = last_event_ = last_progress_ = 0;
   seq_ = 0;
-  for (Queue& q : queues_) {
-    q.head = q.count = 0;
-    q.need = q.done = 0;
-    q.routed = q.locked = false;
-  }
+  // Back to the state of a fresh mesh: queues are allocated again in first-use order, since round-robin
+  // arbitration walks them in that order (keeping the old order made a second run time differently).
+  std::fill(queue_slot_.begin(), queue_slot_.end(), kNone);
+  queues_.clear();
+  ring_.clear();
+  for (auto& rq : router_queues_) rq.clear();
+  std::fill(ramp_head_.begin(), ramp_head_.end(), 0);
   std::fill(credits_.begin(), credits_.end(), std::uint16_t(depth_));
   std::fill(out_owner_.begin(), out_owner_.end(), kNone);
   std::fill(rr_.begin(), rr_.end(), 0);
