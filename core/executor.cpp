@@ -37,7 +37,7 @@ constexpr Cycle kNever = std::numeric_limits<Cycle>::max();
 // Timer tags: kind in the top byte.
 constexpr std::uint64_t kTimerReady = 1ull << 56;    // | tile << 16 | task
 constexpr std::uint64_t kTimerDeliver = 2ull << 56;  // | burst
-constexpr std::uint64_t kTimerWeights = 3ull << 56;  // | tile << 16 | task: the tail of one StreamIn's weights
+constexpr std::uint64_t kTimerWeights = 3ull << 56;  // the next streamed weights' tail (Executor::warrivals_)
 constexpr std::uint64_t kKindMask = 0xFFull << 56;
 constexpr std::uint32_t kStepStart = 0xFFFFFFFEu;  // prev_: bound by the core being armed from the step start
 
@@ -220,11 +220,16 @@ void Executor::request_weights() {
     for (const auto& op : task_at(r.tile, r.k).ops) {
       if (op.kind != OpKind::StreamIn) continue;
       const Cycle ready = weights_->fetch(opt_.start, op.elements, ch);
-      net_.timer(ready + hops * Cycle(spec_.hop_latency), kTimerWeights | (std::uint64_t(r.tile) << 16) | r.k);
+      warrivals_.push_back({ready + hops * Cycle(spec_.hop_latency), r.tile, r.k});
       weight_bytes_ += op.elements;
       ++weight_bursts_;
     }
   }
+  // The arrivals are kept here in time order with one network timer for the next one: the mesh's event
+  // queue then holds one far-future weight event instead of one per StreamIn (millions on a full wafer).
+  std::stable_sort(warrivals_.begin(), warrivals_.end(),
+                   [](const WeightArrival& a, const WeightArrival& b) { return a.at < b.at; });
+  if (!warrivals_.empty()) net_.timer(warrivals_[0].at, kTimerWeights);
 }
 
 StepResult Executor::run() {
@@ -275,11 +280,13 @@ void Executor::on_timer(std::uint64_t tag, Cycle now) {
   if (kind == kTimerReady) {
     start_task(TileIndex((tag >> 16) & 0xFFFFFFFFull), std::uint32_t(tag & 0xFFFF), now);
   } else if (kind == kTimerWeights) {
-    const TileIndex tile = TileIndex((tag >> 16) & 0xFFFFFFFFull);
-    const std::uint32_t k = std::uint32_t(tag & 0xFFFF);
-    const std::uint32_t slot = slot0_[tile] + k;
-    ++slots_[slot].wcount;
-    credit(slot, tile, k, now, now, weight_burst_);
+    while (wnext_ < warrivals_.size() && warrivals_[wnext_].at <= now) {
+      const WeightArrival w = warrivals_[wnext_++];
+      const std::uint32_t slot = slot0_[w.tile] + w.k;
+      ++slots_[slot].wcount;
+      credit(slot, w.tile, w.k, now, now, weight_burst_);
+    }
+    if (wnext_ < warrivals_.size()) net_.timer(warrivals_[wnext_].at, kTimerWeights);
   } else if (kind == kTimerDeliver) {
     std::uint32_t id = std::uint32_t(tag & 0xFFFFFFFFull);
     const BurstRec& b = bursts_[id];

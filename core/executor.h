@@ -13,7 +13,8 @@
 //    through the edge channel nearest the tile (Manhattan distance to its entry tile); the port and the
 //    channel are bandwidth resources (memory/memoryx.h, memory/edge_channels.h) and fetch() returns when
 //    the last byte has entered the fabric at the entry tile. The fabric leg is charged analytically, not
-//    as a mesh burst: tail at the tile = that + Manhattan hops x hop_latency (one timer event per op). So
+//    as a mesh burst: tail at the tile = that + Manhattan hops x hop_latency (one timer event per op, the
+//    arrivals kept sorted in the executor with one pending timer). So
 //    streamed weights do not contend with activation traffic on individual links (a stated
 //    simplification, docs/streaming.md). The task waits for the tail.
 //  - A core runs one task at a time, first come first served by trigger time. Complete tasks:
@@ -184,6 +185,13 @@ class Executor final : public noc::NetworkClient {
   Cycle done_end_ = 0;
   std::uint64_t unclaimed_ = 0, tasks_run_ = 0, weight_bytes_ = 0, weight_bursts_ = 0;
   std::uint32_t weight_burst_ = kNone;  // the one BurstRec standing for every streamed-weight arrival
+  struct WeightArrival {  // one StreamIn op's weights reaching its tile (their tail)
+    Cycle at;
+    hw::TileIndex tile;
+    std::uint32_t k;
+  };
+  std::vector<WeightArrival> warrivals_;  // in time order; one network timer at a time walks them
+  std::size_t wnext_ = 0;
   std::vector<std::uint8_t> critical_;  // per slot, after the walk
   bool ran_ = false;
 };
