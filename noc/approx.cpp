@@ -327,9 +327,7 @@ std::vector<FlowTiming> ApproxMesh::execute(const Plan& plan) {
     if (ps_.pending[f] == 0) plan_ready(f, 0);
   }
   run_with_progress();
-  for (std::uint32_t f = 0; f < n; ++f)
-    if (!ps_.done[f])
-      throw hw::InputError(fmt::format("plan flow {} never ran: its triggers wait on each other (a cycle)", f));
+  require_all_ran(ps_.done);
   std::vector<FlowTiming> out = std::move(ps_.out);
   ps_ = PlanState{};
   return out;

@@ -442,9 +442,7 @@ std::vector<FlowTiming> CycleMesh::execute(const Plan& plan) {
   for (std::uint32_t f = 0; f < n; ++f)
     if (ps_.pending[f] == 0) enqueue_ready(f, plan.flows[f].release);
   run_with_progress();
-  for (std::uint32_t f = 0; f < n; ++f)
-    if (!ps_.done[f])
-      throw hw::InputError(fmt::format("plan flow {} never ran: its triggers wait on each other (a cycle)", f));
+  require_all_ran(ps_.done);
   std::vector<FlowTiming> out = std::move(ps_.out);
   ps_ = PlanState{};
   return out;

@@ -29,4 +29,10 @@ std::unique_ptr<Mesh> make_mesh(Fidelity fidelity, const Fabric& fabric, const M
   return std::make_unique<CycleMesh>(fabric, params);  // refuses large meshes before allocating
 }
 
+void Mesh::require_all_ran(const std::vector<std::uint8_t>& done) {
+  for (std::size_t f = 0; f < done.size(); ++f)
+    if (!done[f])
+      throw hw::InputError(fmt::format("plan flow {} never ran: its triggers wait on each other (a cycle)", f));
+}
+
 }  // namespace wafer::noc

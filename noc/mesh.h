@@ -89,6 +89,8 @@ class Mesh : public Network {
       progress_(progress_ctx_, now());
     }
   }
+  // After a Plan ran: every flow must have run (else its triggers wait on each other).
+  static void require_all_ran(const std::vector<std::uint8_t>& done);
   const Fabric* fabric_;
   MeshParams params_;
   void (*progress_)(void*, Cycle) = nullptr;

@@ -47,17 +47,6 @@ double compare(const char* what, const Fabric& f, const Plan& p) {
   return err;
 }
 
-Plan uniform(const Fabric& f, double rate, std::uint64_t cycles, std::uint64_t seed) {
-  TrafficParams tp;
-  tp.pattern = Pattern::Uniform;
-  tp.rate = rate;
-  tp.burst_wavelets = 8;
-  tp.cycles = cycles;
-  tp.seed = seed;
-  tp.colors = 4;
-  return make_traffic(f, tp);
-}
-
 Plan pattern(const Fabric& f, Pattern pat, double rate, std::uint64_t cycles, std::uint64_t seed) {
   TrafficParams tp;
   tp.pattern = pat;
@@ -67,6 +56,10 @@ Plan pattern(const Fabric& f, Pattern pat, double rate, std::uint64_t cycles, st
   tp.seed = seed;
   tp.colors = 4;
   return make_traffic(f, tp);
+}
+
+Plan uniform(const Fabric& f, double rate, std::uint64_t cycles, std::uint64_t seed) {
+  return pattern(f, Pattern::Uniform, rate, cycles, seed);
 }
 
 // The cycle model's uniform-traffic saturation (bench/noc_agreement.cpp measures it; docs/timing.md):
