@@ -30,9 +30,12 @@
 //    segment receives it): the core delivers that copy to itself at the send (the meshes leave the
 //    source out of a segment's sinks; an arrival of it at the source from a mesh is ignored).
 //  - The step ends when done_tile has done_arrivals bursts on done_color (the latest tail).
-// A mesh may report an arrival only when its tail is in (the cycle reference): a Stream task is then
-// back-dated to its head + stream_stage_latency; its output leaves at once with its lag shortened so the
-// tail keeps the stream's timing, and the receivers subtract the head's delay (BurstRec::vshift).
+// A mesh may report an arrival only when its tail is in (the cycle reference does so for multicasts; sim/
+// has it report unicasts at their head, noc/cycle.h report_heads): a Stream task is then back-dated to its
+// head + stream_stage_latency; its output leaves at once with its lag shortened so the tail keeps the
+// stream's timing, and the receivers subtract the head's delay (BurstRec::vshift). The output still leaves
+// late (a burst cannot be shorter than its wavelets), so streaming behind a late-reported input costs
+// about a burst per stage: the meshes should report the head whenever they can.
 // The critical path is walked back from that tail; each segment goes to one cause and to the layer and
 // operator it serves (a task's own time to its task; a burst's network time to the task it feeds), so the
 // parts sum exactly to the latency.

@@ -209,6 +209,16 @@ void CycleMesh::delivered(std::uint32_t router, const Wavelet& w) {
     if (ps_.streamed[flow]) ps_.arrivals[std::uint64_t(flow) * tiles_ + router].push_back(now_);
     if (w.index == 0) plan_head(flow, router, now_);
     if (tail) plan_tail(flow, router, now_);
+  } else if (client_ && report_heads_ && b.target.sinks == 1) {
+    if (w.index == 0) {  // the whole path is this burst's now: the tail's cycle is determined
+      const Cycle promised = std::max(now_ + b.wavelets - 1, wavelet_ready(b, b.wavelets - 1) + w.path);
+      b.promised = promised;
+      client_->on_arrival(b.tag, router, now_, promised);  // may send (and grow bursts_)
+    }
+    if (tail && bursts_[id].promised != now_)
+      throw std::logic_error(fmt::format("cycle model: a unicast's tail reached tile {} at cycle {}, not at {} as "
+                                         "reported with its head",
+                                         router, now_, bursts_[id].promised));
   } else if (tail && client_) {
     client_->on_arrival(b.tag, router, ramp_head_[router], now_);
   }

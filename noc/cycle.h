@@ -8,7 +8,8 @@
 // its queue once every one of its outputs has taken it. Ramps carry one wavelet per cycle; a core's sends
 // leave in order (its source queue is unbounded: source queueing is counted in latency).
 // Timing rules are those of noc/mesh.h, so on an idle mesh both fidelities give the same cycles.
-// Network clients hear of an arrival when its tail is in (head and tail cycles both given).
+// Network clients hear of an arrival when its tail is in (head and tail cycles both given), or, with
+// report_heads(true), of a unicast as soon as its head is in (see there).
 #include <cstdint>
 #include <queue>
 #include <unordered_map>
@@ -40,6 +41,17 @@ class CycleMesh final : public Mesh {
   std::uint64_t link_busy(LinkId l) const override { return link_busy_[l]; }
   std::size_t state_bytes() const override;
 
+  // Report unicast Network arrivals when the head reaches the core instead of when the tail does (the
+  // call still carries both cycles). By then the burst holds every output port of its one path until its
+  // tail passes (wormhole allocation), so nothing else can delay it: wavelet j reaches the core at
+  // max(wavelet j-1 + 1, its release at the source + the path's latency), and the tail's cycle is
+  // max(head + wavelets - 1, the tail's release at the source + path latency). The tail is checked against that when it
+  // arrives (std::logic_error if the model ever broke the rule). This lets a client stream on behind the
+  // head (reduce-and-forward chains in the tile cores), as on the machine; multicasts, whose branches can
+  // still stall each other after one sink has its head, are reported at the tail either way. Off by
+  // default; survives reset().
+  void report_heads(bool on) { report_heads_ = on; }
+
  private:
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
   static constexpr std::uint32_t kPorts = 5;  // N, E, S, W, Ramp (as hw::Dir)
@@ -68,6 +80,7 @@ class CycleMesh final : public Mesh {
     std::uint32_t wavelets = 1, lag = 0, flow = kNone, sinks_left = 0, next = 0;
     Color color = 0;
     Cycle ready = 0, inject = 0, head = 0, tail = 0, wait = 0;
+    Cycle promised = 0;  // report_heads: the tail cycle reported with the head (unicast)
   };
   struct InFlight {
     std::uint32_t router, port;
@@ -123,6 +136,7 @@ class CycleMesh final : public Mesh {
   std::size_t live_ = 0;      // bursts not finished
   std::size_t in_flight_ = 0; // wavelets on links
   std::uint64_t moves_ = 0;   // wavelets moved (deadlock watchdog)
+  bool report_heads_ = false;
 
   struct PlanState {
     const Plan* plan = nullptr;

@@ -14,6 +14,7 @@
 #include "memory/link.h"
 #include "memory/memoryx.h"
 #include "memory/stream_port.h"
+#include "noc/cycle.h"
 
 namespace wafer::sim {
 
@@ -155,6 +156,9 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
   top_->execute([&] {
     auto t0 = std::chrono::steady_clock::now();
     std::unique_ptr<noc::Mesh> mesh = noc::make_mesh(opt.fidelity, fabric, noc::MeshParams::from(spec));
+    // The cores stream on behind a burst's head (reduce-and-forward chains, DESIGN.md section 3): the cycle
+    // reference tells them of a unicast when its head is in, as approx does (noc/cycle.h, report_heads).
+    if (auto* cm = dynamic_cast<noc::CycleMesh*>(mesh.get())) cm->report_heads(true);
     res.elaboration_s += seconds_since(t0);
     TlmStreamPort port(*top_);
     Cycle start = 0;
