@@ -12,6 +12,8 @@ CostModel::CostModel(const hw::WaferSpec& spec, std::uint32_t wb)
     : task_overhead(Cycle(spec.task_overhead)),
       vector_setup(Cycle(spec.vector_setup)),
       stream_stage_latency(Cycle(spec.stream_stage_latency)),
+      color_switch(Cycle(spec.color_switch)),
+      collective_sync(Cycle(spec.collective_sync)),
       weight_bytes(wb),
       simd_(std::uint64_t(std::max<std::int64_t>(1, spec.simd_width))) {
   memory::TileSram sram(spec);

@@ -62,6 +62,8 @@ class CostModel {
   Cycle task_overhead = 0;
   Cycle vector_setup = 0;
   Cycle stream_stage_latency = 0;
+  Cycle color_switch = 0;     // before a send whose color's route must be reconfigured (core/executor.h)
+  Cycle collective_sync = 0;  // before a send that starts a collective (firmware::Send::collective)
   std::uint32_t weight_bytes = 2;
 
  private:

@@ -24,6 +24,8 @@ const char* to_string(Cause c) {
     case Cause::Compute: return "compute";
     case Cause::VectorSetup: return "vector_setup";
     case Cause::TaskOverhead: return "task_overhead";
+    case Cause::ColorSwitch: return "color_switch";
+    case Cause::CollectiveSync: return "collective_sync";
     case Cause::NetworkTransfer: return "network_transfer";
     case Cause::NetworkWait: return "network_wait";
     case Cause::WeightStreaming: return "weight_streaming";
@@ -40,6 +42,8 @@ constexpr std::uint64_t kTimerDeliver = 2ull << 56;  // | burst
 constexpr std::uint64_t kTimerWeights = 3ull << 56;  // the next streamed weights' tail (Executor::warrivals_)
 constexpr std::uint64_t kKindMask = 0xFFull << 56;
 constexpr std::uint32_t kStepStart = 0xFFFFFFFEu;  // prev_: bound by the core being armed from the step start
+constexpr std::uint8_t kUnrouted = 0xFF;           // routes_: no flow has used the color there yet
+constexpr std::size_t kInPorts = 5;                // N, E, S, W, Ramp (as hw::Dir)
 
 noc::Destination destination(const Dest& d, Coord here) {
   noc::Destination out;
@@ -107,8 +111,17 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   bursts_.reserve(sends);
   core_free_.assign(n, 0);
   last_slot_.assign(n, kNone);
-  slots_.assign(slots, Slot{0, 0, kNever, kNever, kNone, kNone, 0, 0});
+  slots_.assign(slots, Slot{0, 0, kNever, kNever, kNone, kNone, 0, 0, 0, 0});
   done_tile_ = grid_.index(image_.done_tile);
+  if (costs_.color_switch > 0) {
+    for (std::size_t t = 0; t < n; ++t) {
+      std::uint32_t p = image_.tile_program[t];
+      if (p == firmware::kIdle) continue;
+      for (const Task& task : image_.programs[p].tasks)
+        for (const auto& snd : task.sends) route_colors_ = std::max<std::uint32_t>(route_colors_, snd.color + 1u);
+    }
+    routes_.assign(n * route_colors_ * kInPorts, kUnrouted);
+  }
 }
 
 Executor::~Executor() = default;
@@ -266,10 +279,16 @@ StepResult Executor::run() {
       const std::uint32_t k = s - slot0_[t];
       const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[t]] + k];
       auto& w = work[task_at(t, k).op];
+      const Slot& sl = slots_[s];
+      const Cycle sw = Cycle(sl.switches) * costs_.color_switch, sy = Cycle(sl.syncs) * costs_.collective_sync;
       w[std::size_t(Cause::TaskOverhead)] += costs_.task_overhead;
       w[std::size_t(Cause::VectorSetup)] += ti.setup;
+      w[std::size_t(Cause::ColorSwitch)] += sw;
+      w[std::size_t(Cause::CollectiveSync)] += sy;
       const bool stream = task_at(t, k).start == Task::Start::Stream;
-      w[std::size_t(Cause::Compute)] += slots_[s].end - slots_[s].start - (stream ? 0 : ti.setup);
+      w[std::size_t(Cause::Compute)] += sl.end - sl.start - (stream ? 0 : ti.setup + sw + sy);
+      r.color_switches += sl.switches;
+      r.collective_starts += sl.syncs;
     }
   }
   return r;
@@ -339,41 +358,88 @@ void Executor::credit(std::uint32_t slot, TileIndex tile, std::uint32_t k, Cycle
   }
 }
 
+bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
+  const noc::Target target = noc::resolve(fabric_, src, d);
+  bool changed = false;
+  walk_.clear();
+  walk_.push_back({grid_.coord(src), hw::Dir::Ramp});
+  while (!walk_.empty()) {
+    const auto [here, in] = walk_.back();
+    walk_.pop_back();
+    const noc::Step st = noc::route_step(fabric_, target, here, in);
+    const std::uint8_t out = std::uint8_t(st.ports | (st.deliver ? 1u << unsigned(hw::Dir::Ramp) : 0u));
+    std::uint8_t& cfg = routes_[(std::size_t(c) * kInPorts + unsigned(in)) * grid_.size() + grid_.index(here)];
+    if (cfg != out) {
+      changed |= cfg != kUnrouted;
+      cfg = out;
+    }
+    for (unsigned m = st.ports; m != 0; m &= m - 1) {
+      const hw::Dir dir = hw::Dir(__builtin_ctz(m));
+      walk_.push_back({hw::step(here, dir), dir});
+    }
+  }
+  return changed;
+}
+
 void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   const std::uint32_t slot = slot0_[tile] + k;
   const std::uint32_t p = image_.tile_program[tile];
   const Task& t = image_.programs[p].tasks[k];
   const TaskInfo& ti = tinfo_[prog0_[p] + k];
   const bool stream = t.start == Task::Start::Stream;
+  const Coord here = grid_.coord(tile);
+  // The fixed costs before each send: a collective's synchronisation, a route switch.
+  auto in_segment = [&](const firmware::Dest& d) {  // a segment of only the sender: no mesh route
+    return d.kind != firmware::Dest::Kind::Tile && d.span == 1 && d.dx == 0 && d.dy == 0;
+  };
+  std::uint16_t switches = 0, syncs = 0;
+  send_costs_.clear();
+  for (const auto& snd : t.sends) {
+    if (snd.collective && syncs < 0xFFFF) ++syncs;
+    if (!routes_.empty() && !in_segment(snd.dest) && reroute(tile, destination(snd.dest, here), snd.color) &&
+        switches < 0xFFFF)
+      ++switches;
+    send_costs_.push_back({switches, syncs});
+  }
+  const Cycle fixed = Cycle(switches) * costs_.color_switch + Cycle(syncs) * costs_.collective_sync;
   Cycle s, e;
   if (!stream) {
     Cycle t0 = now;
     if (core_free_[tile] > now) t0 = core_free_[tile], slots_[slot].prev = last_slot_[tile];
     s = t0 + costs_.task_overhead;
-    e = s + ti.setup + ti.body;
+    e = s + ti.setup + ti.body + fixed;
   } else {
-    // Armed in advance: activation and vector setup run while the core waits for the stream's head.
-    // `ready` (head + stage) may lie before `now` when the mesh reported the burst at its tail.
+    // Armed in advance: activation, vector setup and the sends' fixed costs run while the core waits for
+    // the stream's head. `ready` (head + stage) may lie before `now` when the mesh reported the burst at
+    // its tail.
     const Cycle ready = slots_[slot].ready;
-    const Cycle armed = core_free_[tile] + costs_.task_overhead + ti.setup;
+    const Cycle armed = core_free_[tile] + costs_.task_overhead + ti.setup + fixed;
     s = ready;
     if (armed > ready) s = armed, slots_[slot].prev = last_slot_[tile] == kNone ? kStepStart : last_slot_[tile];
     e = std::max(s + ti.body, slots_[slot].tail + costs_.stream_stage_latency);
   }
   slots_[slot].start = s;
   slots_[slot].end = e;
+  slots_[slot].switches = switches;
+  slots_[slot].syncs = syncs;
   core_free_[tile] = e;
   last_slot_[tile] = slot;
   ++tasks_run_;
-  const Coord here = grid_.coord(tile);
-  const Cycle vat = stream ? s : e;               // when the sends leave in the model
-  const Cycle at = std::max(vat, now);             // when the mesh can take them
-  for (const auto& snd : t.sends) {
+  for (std::size_t i = 0; i < t.sends.size(); ++i) {
+    const auto& snd = t.sends[i];
+    const SendCost sc = send_costs_[i];
+    // When the send leaves in the model.
+    const Cycle vat = stream ? s
+                             : s + ti.setup + ti.body + Cycle(sc.switches) * costs_.color_switch +
+                                   Cycle(sc.syncs) * costs_.collective_sync;
+    const Cycle at = std::max(vat, now);  // when the mesh can take it
     std::uint32_t lag = snd.wavelets - 1;
     if (stream) lag = std::uint32_t(std::max<Cycle>(lag, vat + std::max<Cycle>(lag, e - s) - at));
     std::uint32_t id = std::uint32_t(bursts_.size());
     bursts_.push_back({vat, slot, tile, lag, snd.color, BurstKind::Data});
     bursts_.back().vshift = std::uint32_t(at - vat);
+    bursts_.back().switches = sc.switches;
+    bursts_.back().syncs = sc.syncs;
     noc::BurstSpec b;
     b.src = tile;
     b.dest = destination(snd.dest, here);
@@ -447,9 +513,10 @@ void Executor::walk_critical_path(StepResult& r) {
     const Cycle ideal = std::min(net, ideal_latency(b, sink, to_tail));
     add(Cause::NetworkTransfer, ideal, layer, op);
     add(Cause::NetworkWait, net - ideal, layer, op);
-    // The sending task, from the moment it sent.
+    // The sending task, from the moment it sent (after the fixed costs of its sends up to this one).
     std::uint32_t slot = b.sender;
     Cycle ref = b.inject;
+    std::uint16_t ref_switches = b.switches, ref_syncs = b.syncs;
     bool ended = false;
     for (;;) {
       ++bd.path_tasks;
@@ -461,21 +528,35 @@ void Executor::walk_critical_path(StepResult& r) {
       const bool stream = t.start == Task::Start::Stream;
       layer = t.layer, op = t.op;
       const Cycle s = slots_[slot].start;
-      if (ref > s) {  // the task's own work [s, ref]
-        const Cycle span = ref - s;
-        const Cycle setup = stream ? 0 : std::min(span, ti.setup);
-        add(Cause::VectorSetup, setup, layer, op);
-        add(Cause::Compute, span - setup, layer, op);
+      if (ref > s) {  // the task's own work [s, ref]: setup, op bodies, then the sends' fixed costs
+        Cycle span = ref - s;
+        if (!stream) {
+          const Cycle setup = std::min(span, ti.setup);
+          span -= setup;
+          const Cycle sw = std::min(span, Cycle(ref_switches) * costs_.color_switch);
+          span -= sw;
+          const Cycle sy = std::min(span, Cycle(ref_syncs) * costs_.collective_sync);
+          span -= sy;
+          add(Cause::VectorSetup, setup, layer, op);
+          add(Cause::ColorSwitch, sw, layer, op);
+          add(Cause::CollectiveSync, sy, layer, op);
+        }
+        add(Cause::Compute, span, layer, op);
       }
-      if (slots_[slot].prev != kNone) {  // waited for its core: activation (+ setup when armed), then the core's previous task
+      if (slots_[slot].prev != kNone) {  // waited for its core: activation (+ what ran while armed), then the core's previous task
         add(Cause::TaskOverhead, costs_.task_overhead, layer, op);
-        if (stream) add(Cause::VectorSetup, ti.setup, layer, op);
+        if (stream) {
+          add(Cause::VectorSetup, ti.setup, layer, op);
+          add(Cause::ColorSwitch, Cycle(slots_[slot].switches) * costs_.color_switch, layer, op);
+          add(Cause::CollectiveSync, Cycle(slots_[slot].syncs) * costs_.collective_sync, layer, op);
+        }
         if (slots_[slot].prev == kStepStart) {
           ended = true;
           break;
         }
         slot = slots_[slot].prev;
         ref = slots_[slot].end;
+        ref_switches = slots_[slot].switches, ref_syncs = slots_[slot].syncs;
         continue;
       }
       // Waited for its input.

@@ -25,6 +25,17 @@
 //    data, so start = max(head + stream_stage_latency, core free + task_overhead + vector setups); they
 //    send at their start, the output trailing the input: end = max(start + op bodies, last input tail +
 //    stream_stage_latency), lag = max(wavelets - 1, end - start).
+//  - Fixed costs before a task's sends, in send order, each charged to its own cause: collective_sync
+//    before a send that starts a collective (firmware::Send::collective: a broadcast's root, a reduce
+//    chain's or gather's first tile); color_switch before a send whose color's route must be reconfigured:
+//    a router keeps one route per (color, input port) -> output ports, configured for the first flow of
+//    the step (at load time, free); a later send on that color that needs other outputs at some router
+//    of its path (another phase reusing the color, e.g. a row broadcast over the whole row after one
+//    over a segment of it) reconfigures every such router with one control wavelet before its data: it
+//    pays color_switch once. Sends are checked in the order their tasks start. Complete tasks: the sends
+//    leave one after another after the ops, each after its own fixed costs (end = the last); Stream
+//    tasks do them while armed (before the data arrives, like the vector setup). Route switches are
+//    only tracked when color_switch > 0 (one byte per tile, color and input port).
 //  - Dest::Tile with dx = dy = 0 goes to the mesh as a burst to the tile itself (ramp out, ramp in).
 //  - A Row/Column multicast whose segment holds the sender reaches the sender too (every tile of the
 //    segment receives it): the core delivers that copy to itself at the send (the meshes leave the
@@ -42,6 +53,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/costs.h"
@@ -57,12 +69,14 @@ enum class Cause : std::uint8_t {
   Compute,          // vector op bodies (lanes or SRAM ports) and stream stage latency
   VectorSetup,      // fixed cost per vector op
   TaskOverhead,     // fixed cost per task activation
+  ColorSwitch,      // reconfiguring a color's route before a send (WaferSpec::color_switch)
+  CollectiveSync,   // synchronising before a send that starts a collective (WaferSpec::collective_sync)
   NetworkTransfer,  // zero-load latency of the bursts on the path (hops x hop_latency + serialisation)
   NetworkWait,      // beyond zero load: contention for links and ramps
   WeightStreaming,  // streamed weights: MemoryX port and edge channel (queue, bandwidth, latency) + the fabric leg
   InterWafer,       // links between wafers of a pipeline (filled by the simulator)
 };
-inline constexpr std::size_t kCauses = 7;
+inline constexpr std::size_t kCauses = 9;
 const char* to_string(Cause c);
 using CauseCycles = std::array<Cycle, kCauses>;
 
@@ -71,7 +85,7 @@ struct Breakdown {
   std::vector<CauseCycles> per_layer;  // indexed like Image::layer_names
   std::vector<CauseCycles> per_op;     // indexed like Image::op_names
   // Work over all tasks of all tiles (not only the critical path), in tile-cycles.
-  std::vector<CauseCycles> work_per_op;  // Compute, VectorSetup, TaskOverhead
+  std::vector<CauseCycles> work_per_op;  // Compute, VectorSetup, TaskOverhead, ColorSwitch, CollectiveSync
   std::uint32_t path_tasks = 0;          // tasks on the critical path
   std::uint32_t path_bursts = 0;         // bursts on the critical path
 };
@@ -90,6 +104,8 @@ struct StepResult {
   std::uint64_t weight_bursts = 0, weight_bytes = 0;  // StreamIn ops served (no mesh bursts) and their bytes
   std::uint64_t unclaimed = 0;        // bursts no task took (a firmware bug when nonzero)
   std::uint32_t done_received = 0;    // bursts on done_color at done_tile
+  std::uint64_t color_switches = 0;   // sends that reconfigured their color's route (0 when color_switch = 0)
+  std::uint64_t collective_starts = 0;  // sends that started a collective (each paid collective_sync)
   Breakdown breakdown;
 };
 
@@ -140,6 +156,7 @@ class Executor final : public noc::NetworkClient {
     Cycle ready, tail, start, end;  // trigger; latest input tail; start (after overhead); end
     std::uint32_t crit, prev;       // critical input burst; core predecessor (kNone: input-bound)
     std::uint16_t count, wcount;    // colour arrivals; weight bursts arrived
+    std::uint16_t switches, syncs;  // its sends' route switches and collective starts
   };
   enum class BurstKind : std::uint8_t { Data, Injection, Weights };
   struct BurstRec {       // one per burst sent
@@ -151,6 +168,7 @@ class Executor final : public noc::NetworkClient {
     BurstKind kind;
     bool self = false;  // a segment multicast holding its source: the core delivered it to itself
     std::uint32_t vshift = 0;  // a stream sent after its (back-dated) start: head delay from `inject`
+    std::uint16_t switches = 0, syncs = 0;  // Data: the sender's route switches and syncs up to this send
   };
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
@@ -159,6 +177,9 @@ class Executor final : public noc::NetworkClient {
   void start_task(hw::TileIndex tile, std::uint32_t k, Cycle now);
   void deliver(std::uint32_t burst, hw::TileIndex sink, Cycle head, Cycle tail);
   void request_weights();
+  // Whether sending on color `c` to `d` from `src` reconfigures some router's route (and records the new
+  // routes). Only with color_switch > 0.
+  bool reroute(hw::TileIndex src, const noc::Destination& d, noc::Color c);
   void walk_critical_path(StepResult& r);
   Cycle ideal_latency(const BurstRec& b, hw::TileIndex sink, bool to_tail) const;
   const firmware::Task& task_at(hw::TileIndex tile, std::uint32_t k) const;
@@ -196,6 +217,16 @@ class Executor final : public noc::NetworkClient {
   std::vector<WeightArrival> warrivals_;  // in time order; one network timer at a time walks them
   std::size_t wnext_ = 0;
   std::vector<std::uint8_t> critical_;  // per slot, after the walk
+  // Route tables (color_switch > 0): per (color, input port as hw::Dir, tile) the output ports (bit per
+  // hw::Dir, the Ramp bit when the core receives), kUnrouted before the first flow. Tiles innermost, so a
+  // row multicast's walk reads consecutive bytes.
+  std::vector<std::uint8_t> routes_;
+  std::uint32_t route_colors_ = 0;
+  std::vector<std::pair<hw::Coord, hw::Dir>> walk_;  // reroute's stack
+  struct SendCost {
+    std::uint16_t switches, syncs;  // cumulative over a task's sends
+  };
+  std::vector<SendCost> send_costs_;  // start_task's scratch
   bool ran_ = false;
 };
 

@@ -74,7 +74,8 @@ std::string dump(const Image& image, hw::Coord tile) {
                        name(image.op_names, k.op));
     for (const Op& o : k.ops) out += fmt::format("      {:<9} {} elements\n", to_string(o.kind), o.elements);
     for (const Send& s : k.sends)
-      out += fmt::format("      send color {:>2} {} wavelets -> {}\n", int(s.color), s.wavelets, dest_string(s.dest));
+      out += fmt::format("      send color {:>2} {} wavelets -> {}{}\n", int(s.color), s.wavelets, dest_string(s.dest),
+                         s.collective ? " (starts a collective)" : "");
   }
   return out + done;
 }

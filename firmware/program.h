@@ -55,6 +55,10 @@ struct Send {
   Color color = 0;
   std::uint32_t wavelets = 1;
   Dest dest;
+  // This send starts a collective (a broadcast's root, the first tile of a reduce chain or gather): the
+  // core synchronises with the collective's other tiles first (WaferSpec::collective_sync cycles).
+  // Relays inside a chain and point-to-point sends do not.
+  bool collective = false;
   friend bool operator==(const Send&, const Send&) = default;
 };
 

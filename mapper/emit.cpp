@@ -163,12 +163,15 @@ class Builder {
     else d.dx = -d.dx;
     return d;
   }
-  void send_global(Ix t, firmware::Color c, std::int64_t values, Dest d) {
+  // `starts`: the first send of a reduce chain or gather (a multicast always starts a broadcast).
+  void send_global(Ix t, firmware::Color c, std::int64_t values, Dest d, bool starts = false) {
     std::int64_t bytes = values * B_ * kActivationBytes;
     std::int64_t wl = std::max<std::int64_t>(1, (bytes + p_.spec->wavelet_bytes - 1) / p_.spec->wavelet_bytes);
-    f_.tasks[t].sends.push_back({c, u32(wl), d});
+    f_.tasks[t].sends.push_back({c, u32(wl), d, starts || d.kind != Dest::Kind::Tile});
   }
-  void send(Ix t, firmware::Color c, std::int64_t values, Dest d) { send_global(t, c, values, local(d)); }
+  void send(Ix t, firmware::Color c, std::int64_t values, Dest d, bool starts = false) {
+    send_global(t, c, values, local(d), starts);
+  }
   static Dest tile(std::int32_t dx, std::int32_t dy) { return {Dest::Kind::Tile, dx, dy, 1}; }
   static Dest self() { return tile(0, 0); }
   Dest row_all() const { return w_ == 1 ? self() : Dest{Dest::Kind::Row, -std::int32_t(w_ - 1), 0, std::int32_t(w_)}; }
@@ -184,7 +187,7 @@ class Builder {
       send(t, color::kBcast, values, col_all());
     };
     if (h_ == 1) return finish(starter);
-    if (top_) return send(starter, color::kChain, values, tile(0, 1));
+    if (top_) return send(starter, color::kChain, values, tile(0, 1), true);
     Ix t = task(color::kChain, 1, bot_ ? Task::Start::Complete : Task::Start::Stream);
     op(t, red, values);
     if (!bot_) send(t, color::kChain, values, tile(0, 1));
@@ -193,7 +196,7 @@ class Builder {
   // Partial sums reduced down this column (reduce-and-forward); `end` runs on the bottom tile's task.
   void col_reduce(Ix starter, std::int64_t values, const std::function<void(Ix)>& end) {
     if (h_ == 1) return end(starter);
-    if (top_) return send(starter, color::kColPs, values, tile(0, 1));
+    if (top_) return send(starter, color::kColPs, values, tile(0, 1), true);
     Ix t = task(color::kColPs, 1, bot_ ? Task::Start::Complete : Task::Start::Stream);
     op(t, OpKind::Add, values);
     if (!bot_) send(t, color::kColPs, values, tile(0, 1));
@@ -203,7 +206,7 @@ class Builder {
   void row_reduce(Ix starter, std::int64_t values, bool first, bool last, std::int64_t n,
                   const std::function<void(Ix)>& end) {
     if (n == 1) return end(starter);
-    if (first) return send(starter, color::kRowPs, values, tile(1, 0));
+    if (first) return send(starter, color::kRowPs, values, tile(1, 0), true);
     Ix t = task(color::kRowPs, 1, last ? Task::Start::Complete : Task::Start::Stream);
     op(t, OpKind::Add, values);
     if (!last) send(t, color::kRowPs, values, tile(1, 0));
@@ -229,7 +232,7 @@ class Builder {
       case OutKind::Gather: {
         const std::int64_t H = p_.model->hidden;
         if (h_ == 1) return send(t, color::kDone, H, self());
-        if (top_) return send(t, color::kGather, H, tile(0, 1));
+        if (top_) return send(t, color::kGather, H, tile(0, 1), true);
         cur_op_ = kOpEgress;
         Ix g = task(color::kGather, 1, bot_ ? Task::Start::Complete : Task::Start::Stream);
         send(g, bot_ ? color::kDone : color::kGather, H, bot_ ? self() : tile(0, 1));
@@ -392,7 +395,7 @@ class Builder {
     op(a, OpKind::Argmax, Vi_);
     // (value, index) pairs, two 32-bit words per sequence, reduced along the bottom row.
     if (w_ == 1) return send(a, color::kDone, 4, self());
-    if (first_) return send(a, color::kArg, 4, tile(1, 0));
+    if (first_) return send(a, color::kArg, 4, tile(1, 0), true);
     Ix r = task(color::kArg, 1, res_ ? Task::Start::Complete : Task::Start::Stream);
     op(r, OpKind::Max, 2);
     send(r, res_ ? color::kDone : color::kArg, 4, res_ ? self() : tile(1, 0));
@@ -447,7 +450,8 @@ std::size_t hash_fragment(const Fragment& f) {
     for (const Op& o : t.ops) mix(std::uint64_t(o.kind) << 32 | o.elements);
     for (const auto& s : t.sends)
       mix(std::uint64_t(s.color) << 56 ^ std::uint64_t(s.wavelets) << 16 ^ std::uint64_t(s.dest.kind)),
-          mix(std::uint64_t(std::uint32_t(s.dest.dx)) << 32 | std::uint32_t(s.dest.dy)), mix(std::uint64_t(s.dest.span));
+          mix(std::uint64_t(std::uint32_t(s.dest.dx)) << 32 | std::uint32_t(s.dest.dy)),
+          mix(std::uint64_t(s.dest.span) << 1 | std::uint64_t(s.collective));
   }
   mix(f.sram.weights), mix(f.sram.kv_cache), mix(f.sram.activations);
   return h;

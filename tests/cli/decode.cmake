@@ -13,6 +13,12 @@ wafer_cli_test(decode_tiny_defects --stdout "defects +generated" -- ${WAFER_EMU}
 wafer_cli_test(decode_trace --file ${OUT}/decode_trace.json --no-file ${OUT}/decode_trace.json.tmp
   -- ${WAFER_EMU} decode ${TINY} --trace ${OUT}/decode_trace.json)
 wafer_cli_test(decode_dump --stdout "task" -- ${WAFER_EMU} decode ${TINY} --dump-firmware 7,7)
+# The fixed costs of route switches and collective synchronisation are causes of their own (core/executor.h):
+# 2 switches of 4 cycles on the tiny model's critical path; a broadcast's root is marked in the firmware.
+wafer_cli_test(decode_tiny_fixed_costs --stdout "color_switch +8 cycles" --stdout "collective_sync +0 cycles"
+  -- ${WAFER_EMU} decode ${TINY})
+wafer_cli_test(decode_dump_collective --stdout "send color  2 11 wavelets -> row \\(-7\\.\\.\\+0,\\+0\\) \\(starts a collective\\)"
+  -- ${WAFER_EMU} decode ${TINY} --dump-firmware 7,1)
 add_test(NAME cli.decode_golden COMMAND python3 ${PROJECT_SOURCE_DIR}/traces/golden/check_decode.py ${WAFER_EMU}
   ${PROJECT_SOURCE_DIR}/traces/golden/decode_tiny_llama.json)
 

@@ -217,6 +217,100 @@ TEST(Executor, StreamChainPipelines) {
   }
 }
 
+// collective_sync: a send that starts a collective waits that many cycles after the task's ops; other
+// sends do not. OneGemvTileExactCycles' tile (end 35, 3 hops: 38) with its send marked as a broadcast's root
+// costs 38 + sync; unmarked, 38 whatever the sync.
+TEST(Executor, CollectiveSyncPrecedesACollectivesFirstSend) {
+  for (bool collective : {false, true}) {
+    Image im = empty_image({8, 8});
+    Program p;
+    Send s = to(3, 0, 2);
+    s.collective = collective;
+    p.tasks.push_back(task(1, {{OpKind::Fmac, 64}}, {s}));
+    place(im, {0, 0}, p);
+    im.start.push_back({{0, 0}, 1, 4});
+    im.done_tile = {3, 0}, im.done_color = 2;
+    for (std::int64_t sync : {0, 7, 8}) {
+      hw::WaferSpec spec = tiny();
+      spec.collective_sync = sync;
+      Outcome r = run(spec, im);
+      ASSERT_TRUE(r.r.finished);
+      const Cycle paid = collective ? Cycle(sync) : 0;
+      EXPECT_EQ(r.r.latency(), 38u + paid) << collective << " " << sync;
+      EXPECT_EQ(r.tasks[0].end, 35u + paid);  // the core is busy synchronising
+      EXPECT_EQ(r.r.breakdown.cause[size_t(Cause::CollectiveSync)], paid);
+      EXPECT_EQ(r.r.breakdown.cause[size_t(Cause::Compute)], 16u);  // not folded into the op
+      EXPECT_EQ(sum(r.r.breakdown.cause), r.r.latency());
+      EXPECT_EQ(r.r.collective_starts, collective ? 1u : 0u);
+    }
+  }
+  // A reduce chain pays once, at its first tile: StreamChainPipelines with the source's send marked. The
+  // relays' head + stage = 13 + sync against armed 16 (their own sends are not marked, so arming does not
+  // grow): sync 3 still leaves relay 1 armed-bound (95); from there each cycle of sync costs one (96, 97,
+  // 102 at 10). Were the relays charged too, every relay would start sync later.
+  Image im = empty_image({8, 8});
+  Program src;
+  Send first = to(1, 0, 3, 64);
+  first.collective = true;
+  src.tasks.push_back(task(1, {}, {first}));
+  place(im, {0, 0}, src);
+  Program relay;
+  relay.tasks.push_back(task(3, {{OpKind::Add, 64}}, {to(1, 0, 3, 64)}, 1, Task::Start::Stream, 2));
+  for (int i = 1; i <= 6; ++i) place(im, {i, 0}, relay);
+  im.start.push_back({{0, 0}, 1, 1});
+  im.done_tile = {7, 0}, im.done_color = 3;
+  for (auto [sync, latency] : {std::pair<std::int64_t, Cycle>{0, 95}, {3, 95}, {4, 96}, {5, 97}, {10, 102}}) {
+    hw::WaferSpec spec = tiny();
+    spec.collective_sync = sync;
+    Outcome r = run(spec, im);
+    EXPECT_EQ(r.r.latency(), latency) << sync;
+    EXPECT_EQ(r.r.collective_starts, 1u);
+    EXPECT_EQ(sum(r.r.breakdown.cause), r.r.latency());
+  }
+}
+
+// color_switch: a router keeps one route per (color, input port); a send that needs other outputs where
+// an earlier flow of its color configured that route reconfigures it first (the sender pays).
+//   (0,0) task 0 (injection at 0): start 10, sends on color 2 to (2,0) at 10 -> head 12 (routes: (0,0) from
+//         its core -> East; (1,0) from the west -> East; (2,0) from the west -> its core). Configured at
+//         load: free.
+//   (2,0): start 22, sends color 3 back to (0,0): 24.
+//   (0,0) task 1: start 34, sends on color 2 to (1,0): (1,0) from the west must now go to its core, not
+//         East: a switch. The send leaves at 34 + color_switch; (1,0) gets it 1 hop later: 35 + switch.
+// Not charged: the second send on color 2 going to (2,0) again (the same route: 36), or on another color.
+TEST(Executor, ColorSwitchWhenARouteMustChange) {
+  enum class Second { Reroute, SameRoute, OtherColor };
+  for (Second second : {Second::Reroute, Second::SameRoute, Second::OtherColor}) {
+    Image im = empty_image({8, 8});
+    Program a;
+    a.tasks.push_back(task(1, {}, {to(2, 0, 2)}));
+    const firmware::Color c = second == Second::OtherColor ? 5 : 2;
+    a.tasks.push_back(task(3, {}, {to(second == Second::SameRoute ? 2 : 1, 0, c)}, 1, Task::Start::Complete, 1));
+    place(im, {0, 0}, a);
+    Program b;
+    b.tasks.push_back(task(2, {}, {to(-2, 0, 3)}, 1, Task::Start::Complete, 2));
+    place(im, {2, 0}, b);
+    im.start.push_back({{0, 0}, 1, 1});
+    if (second == Second::SameRoute) {
+      im.done_tile = {2, 0}, im.done_color = 2, im.done_arrivals = 2;
+    } else {
+      im.done_tile = {1, 0}, im.done_color = c;
+    }
+    for (std::int64_t sw : {0, 4, 5}) {
+      hw::WaferSpec spec = tiny();
+      spec.color_switch = sw;
+      Outcome r = run(spec, im);
+      ASSERT_TRUE(r.r.finished);
+      const bool pays = second == Second::Reroute && sw > 0;
+      const Cycle expect = second == Second::SameRoute ? 36u : 35u + (pays ? Cycle(sw) : 0);
+      EXPECT_EQ(r.r.latency(), expect) << int(second) << " switch " << sw;
+      EXPECT_EQ(r.r.breakdown.cause[size_t(Cause::ColorSwitch)], pays ? Cycle(sw) : 0u) << int(second);
+      EXPECT_EQ(r.r.color_switches, pays ? 1u : 0u) << int(second);
+      EXPECT_EQ(sum(r.r.breakdown.cause), r.r.latency());
+    }
+  }
+}
+
 // Multicast along a row: every tile of the segment receives the burst.
 TEST(Executor, RowMulticastReachesEveryTile) {
   Image im = empty_image({8, 8});

@@ -322,16 +322,16 @@ TEST(Kernels, GemvProgramsAreTheDocumentedOnes) {
   ASSERT_EQ(relay->tasks.size(), 2u);
   EXPECT_TRUE(relay->tasks[0].ops.empty());
   ASSERT_EQ(relay->tasks[0].sends.size(), 1u);
-  EXPECT_EQ(relay->tasks[0].sends[0], (firmware::Send{2, 4, {K::Row, -1, 0, 2}}));
+  EXPECT_EQ(relay->tasks[0].sends[0], (firmware::Send{2, 4, {K::Row, -1, 0, 2}, true}));  // a broadcast's root
   EXPECT_EQ(relay->tasks[1].ops, (std::vector<firmware::Op>{{firmware::OpKind::Fmac, 32}}));
-  EXPECT_EQ(relay->tasks[1].sends[0], (firmware::Send{3, 2, {K::Tile, 0, 1, 1}}));
+  EXPECT_EQ(relay->tasks[1].sends[0], (firmware::Send{3, 2, {K::Tile, 0, 1, 1}, true}));  // starts the column reduce
   const firmware::Program* bottom_west = img.program_at({0, 1});
   ASSERT_NE(bottom_west, nullptr);
   ASSERT_EQ(bottom_west->tasks.size(), 2u);
   EXPECT_EQ(bottom_west->tasks[1].trigger, 3);
   EXPECT_EQ(bottom_west->tasks[1].start, firmware::Task::Start::Complete);
   EXPECT_EQ(bottom_west->tasks[1].ops, (std::vector<firmware::Op>{{firmware::OpKind::Add, 4}}));
-  EXPECT_EQ(bottom_west->tasks[1].sends[0], (firmware::Send{11, 2, {K::Tile, 1, 0, 1}}));
+  EXPECT_EQ(bottom_west->tasks[1].sends[0], (firmware::Send{11, 2, {K::Tile, 1, 0, 1}, false}));  // point to point
   EXPECT_EQ(img.done_tile, (hw::Coord{1, 1}));
   EXPECT_EQ(img.done_color, 11);
   EXPECT_EQ(img.done_arrivals, 2);

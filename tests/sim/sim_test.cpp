@@ -344,8 +344,8 @@ TEST(Sanity, MoreDefectsOnTheRouteNeverFaster) {
 }
 
 // The kernels agree within 10 % (GEMV and RMSNorm above: within a cycle or two), and so must the whole tiny
-// model (context 64): approx 3802, cycle 3794 cycles (-0.2 %). It was 4214 (+10.8 %, network wait on the
-// path 434 cycles against 14) while the cycle reference told the cores of a burst only when its tail was in:
+// model (context 64): approx 3810, cycle 3802 cycles (-0.2 %; 3802 and 3794 before route switches were
+// charged). It was 3802 against 4214 (+10.8 %, network wait on the path 434 cycles against 14) while the cycle reference told the cores of a burst only when its tail was in:
 // each relay of a streamed reduce chain (the embedding's row reduce: 6 relays of 32 wavelets) then sent its
 // output a whole burst late, and the lateness added up along the chain. The cycle reference now reports a
 // unicast at its head (noc/cycle.h, report_heads), as the machine's cores see it;
@@ -367,6 +367,41 @@ TEST(Sanity, ApproxAndCycleAgreeOnTheTinyModel) {
     EXPECT_EQ(a.breakdown.cause[k], c.breakdown.cause[k]) << core::to_string(cause);
   }
   EXPECT_EQ(sum(c.breakdown.cause), c.latency);
+}
+
+// The fixed costs of reconfiguring routes and synchronising collectives (core/executor.h) on the mapped
+// tiny model. The mapper reuses color 2 (row broadcast) for the attention's probabilities over the east
+// attention segment (columns 4..7) of each row: at the segment's first tile (4,r) the route from the east
+// must now only deliver, no longer forward west, and the next broadcast over the whole row (the
+// post-attention norm's) must forward again: 2 switches per row of each layer's 3-row band (12), + 1 where
+// layer 0's first row hands its output down the residual column (color 0) through routers the
+// embedding's column multicast had set to deliver. Two are on the critical path (the norm broadcasts at
+// (7,3) and (7,6)), so each cycle of color_switch costs exactly 2. collective_sync (0 by default) is paid
+// before every broadcast and every reduce chain's first send, and only there.
+TEST(Sanity, RouteSwitchesAndCollectiveSyncOnTheTinyModel) {
+  hw::WaferSpec spec = tiny();
+  noc::Fabric f = noc::Fabric::perfect(spec.logical());
+  spec.color_switch = 0;
+  StepResult none = decode(spec, f, 64).result;
+  EXPECT_EQ(none.wafers[0].step.color_switches, 0u);  // not tracked when free
+  for (std::int64_t sw : {4, 5}) {
+    spec.color_switch = sw;
+    StepResult r = decode(spec, f, 64).result;
+    EXPECT_EQ(r.wafers[0].step.color_switches, 13u) << sw;
+    EXPECT_EQ(r.breakdown.cause[size_t(Cause::ColorSwitch)], 2u * Cycle(sw)) << sw;
+    EXPECT_EQ(r.latency, none.latency + 2u * Cycle(sw)) << sw;
+    EXPECT_EQ(sum(r.breakdown.cause), r.latency);
+  }
+  spec = tiny();
+  StepResult base = decode(spec, f, 64).result;
+  EXPECT_EQ(base.breakdown.cause[size_t(Cause::CollectiveSync)], 0u);
+  spec.collective_sync = 1;
+  StepResult sync = decode(spec, f, 64).result;
+  EXPECT_EQ(sync.wafers[0].step.collective_starts, base.wafers[0].step.collective_starts);
+  EXPECT_GT(sync.wafers[0].step.collective_starts, 0u);
+  EXPECT_GT(sync.breakdown.cause[size_t(Cause::CollectiveSync)], 0u);
+  EXPECT_GT(sync.latency, base.latency);
+  EXPECT_EQ(sum(sync.breakdown.cause), sync.latency);
 }
 
 TEST(Simulator, RunsRepeatedlyAndDeterministically) {
