@@ -30,6 +30,7 @@ class Client : public noc::NetworkClient {
   }
   void on_arrival(std::uint64_t tag, hw::TileIndex sink, hw::Cycle head, hw::Cycle tail) override {
     ++arrivals;
+    checksum = (checksum ^ (head * 0x9E3779B97F4A7C15ull + tail + sink)) * 1099511628211ull;  // FNV-style
     if (phase_ == 0) {
       const hw::Coord c{std::int32_t(tag & 0xFFFF), std::int32_t(tag >> 16)};  // the sink, kept in the tag
       if (c.x + 1 < g_.width) {
@@ -50,6 +51,7 @@ class Client : public noc::NetworkClient {
   }
   void on_timer(std::uint64_t, hw::Cycle) override {}
   std::uint64_t arrivals = 0;
+  std::uint64_t checksum = 1469598103934665603ull;  // over every arrival: optimisations must not change it
 
  private:
   void send_unicast(hw::TileIndex src, hw::Coord dst, std::uint32_t lag, hw::Cycle at) {
@@ -93,5 +95,6 @@ int main(int argc, char** argv) {
   fmt::print("link_traversals={} wait_cycles={} mesh_bytes_per_tile={:.1f} (model {:.1f} + fabric 5.0) peak_rss_mib={}\n",
              mesh->stats().link_traversals, mesh->stats().wait_cycles, (double(mesh->state_bytes()) + fabric_bytes) / tiles,
              double(mesh->state_bytes()) / tiles, ru.ru_maxrss / 1024);
+  fmt::print("arrival_checksum={:016x}\n", client.checksum);
   return 0;
 }

@@ -15,6 +15,7 @@ ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fa
                                      fabric.grid().width, fabric.grid().height));
   tiles_.resize(fabric.grid().size());
   width_ = std::uint32_t(fabric.grid().width);
+  step_[0] = TileIndex(0) - width_, step_[1] = 1, step_[2] = width_, step_[3] = TileIndex(0) - 1;
   reset();
 }
 
@@ -22,6 +23,7 @@ void ApproxMesh::reset() {
   queue_.reset();
   stats_ = {};
   last_event_ = 0;
+  busy_.assign(tiles_.size() * 4, 0);
   for (TileIndex t = 0; t < tiles_.size(); ++t) {
     TileRes& r = tiles_[t];
     r = TileRes{};
@@ -37,7 +39,8 @@ void ApproxMesh::reset() {
 }
 
 std::size_t ApproxMesh::state_bytes() const {
-  return tiles_.capacity() * sizeof(TileRes) + bursts_.capacity() * sizeof(Burst) +
+  return tiles_.capacity() * sizeof(TileRes) + busy_.capacity() * sizeof(std::uint64_t) +
+         sink_mark_.capacity() * sizeof(std::uint32_t) + bursts_.capacity() * sizeof(Burst) +
          free_bursts_.capacity() * sizeof(std::uint32_t) + queue_.bytes();
 }
 
@@ -57,24 +60,26 @@ void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
   if (spec.src >= g.size() || !(tiles_[spec.src].ok & kRouterOk))
     throw hw::InputError(fmt::format("burst source tile {} is outside the mesh or has a failed router", spec.src));
   if (spec.wavelets == 0) throw hw::InputError("a burst needs at least one wavelet");
-  std::uint32_t b = alloc_burst();
-  Burst& br = bursts_[b];
-  br = Burst{};
+  Target target;
   if (spec.dest.kind == Destination::Kind::Tile && g.inside(spec.dest.first) &&
       fabric_->router_ok(g.index(spec.dest.first))) {  // the common case, without building a region
-    br.target.dst = g.index(spec.dest.first);
-    br.target.dst_c = spec.dest.first;
+    target.dst = g.index(spec.dest.first);
+    target.dst_c = spec.dest.first;
   } else {
-    br.target = resolve(*fabric_, spec.src, spec.dest);  // throws on a bad destination
+    target = resolve(*fabric_, spec.src, spec.dest);  // throws on a bad destination
   }
-  br.tag = spec.tag;
-  br.src = spec.src;
-  br.src_c = g.coord(spec.src);
-  br.wavelets = spec.wavelets;
+  const std::uint32_t b = alloc_burst();
+  Burst& br = bursts_[b];  // every field set here (no zeroing of the whole record first)
+  br.target = target;
   br.lag = std::max(spec.lag, spec.wavelets - 1);
+  br.wavelets = spec.wavelets;
   br.refs = 1;
   br.flow = kNone;
-  queue_.push(std::max(at, queue_.now()), Event{b, 0, 0, Kind::Inject, Dir::Ramp});
+  br.src = spec.src;
+  br.inject = br.head = br.tail = br.wait = 0;
+  br.tag = spec.tag;
+  br.src_c = g.coord(spec.src);
+  queue_.push(std::max(at, queue_.now()), Event{b, 0, spec.src, Kind::Inject, Dir::Ramp});
 }
 
 void ApproxMesh::timer(Cycle at, std::uint64_t tag) {
@@ -83,8 +88,19 @@ void ApproxMesh::timer(Cycle at, std::uint64_t tag) {
 }
 
 void ApproxMesh::run_until(Cycle limit) {
-  queue_.run(limit, [this](Cycle t, const Event& e) { handle(t, e); },
-             [this](const Event& e, bool near) { prefetch(e, near); });
+  // The bulk of the events (a hop of a Network burst, of a unicast Plan flow) are handled in the loop itself.
+  auto f = [this](Cycle t, const Event& e) __attribute__((always_inline)) {
+    if (e.kind == Kind::Node) {
+      last_event_ = t;
+      node(t, e.a, unpack(e.b), e.in, e.c);
+      release(e.a);
+    } else if (e.kind == Kind::PlanChain) {
+      plan_chain(t, e.a, e.b, e.c);
+    } else {
+      handle(t, e);
+    }
+  };
+  queue_.run(limit, f, [this](const Event& e) __attribute__((always_inline)) { prefetch(e); });
 }
 
 Cycle ApproxMesh::run() {
@@ -92,7 +108,7 @@ Cycle ApproxMesh::run() {
   return last_event_;
 }
 
-void ApproxMesh::handle(Cycle now, const Event& e) {
+[[gnu::noinline]] void ApproxMesh::handle(Cycle now, const Event& e) {
   last_event_ = now;
   switch (e.kind) {
     case Kind::Timer:
@@ -105,29 +121,40 @@ void ApproxMesh::handle(Cycle now, const Event& e) {
       ramp = start + br.lag + 1;
       br.inject = start;
       if (br.flow != kNone) ps_.out[br.flow].inject = start;
-      if (start == now) {
-        if (br.flow == kNone) node(now, e.a, br.src_c, Dir::Ramp, 0);
-        else plan_node(now, e.a, ps_.base[br.flow], 0);
-      } else {
-        ++br.refs;
-        queue_.push(start, Event{e.a, br.flow == kNone ? pack(br.src_c) : ps_.base[br.flow], 0,
-                                 br.flow == kNone ? Kind::Node : Kind::PlanNode, Dir::Ramp});
+      if (br.flow == kNone) {
+        if (start != now) {  // the event's reference moves to the deferred one
+          queue_.push(start, Event{e.a, pack(br.src_c), 0, Kind::Node, Dir::Ramp});
+        } else {
+          node(now, e.a, br.src_c, Dir::Ramp, 0);
+          release(e.a);
+        }
+        return;
       }
-      release(e.a);
+      const std::uint32_t slot = ps_.base[br.flow];
+      if (slot == kNone) {  // a chain
+        const LinkId first = br.plan.edges ? br.plan.route[0].link : 0;
+        if (start != now) queue_.push(start, Event{e.a, 0, first, Kind::PlanChain, Dir::Ramp});
+        else plan_chain(now, e.a, 0, first);
+      } else {
+        if (start != now) queue_.push(start, Event{e.a, slot, 0, Kind::PlanNode, Dir::Ramp});
+        else plan_node(now, e.a, slot, 0);
+      }
       return;
     }
     case Kind::Node:
-      node(now, e.a, unpack(e.b), e.in, e.path);
+      node(now, e.a, unpack(e.b), e.in, e.c);
       release(e.a);
       return;
     case Kind::PlanNode:
-      plan_node(now, e.a, e.b, e.path);
-      release(e.a);
+      plan_node(now, e.a, e.b, e.c);
+      return;
+    case Kind::PlanChain:
+      plan_chain(now, e.a, e.b, e.c);
       return;
   }
 }
 
-Cycle ApproxMesh::cross(Cycle now, Burst& br, TileIndex tile, Dir d) {
+[[gnu::always_inline]] inline Cycle ApproxMesh::cross(Cycle now, Burst& br, TileIndex tile, Dir d) {
   TileRes& r = tiles_[tile];
   const unsigned k = unsigned(d);
   if (!(r.ok >> k & 1u)) {
@@ -136,13 +163,13 @@ Cycle ApproxMesh::cross(Cycle now, Burst& br, TileIndex tile, Dir d) {
   }
   Cycle start = std::max(now, r.link_free[k]);
   r.link_free[k] = start + br.lag + 1;
-  r.busy[k] += br.lag + 1;
+  busy_[std::size_t(tile) * 4 + k] += br.lag + 1;
   ++stats_.link_traversals;
   stats_.wavelet_link_cycles += br.wavelets;
   return start + r.latency[k];
 }
 
-void ApproxMesh::node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path) {
+[[gnu::always_inline]] inline void ApproxMesh::node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path) {
   const Step st = route_step(*fabric_, bursts_[b].target, here, in);
   const TileIndex t = fabric_->grid().index(here);
   for (unsigned m = st.ports; m != 0; m &= m - 1) {  // the set port bits, lowest (North) first
@@ -157,52 +184,87 @@ void ApproxMesh::node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint3
   if (st.deliver) deliver(now, b, t, path);
 }
 
-void ApproxMesh::plan_node(Cycle now, std::uint32_t b, std::uint32_t slot, std::uint32_t path) {
+// A tree's node: consumes the event's reference to the burst (Network bursts: handle() releases it after
+// node()).
+[[gnu::always_inline]] inline void ApproxMesh::plan_node(Cycle now, std::uint32_t b, std::uint32_t slot, std::uint32_t path) {
   const PNode* nodes = ps_.nodes.data();
-  const TileIndex here = nodes[slot].tile;
-  for (std::uint32_t c = nodes[slot].first; c != 0; c = nodes[c].next) {
-    const Dir d = nodes[c].in;
-    Burst& br = bursts_[b];
-    Cycle arrive = cross(now, br, here, d);
-    std::uint32_t p = path + tiles_[here].latency[unsigned(d)];
-    ++br.refs;
-    queue_.push(arrive, Event{b, c, p, Kind::PlanNode, Dir::Ramp});
+  const PNode& nd = nodes[slot];
+  Burst& br = bursts_[b];
+  const Cycle occ = Cycle(br.lag) + 1;
+  TileRes& r = tiles_[nd.tile];  // build_plan checked every link a route uses
+  std::uint32_t refs = br.refs - 1;
+  for (std::uint32_t c = nd.first; c != 0; c = nodes[c].next) {
+    const unsigned k = unsigned(nodes[c].in);
+    const Cycle start = std::max(now, r.link_free[k]);
+    r.link_free[k] = start + occ;
+    busy_[std::size_t(nd.tile) * 4 + k] += occ;
+    const std::uint32_t lat = r.latency[k];
+    queue_.push(start + lat, Event{b, c, path + lat, Kind::PlanNode, Dir::Ramp});
+    ++refs;
   }
-  if (nodes[slot].sink) deliver(now, b, here, path);
+  br.refs = refs;
+  if (nd.sink) deliver(now, b, nd.tile, path);  // may grow bursts_
+  if (refs == 0) finish(b);
 }
 
-// Records the tile and burst records the event will touch, ahead of it (Calendar::run's hook). `near`:
-// the second stage, when the burst record fetched by the first is in cache and names the tile.
-// Always inlined: as an out-of-line call GCC finds it free of side effects and drops it.
-[[gnu::always_inline]] inline void ApproxMesh::prefetch(const Event& e, bool near) const {
-  auto line2 = [](const void* p, std::size_t n) {
-    __builtin_prefetch(p, 1);
-    __builtin_prefetch(static_cast<const char*>(p) + n - 1, 1);
-  };
+// A chain's node j: the router its route edge j (`link`) leaves (j < edges), or where the last edge ends.
+[[gnu::always_inline]] inline void ApproxMesh::plan_chain(Cycle now, std::uint32_t b, std::uint32_t j, LinkId link) {
+  Burst& br = bursts_[b];
+  PlanRoute& pr = br.plan;
+  const std::uint32_t path = pr.path;
+  if (j < pr.edges) {
+    const TileIndex here = link_tile(link);
+    const unsigned k = link % 4u;
+    TileRes& r = tiles_[here];  // build_plan checked every link a route uses
+    const Cycle occ = Cycle(br.lag) + 1;
+    const Cycle start = std::max(now, r.link_free[k]);
+    r.link_free[k] = start + occ;
+    busy_[link] += occ;
+    const std::uint32_t lat = r.latency[k];
+    pr.path = path + lat;
+    queue_.push(start + lat, Event{b, j + 1, j + 1 < pr.edges ? pr.route[j + 1].link : 0, Kind::PlanChain, Dir::Ramp});
+    if (here == pr.sink) deliver(now, b, here, path);  // (a route passing its sink on the way)
+    last_event_ = now;
+    return;
+  }
+  const LinkId last = j == 0 ? 0 : pr.route[j - 1].link;
+  const TileIndex here = j == 0 ? br.src : link_tile(last) + step_[last % 4u];
+  if (here == pr.sink) deliver(now, b, here, path);  // may grow bursts_
+  finish(b);
+  last_event_ = now;
+}
+
+// Fetches the records an event will touch, ahead of it (Calendar::run's hook): each is found from the event
+// alone, without waiting for another load. Always inlined: as an out-of-line call GCC finds it free of side
+// effects and drops it.
+[[gnu::always_inline]] inline void ApproxMesh::prefetch(const Event& e) const {
   switch (e.kind) {
-    case Kind::Node:
-      if (!near) {
-        line2(&tiles_[std::size_t(e.b >> 16) * std::size_t(width_) + (e.b & 0xFFFFu)], sizeof(TileRes));
-        __builtin_prefetch(&bursts_[e.a], 1);
-      }
+    case Kind::PlanChain: {  // (the last node's link is 0: a harmless prefetch of tile 0)
+      __builtin_prefetch(&bursts_[e.a], 1);
+      __builtin_prefetch(&tiles_[link_tile(e.c)], 1);
+      __builtin_prefetch(&busy_[e.c], 1);
       return;
+    }
+    case Kind::Node: {
+      const std::size_t t = std::size_t(e.b >> 16) * std::size_t(width_) + (e.b & 0xFFFFu);
+      __builtin_prefetch(&bursts_[e.a], 1);
+      __builtin_prefetch(&tiles_[t], 1);
+      __builtin_prefetch(&busy_[4 * t], 1);
+      return;
+    }
     case Kind::Inject:
-      if (!near) __builtin_prefetch(&bursts_[e.a], 1);
-      else line2(&tiles_[bursts_[e.a].src], sizeof(TileRes));
+      __builtin_prefetch(&bursts_[e.a], 1);
+      __builtin_prefetch(&tiles_[e.c], 1);
       return;
     case Kind::PlanNode:
-      if (!near) {
-        __builtin_prefetch(&ps_.nodes[e.b]);
-        __builtin_prefetch(&bursts_[e.a], 1);
-      } else {
-        line2(&tiles_[ps_.nodes[e.b].tile], sizeof(TileRes));
-      }
+      __builtin_prefetch(&bursts_[e.a], 1);
+      __builtin_prefetch(&ps_.nodes[e.b]);
       return;
     case Kind::Timer: return;
   }
 }
 
-void ApproxMesh::deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path) {
+[[gnu::noinline]] void ApproxMesh::deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path) {
   Burst& br = bursts_[b];
   Cycle& ramp = tiles_[tile].ramp_out;
   Cycle start = std::max(now, ramp);
@@ -220,9 +282,8 @@ void ApproxMesh::deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32
   }
 }
 
-void ApproxMesh::release(std::uint32_t b) {
+void ApproxMesh::finish(std::uint32_t b) {
   Burst& br = bursts_[b];
-  if (--br.refs != 0) return;
   ++stats_.bursts;
   stats_.wait_cycles += br.wait;
   stats_.transfer_cycles += br.tail - br.inject - br.wait;
@@ -230,6 +291,9 @@ void ApproxMesh::release(std::uint32_t b) {
     FlowTiming& ft = ps_.out[br.flow];
     ft.head = br.head, ft.tail = br.tail, ft.wait = br.wait;
     ps_.done[br.flow] = 1;
+    // Plan bursts cross every edge of their route once (plan_node leaves these counts to here).
+    stats_.link_traversals += br.plan.edges;
+    stats_.wavelet_link_cycles += std::uint64_t(br.plan.edges) * br.wavelets;
   }
   free_bursts_.push_back(b);
 }
@@ -246,11 +310,12 @@ void ApproxMesh::plan_ready(std::uint32_t flow, Cycle now) {
   Burst& br = bursts_[b];
   br = Burst{};
   br.src = fl.src;
+  br.plan = PlanRoute{fl.route.data(), std::uint32_t(fl.route.size()), fl.sinks[0], 0};
   br.wavelets = fl.wavelets;
   br.lag = lag;
   br.refs = 1;
   br.flow = flow;
-  queue_.push(start, Event{b, 0, 0, Kind::Inject, Dir::Ramp});
+  queue_.push(start, Event{b, 0, fl.src, Kind::Inject, Dir::Ramp});
 }
 
 void ApproxMesh::plan_arrival(std::uint32_t flow, TileIndex sink, Cycle head, Cycle tail) {
@@ -270,53 +335,120 @@ void ApproxMesh::plan_arrival(std::uint32_t flow, TileIndex sink, Cycle head, Cy
   }
 }
 
-void ApproxMesh::build_plan_nodes(const Plan& plan) {
+// One pass over the Plan: sorts the flows into chains and trees, flattens the trees into route nodes, and
+// checks, on the way, everything check_plan checks (a route edge leaves the node it continues from over a
+// usable link, every leaf of the tree is a sink, every sink is reached, every trigger names a sink of an
+// existing flow). The checks here only decide whether the Plan is sound; when it is not, check_plan finds
+// the first fault and says which. Returns false when the Plan is not sound.
+bool ApproxMesh::build_plan(const Plan& plan) {
   const std::uint32_t n = std::uint32_t(plan.flows.size());
-  const TileIndex w = TileIndex(fabric_->grid().width);
+  const TileIndex size = TileIndex(tiles_.size());
   PlanState& s = ps_;
-  s.base.resize(n + 1);
-  s.base[0] = 0;
-  for (std::uint32_t f = 0; f < n; ++f) s.base[f + 1] = s.base[f] + 1 + std::uint32_t(plan.flows[f].route.size());
-  s.nodes.resize(s.base[n]);
-  PNode* nodes = s.nodes.data();
+  s.base.assign(n, kNone);
+  s.nodes.assign(1, PNode{});  // slot 0: a placeholder, so a child or sibling slot of 0 means none
+  const TileRes* tiles = tiles_.data();
   for (std::uint32_t f = 0; f < n; ++f) {
     const Flow& fl = plan.flows[f];
-    const std::uint32_t b0 = s.base[f];
     const TileIndex* sk = fl.sinks.data();
     const std::size_t ns = fl.sinks.size();
-    auto is_sink = [&](TileIndex t) -> std::uint8_t {
-      if (ns == 1) return sk[0] == t;
-      return std::find(sk, sk + ns, t) != sk + ns;
-    };
+    if (fl.src >= size || !(tiles[fl.src].ok & kRouterOk) || fl.wavelets == 0 || ns == 0) return false;
+    for (const Trigger& t : fl.after) {
+      if (t.flow >= n) return false;
+      const auto& tk = plan.flows[t.flow].sinks;
+      if (tk.size() == 1 ? tk[0] != t.tile : std::find(tk.begin(), tk.end(), t.tile) == tk.end()) return false;
+    }
     const std::uint32_t ne = std::uint32_t(fl.route.size());
-    nodes[b0] = PNode{fl.src, 0, 0, Dir::Ramp, is_sink(fl.src)};
+    const RouteEdge* route = fl.route.data();
+    if (ns == 1) {  // a chain?
+      TileIndex here = fl.src;
+      bool reached = here == sk[0];
+      std::uint32_t e = 0;
+      for (; e < ne && route[e].parent == std::int32_t(e) - 1; ++e) {
+        const TileIndex from = link_tile(route[e].link);
+        const unsigned d = route[e].link % 4u;
+        // ok bit d: the link exists inside the grid, is healthy, and both its routers work.
+        if (from != here || !(tiles[from].ok >> d & 1u)) return false;
+        here = from + step_[d];
+        reached |= here == sk[0];
+      }
+      if (e == ne) {
+        // The one leaf (the last node, when there is an edge) is the sink; the sink is reached.
+        if (!reached || (ne > 0 && here != sk[0])) return false;
+        continue;
+      }
+    }
+    // Sinks: one is compared directly; several are marked in sink_mark_ (2 x stamp: a sink, + 1: reached).
+    std::uint32_t distinct = 0, reached = 0, stamp = 0;
+    if (ns > 1) {
+      if (sink_mark_.size() != size) sink_mark_.assign(size, 0), mark_stamp_ = 0;
+      if (mark_stamp_ >= 0x7FFFFFFEu) std::fill(sink_mark_.begin(), sink_mark_.end(), 0), mark_stamp_ = 0;
+      stamp = 2 * ++mark_stamp_;
+      for (std::size_t i = 0; i < ns; ++i) {
+        if (sk[i] >= size) return false;  // can never be reached
+        if (sink_mark_[sk[i]] != stamp) sink_mark_[sk[i]] = stamp, ++distinct;
+      }
+    }
+    // Whether tile t is a sink, counting it reached the first time.
+    auto reach = [&](TileIndex t) -> std::uint8_t {
+      if (ns == 1) {
+        if (sk[0] != t) return 0;
+        reached = 1;
+        return 1;
+      }
+      std::uint32_t& m = sink_mark_[t];
+      if ((m | 1u) != (stamp | 1u)) return 0;
+      if (m == stamp) m = stamp + 1, ++reached;
+      return 1;
+    };
+    if (s.nodes.size() + 1 + std::size_t(ne) >= kNone) return false;  // beyond 32-bit node slots
+    const std::uint32_t b0 = std::uint32_t(s.nodes.size());
+    s.base[f] = b0;
+    s.nodes.resize(std::size_t(b0) + 1 + ne);
+    PNode* nodes = s.nodes.data();
+    nodes[b0] = PNode{fl.src, 0, 0, Dir::Ramp, reach(fl.src)};
     s.last.resize(ne + 1);
     std::uint32_t* last = s.last.data();  // by local node: 0 = the source, 1 + e = the end of edge e
+    // Every leaf must be a sink: counted as "every node that is not a sink (the source aside) has a child".
+    std::uint32_t plain = 0, plain_with_child = 0;
     for (std::uint32_t e = 0; e < ne; ++e) {
-      const RouteEdge& re = fl.route[e];
-      const std::uint32_t pl = re.parent == kFromSource ? 0 : 1 + std::uint32_t(re.parent);  // check_plan: < 1 + e
-      const std::uint32_t slot = b0 + 1 + e;
+      const RouteEdge& re = route[e];
+      if (re.parent < kFromSource || re.parent >= std::int32_t(e)) return false;
+      const std::uint32_t pl = std::uint32_t(re.parent + 1);  // local node the edge leaves
       PNode& parent = nodes[b0 + pl];
-      if (parent.first == 0) parent.first = slot;
-      else nodes[last[pl]].next = slot;
-      last[pl] = slot;
-      const Dir d = link_dir(re.link);
       const TileIndex from = link_tile(re.link);
-      // The router the link leads to (check_plan made sure it is inside the grid).
-      const TileIndex to = d == Dir::North ? from - w : d == Dir::South ? from + w : d == Dir::East ? from + 1 : from - 1;
-      nodes[slot] = PNode{to, 0, 0, d, is_sink(to)};
+      const unsigned d = re.link % 4u;
+      if (from != parent.tile || !(tiles[from].ok >> d & 1u)) return false;
+      const std::uint32_t slot = b0 + 1 + e;
+      if (parent.first == 0) {
+        parent.first = slot;
+        plain_with_child += pl != 0 && !parent.sink;
+      } else {
+        nodes[last[pl]].next = slot;
+      }
+      last[pl] = slot;
+      const TileIndex to = from + step_[d];
+      const std::uint8_t sink = reach(to);
+      plain += !sink;
+      nodes[slot] = PNode{to, 0, 0, Dir(d), sink};
     }
+    if (plain != plain_with_child) return false;
+    // Every sink reached (the source's own tile counts, reached by the root node).
+    if (ns == 1 ? !reached : reached != distinct) return false;
   }
   plan_dependents(plan, s.dep_start, s.deps);
+  return true;
 }
 
 std::vector<FlowTiming> ApproxMesh::execute(const Plan& plan) {
-  check_plan(*fabric_, plan);
   reset();
   const std::uint32_t n = std::uint32_t(plan.flows.size());
   ps_ = PlanState{};
   ps_.plan = &plan;
-  build_plan_nodes(plan);
+  if (!build_plan(plan)) {
+    ps_ = PlanState{};
+    check_plan(*fabric_, plan);  // names the fault
+    throw hw::InputError("plan rejected by the approx mesh's route check, accepted by check_plan");  // a bug
+  }
   ps_.pending.resize(n);
   ps_.start_min.assign(n, 0);
   ps_.tail_min.assign(n, 0);

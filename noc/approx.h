@@ -4,9 +4,9 @@
 // A burst occupies each resource it crosses for lag + 1 cycles; a head that finds a resource busy waits
 // (counted apart from transfer time); heads are served first come first served because hops are
 // processed as time-ordered events. A multicast occupies each link of its tree once.
-// Per tile one 96-byte record (its 4 output links' next-free cycles and busy counters, its 2 ramps'
-// next-free cycles, the links' latencies and health copied from the Fabric), so one hop touches one or two
-// cache lines; bursts in flight live in a recycled pool, events in the calendar's reused buckets.
+// Per tile one 64-byte record, one cache line (its 4 output links' next-free cycles, its 2 ramps' next-free
+// cycles, the links' latencies and health copied from the Fabric), and 32 bytes of busy counters kept
+// apart; bursts in flight live in a recycled pool, events in the calendar's reused buckets.
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -36,22 +36,34 @@ class ApproxMesh final : public Mesh {
   void run_until(Cycle limit) override;
   bool idle() const override { return queue_.empty(); }
   void reset() override;
-  std::uint64_t link_busy(LinkId l) const override { return tiles_[link_tile(l)].busy[unsigned(link_dir(l))]; }
+  std::uint64_t link_busy(LinkId l) const override { return busy_[l]; }
   std::size_t state_bytes() const override;
 
  private:
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
-  enum class Kind : std::uint8_t { Inject, Node, PlanNode, Timer };
+  enum class Kind : std::uint8_t { Inject, Node, PlanNode, PlanChain, Timer };
   struct Event {
     std::uint32_t a;     // burst (Timer: tag low bits)
-    std::uint32_t b;     // x | y << 16 (Node) / route node slot (PlanNode) / tag high bits (Timer)
-    std::uint32_t path;  // zero-load head latency accumulated so far
+    std::uint32_t b;     // x | y << 16 (Node) / route node slot (PlanNode) / route node index (PlanChain) /
+                         // tag high bits (Timer)
+    std::uint32_t c;     // Node, PlanNode: zero-load head latency accumulated so far; PlanChain: the link the
+                         // node's route edge crosses; Inject: the source tile (records fetched ahead from the
+                         // event alone)
     Kind kind;
     Dir in;              // direction travelled to arrive (Ramp at the source)
   };
   // Hot fields first (routing and occupancy read them every hop): one cache line; the rest at delivery.
+  struct PlanRoute {
+    const RouteEdge* route;  // the flow's route
+    std::uint32_t edges;     // its length
+    TileIndex sink;          // a chain's one sink (a tree's nodes say which are sinks)
+    std::uint32_t path;      // a chain: zero-load head latency to the node being processed
+  };
   struct alignas(64) Burst {
-    Target target;
+    union {
+      Target target;  // Network bursts (flow == kNone)
+      PlanRoute plan; // Plan bursts
+    };
     std::uint32_t lag;
     std::uint32_t wavelets;
     std::uint32_t refs;     // pending events
@@ -62,15 +74,20 @@ class ApproxMesh final : public Mesh {
     std::uint64_t tag;
     Coord src_c;
   };
+  static_assert(sizeof(Burst) == 128);
 
   void handle(Cycle now, const Event& e);
-  void prefetch(const Event& e, bool near) const;
+  void prefetch(const Event& e) const;
   void node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path);
   void plan_node(Cycle now, std::uint32_t b, std::uint32_t slot, std::uint32_t path);
+  void plan_chain(Cycle now, std::uint32_t b, std::uint32_t j, LinkId link);
   // Occupies link (tile, d) from `now`; returns when the head reaches the next router.
   Cycle cross(Cycle now, Burst& br, TileIndex tile, Dir d);
   void deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path);
-  void release(std::uint32_t b);
+  void release(std::uint32_t b) {
+    if (--bursts_[b].refs == 0) finish(b);
+  }
+  [[gnu::noinline]] void finish(std::uint32_t b);  // the last reference is gone: statistics, recycle
   std::uint32_t alloc_burst();
   void plan_arrival(std::uint32_t flow, TileIndex sink, Cycle head, Cycle tail);
   void plan_ready(std::uint32_t flow, Cycle now);
@@ -79,27 +96,31 @@ class ApproxMesh final : public Mesh {
   Calendar<Event> queue_;
   NetworkStats stats_;
   Cycle last_event_ = 0;
-  struct alignas(32) TileRes {
+  // What a hop reads and writes, in one cache line.
+  struct alignas(64) TileRes {
     Cycle link_free[4];         // per output link (Dir N, E, S, W): first cycle it is free
-    std::uint64_t busy[4];      // cycles the link carried wavelets
     Cycle ramp_in, ramp_out;    // injection / delivery ramp: first cycle free
     std::uint16_t latency[4];   // hop_latency x physical hops
     std::uint8_t ok;            // bit d: link d usable; kRouterOk: the router works
   };
   static constexpr std::uint8_t kRouterOk = 16;
-  static_assert(sizeof(TileRes) == 96);
+  static_assert(sizeof(TileRes) == 64);
   static std::uint32_t pack(Coord c) { return std::uint32_t(c.x) | std::uint32_t(c.y) << 16; }
   static Coord unpack(std::uint32_t v) { return {std::int32_t(v & 0xFFFFu), std::int32_t(v >> 16)}; }
   std::vector<TileRes> tiles_;
+  std::vector<std::uint64_t> busy_;  // per LinkId: cycles the link carried wavelets (written, rarely read)
   std::uint32_t width_ = 0;
+  TileIndex step_[4] = {};           // index offset to the neighbour N, E, S, W (modulo 2^32)
   std::vector<Burst> bursts_;
   std::vector<std::uint32_t> free_bursts_;
 
-  // A Plan's routes flattened into one array of route nodes (a flow's source, then the end of each of its
-  // edges, in route order): node slot base[f] is flow f's source, base[f] + 1 + e the end of its edge e.
-  // The edges leaving a node are its children, linked first-child / next-sibling in route order (slot 0,
-  // flow 0's source, is nobody's child: 0 ends a list). One 16-byte record per node, built in one pass,
-  // so walking a route (a chain: child = slot + 1) reads consecutive memory.
+  // Plan flows come in two shapes. A chain (one sink, every route edge continuing the one before: every
+  // unicast) is walked straight from its Plan route, node j being the router route edge j leaves (the last
+  // node: where the last edge ends) -- nothing is built for it. Any other flow (a multicast tree, or a
+  // chain delivering to several sinks) is flattened into route-node records appended to one array:
+  // node slot base[f] is flow f's source, base[f] + 1 + e the end of its edge e. The edges leaving a node
+  // are its children, linked first-child / next-sibling in route order (slot 0 is a placeholder, so 0 ends
+  // a list).
   struct PNode {
     TileIndex tile;      // the node's router
     std::uint32_t first; // first child slot, 0 = none
@@ -110,7 +131,7 @@ class ApproxMesh final : public Mesh {
   // Plan execution state (empty outside execute()).
   struct PlanState {
     const Plan* plan = nullptr;
-    std::vector<std::uint32_t> base;     // per flow (+1): its source's node slot
+    std::vector<std::uint32_t> base;     // per flow: its source's node slot; kNone for a chain
     std::vector<PNode> nodes;
     std::vector<std::uint32_t> last;     // build scratch: per node of a flow, its last child so far
     std::vector<std::uint32_t> dep_start;  // flows waiting on each flow (plan_dependents)
@@ -120,7 +141,9 @@ class ApproxMesh final : public Mesh {
     std::vector<FlowTiming> out;
     std::vector<std::uint8_t> done;
   } ps_;
-  void build_plan_nodes(const Plan& plan);
+  bool build_plan(const Plan& plan);
+  std::vector<std::uint32_t> sink_mark_;  // per tile, build_plan's scratch (sized on first use)
+  std::uint32_t mark_stamp_ = 0;
 };
 
 }  // namespace wafer::noc

@@ -1,8 +1,11 @@
 #pragma once
 // A calendar (bucket) queue for discrete-event models: one bucket per cycle over a sliding window of
-// `kBuckets` cycles, events further out parked in an overflow list that is swept into the window every
-// half window. Same-cycle events run in insertion order (FIFO), which makes the models deterministic.
-// No binary heap, no allocation per event once the buckets have grown to their working size.
+// `kBuckets` cycles, events further out parked in an overflow heap and moved into their bucket the cycle
+// it enters the window. Same-cycle events run in the order they were pushed (FIFO), whatever the window
+// size, which makes the models deterministic. Near events (the bulk: hops one link latency ahead) cost no
+// heap operation and no allocation once the buckets have grown to their working size. The window is kept
+// small so the buckets in use stay in cache.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -13,7 +16,7 @@ namespace wafer::noc {
 template <class Event>
 class Calendar {
  public:
-  static constexpr std::uint32_t kBuckets = 1024;  // power of two
+  static constexpr std::uint32_t kBuckets = 128;  // power of two
   static constexpr std::uint32_t kMask = kBuckets - 1;
 
   Calendar() : buckets_(kBuckets) {}
@@ -28,7 +31,8 @@ class Calendar {
       buckets_[t & kMask].push_back(e);
       ++in_window_;
     } else {
-      overflow_.push_back({t, e});
+      overflow_.push_back({t, far_seq_++, e});
+      std::push_heap(overflow_.begin(), overflow_.end());
     }
   }
 
@@ -36,43 +40,42 @@ class Calendar {
   // t >= the current event's time). Leaves now() at the first cycle not processed (<= limit).
   template <class F>
   void run(hw::Cycle limit, F&& f) {
-    run(limit, f, [](const Event&, bool) {});
+    run(limit, f, [](const Event&) {});
   }
-  // The same; before each event runs, `pre(event, false)` is called on the event 2 x kAhead places further
-  // in the current bucket and `pre(event, true)` on the one kAhead further, so a model can prefetch the
-  // records those events will touch in two dependent stages (the events of one cycle are independent reads
-  // of scattered tile and burst records: memory latency, not work, bounds them). Order is unchanged.
-  static constexpr std::size_t kAhead = 4;
+  // The same; before each event runs, `pre(event)` is called on the event kAhead places further in the
+  // current bucket, so a model can prefetch the records that event will touch (the events of one cycle
+  // are independent reads of scattered records: memory latency, not work, bounds them). Order is unchanged.
+  static constexpr std::size_t kAhead = 6;
   template <class F, class P>
   void run(hw::Cycle limit, F&& f, P&& pre) {
     while (now_ < limit) {
+      // Far events enter their bucket the cycle it enters the window, before any event pushed straight
+      // into it (which needs now() > t - kBuckets): a bucket holds its events in push order.
+      if (!overflow_.empty() && overflow_.front().t < now_ + kBuckets) sweep();
       if (in_window_ == 0) {
         if (overflow_.empty()) {
           if (limit != ~hw::Cycle(0)) now_ = limit;  // nothing left before the limit
           return;
         }
-        hw::Cycle tmin = overflow_.front().t;
-        for (const auto& o : overflow_) tmin = o.t < tmin ? o.t : tmin;
+        const hw::Cycle tmin = overflow_.front().t;  // >= now() + kBuckets
         if (tmin >= limit) {
           now_ = limit;
           return;
         }
         now_ = tmin;
-        sweep();
         continue;
       }
-      if (now_ >= next_sweep_) sweep();
       auto& b = buckets_[now_ & kMask];
       // Index-based: handlers may append to this very bucket (events at the same cycle).
-      for (std::size_t i = 0; i < 2 * kAhead && i < b.size(); ++i) pre(b[i], false);
-      for (std::size_t i = 0; i < kAhead && i < b.size(); ++i) pre(b[i], true);
-      for (std::size_t i = 0; i < b.size(); ++i) {
-        if (i + 2 * kAhead < b.size()) pre(b[i + 2 * kAhead], false);
-        if (i + kAhead < b.size()) pre(b[i + kAhead], true);
-        Event e = b[i];
-        --in_window_;
+      std::size_t n = b.size();
+      for (std::size_t i = 0; i < kAhead && i < n; ++i) pre(b[i]);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i + kAhead < n) pre(b[i + kAhead]);
+        const Event e = b[i];
         f(now_, e);
+        n = b.size();
       }
+      in_window_ -= n;
       b.clear();
       ++now_;
     }
@@ -84,7 +87,7 @@ class Calendar {
     overflow_.clear();
     in_window_ = 0;
     now_ = 0;
-    next_sweep_ = 0;
+    far_seq_ = 0;
   }
 
   std::size_t bytes() const {
@@ -96,28 +99,27 @@ class Calendar {
  private:
   struct Far {
     hw::Cycle t;
+    std::uint64_t seq;  // push order: same-cycle events keep it
     Event e;
+    // std::push_heap keeps the greatest on top: "greater" is the earlier (t, seq).
+    bool operator<(const Far& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
-  // Moves every overflow event that now fits the window into its bucket.
+  // Moves every overflow event that now fits the window into its bucket, in time then push order. The
+  // overflow is a binary heap: a far event costs log(n) twice, and no sweep scans the others.
   void sweep() {
-    std::size_t keep = 0;
-    for (std::size_t i = 0; i < overflow_.size(); ++i) {
-      if (overflow_[i].t < now_ + kBuckets) {
-        buckets_[overflow_[i].t & kMask].push_back(overflow_[i].e);
-        ++in_window_;
-      } else {
-        overflow_[keep++] = overflow_[i];
-      }
+    while (!overflow_.empty() && overflow_.front().t < now_ + kBuckets) {
+      std::pop_heap(overflow_.begin(), overflow_.end());
+      buckets_[overflow_.back().t & kMask].push_back(overflow_.back().e);
+      ++in_window_;
+      overflow_.pop_back();
     }
-    overflow_.resize(keep);
-    next_sweep_ = now_ + kBuckets / 2;
   }
 
   std::vector<std::vector<Event>> buckets_;
   std::vector<Far> overflow_;
   std::size_t in_window_ = 0;
   hw::Cycle now_ = 0;
-  hw::Cycle next_sweep_ = 0;
+  std::uint64_t far_seq_ = 0;
 };
 
 }  // namespace wafer::noc
