@@ -16,14 +16,10 @@ ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fa
   tiles_.resize(fabric.grid().size());
   width_ = std::uint32_t(fabric.grid().width);
   step_[0] = TileIndex(0) - width_, step_[1] = 1, step_[2] = width_, step_[3] = TileIndex(0) - 1;
-  reset();
-}
-
-void ApproxMesh::reset() {
-  queue_.reset();
-  stats_ = {};
-  last_event_ = 0;
-  busy_.assign(tiles_.size() * 4, 0);
+  // coord(): t / width as a multiply and shift; exact for t < 2^23 and width < 2^17 (the error
+  // t (m - 2^40 / width) / 2^40 < 2^-17 stays below 1 / width), else a division.
+  if (tiles_.size() < (std::size_t(1) << 23)) div_m_ = (std::uint64_t(1) << 40) / width_ + 1;
+  // What the Fabric says of each tile, copied once (reset() leaves it alone).
   for (TileIndex t = 0; t < tiles_.size(); ++t) {
     TileRes& r = tiles_[t];
     r = TileRes{};
@@ -33,6 +29,18 @@ void ApproxMesh::reset() {
       r.ok |= std::uint8_t(1u << unsigned(d));
       r.latency[unsigned(d)] = std::uint16_t(std::min<std::uint64_t>(0xFFFF, std::uint64_t(params_.hop_latency) * fabric_->link_hops(t, d)));
     }
+  }
+  reset();
+}
+
+void ApproxMesh::reset() {
+  queue_.reset();
+  stats_ = {};
+  last_event_ = 0;
+  busy_.assign(tiles_.size() * 4, 0);
+  for (TileRes& r : tiles_) {
+    for (Cycle& c : r.link_free) c = 0;
+    r.ramp_in = r.ramp_out = 0;
   }
   free_bursts_.clear();
   for (std::uint32_t i = std::uint32_t(bursts_.size()); i-- > 0;) free_bursts_.push_back(i);
@@ -78,7 +86,8 @@ void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
   br.src = spec.src;
   br.inject = br.head = br.tail = br.wait = 0;
   br.tag = spec.tag;
-  br.src_c = g.coord(spec.src);
+  br.src_c = coord(spec.src);
+  br.hops = 0;
   queue_.push(std::max(at, queue_.now()), Event{b, 0, spec.src, Kind::Inject, Dir::Ramp});
 }
 
@@ -88,7 +97,8 @@ void ApproxMesh::timer(Cycle at, std::uint64_t tag) {
 }
 
 void ApproxMesh::run_until(Cycle limit) {
-  // The bulk of the events (a hop of a Network burst, of a unicast Plan flow) are handled in the loop itself.
+  // The bulk of the events (a burst's injection, a hop of a Network burst or of a unicast Plan flow) are
+  // handled in the loop itself.
   auto f = [this](Cycle t, const Event& e) __attribute__((always_inline)) {
     if (e.kind == Kind::Node) {
       last_event_ = t;
@@ -96,6 +106,9 @@ void ApproxMesh::run_until(Cycle limit) {
       release(e.a);
     } else if (e.kind == Kind::PlanChain) {
       plan_chain(t, e.a, e.b, e.c);
+    } else if (e.kind == Kind::Inject) {
+      last_event_ = t;
+      inject(t, e.a);
     } else {
       handle(t, e);
     }
@@ -108,39 +121,44 @@ Cycle ApproxMesh::run() {
   return last_event_;
 }
 
+// A burst asks for its source's injection ramp: it enters when the ramp is free, its head then at the
+// source's router (handled at once when the ramp is free now).
+[[gnu::always_inline]] inline void ApproxMesh::inject(Cycle now, std::uint32_t b) {
+  Burst& br = bursts_[b];
+  Cycle& ramp = tiles_[br.src].ramp_in;
+  const Cycle start = std::max(now, ramp);
+  ramp = start + br.lag + 1;
+  br.inject = start;
+  if (br.flow == kNone) {
+    if (start != now) {  // the event's reference moves to the deferred one
+      queue_.push(start, Event{b, pack(br.src_c), 0, Kind::Node, Dir::Ramp});
+    } else {
+      node(now, b, br.src_c, Dir::Ramp, 0);
+      release(b);
+    }
+    return;
+  }
+  ps_.out[br.flow].inject = start;
+  const std::uint32_t slot = ps_.base[br.flow];
+  if (slot == kNone) {  // a chain
+    const LinkId first = br.plan.edges ? br.plan.route[0].link : 0;
+    if (start != now) queue_.push(start, Event{b, 0, first, Kind::PlanChain, Dir::Ramp});
+    else plan_chain(now, b, 0, first);
+  } else {
+    if (start != now) queue_.push(start, Event{b, slot, 0, Kind::PlanNode, Dir::Ramp});
+    else plan_node(now, b, slot, 0);
+  }
+}
+
 [[gnu::noinline]] void ApproxMesh::handle(Cycle now, const Event& e) {
   last_event_ = now;
   switch (e.kind) {
     case Kind::Timer:
       if (client_) client_->on_timer(std::uint64_t(e.a) | (std::uint64_t(e.b) << 32), now);
       return;
-    case Kind::Inject: {
-      Burst& br = bursts_[e.a];
-      Cycle& ramp = tiles_[br.src].ramp_in;
-      Cycle start = std::max(now, ramp);
-      ramp = start + br.lag + 1;
-      br.inject = start;
-      if (br.flow != kNone) ps_.out[br.flow].inject = start;
-      if (br.flow == kNone) {
-        if (start != now) {  // the event's reference moves to the deferred one
-          queue_.push(start, Event{e.a, pack(br.src_c), 0, Kind::Node, Dir::Ramp});
-        } else {
-          node(now, e.a, br.src_c, Dir::Ramp, 0);
-          release(e.a);
-        }
-        return;
-      }
-      const std::uint32_t slot = ps_.base[br.flow];
-      if (slot == kNone) {  // a chain
-        const LinkId first = br.plan.edges ? br.plan.route[0].link : 0;
-        if (start != now) queue_.push(start, Event{e.a, 0, first, Kind::PlanChain, Dir::Ramp});
-        else plan_chain(now, e.a, 0, first);
-      } else {
-        if (start != now) queue_.push(start, Event{e.a, slot, 0, Kind::PlanNode, Dir::Ramp});
-        else plan_node(now, e.a, slot, 0);
-      }
+    case Kind::Inject:
+      inject(now, e.a);
       return;
-    }
     case Kind::Node:
       node(now, e.a, unpack(e.b), e.in, e.c);
       release(e.a);
@@ -164,8 +182,7 @@ Cycle ApproxMesh::run() {
   Cycle start = std::max(now, r.link_free[k]);
   r.link_free[k] = start + br.lag + 1;
   busy_[std::size_t(tile) * 4 + k] += br.lag + 1;
-  ++stats_.link_traversals;
-  stats_.wavelet_link_cycles += br.wavelets;
+  ++br.hops;
   return start + r.latency[k];
 }
 
@@ -218,11 +235,12 @@ Cycle ApproxMesh::run() {
     TileRes& r = tiles_[here];  // build_plan checked every link a route uses
     const Cycle occ = Cycle(br.lag) + 1;
     const Cycle start = std::max(now, r.link_free[k]);
-    r.link_free[k] = start + occ;
-    busy_[link] += occ;
+    r.link_free[k] = start + occ;  // (busy_: added for the whole route when the burst finishes)
     const std::uint32_t lat = r.latency[k];
     pr.path = path + lat;
     queue_.push(start + lat, Event{b, j + 1, j + 1 < pr.edges ? pr.route[j + 1].link : 0, Kind::PlanChain, Dir::Ramp});
+    // The route's next line, a few hops ahead (a prefetch past the route's end is harmless).
+    __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(pr.route + j) + 9 * sizeof(RouteEdge)));
     if (here == pr.sink) deliver(now, b, here, path);  // (a route passing its sink on the way)
     last_event_ = now;
     return;
@@ -242,7 +260,6 @@ Cycle ApproxMesh::run() {
     case Kind::PlanChain: {  // (the last node's link is 0: a harmless prefetch of tile 0)
       __builtin_prefetch(&bursts_[e.a], 1);
       __builtin_prefetch(&tiles_[link_tile(e.c)], 1);
-      __builtin_prefetch(&busy_[e.c], 1);
       return;
     }
     case Kind::Node: {
@@ -294,6 +311,13 @@ void ApproxMesh::finish(std::uint32_t b) {
     // Plan bursts cross every edge of their route once (plan_node leaves these counts to here).
     stats_.link_traversals += br.plan.edges;
     stats_.wavelet_link_cycles += std::uint64_t(br.plan.edges) * br.wavelets;
+    if (ps_.base[br.flow] == kNone) {  // a chain: its links' busy cycles, off the hop's path
+      const Cycle occ = Cycle(br.lag) + 1;
+      for (std::uint32_t e = 0; e < br.plan.edges; ++e) busy_[br.plan.route[e].link] += occ;
+    }
+  } else {
+    stats_.link_traversals += br.hops;
+    stats_.wavelet_link_cycles += std::uint64_t(br.hops) * br.wavelets;
   }
   free_bursts_.push_back(b);
 }
@@ -319,13 +343,12 @@ void ApproxMesh::plan_ready(std::uint32_t flow, Cycle now) {
 }
 
 void ApproxMesh::plan_arrival(std::uint32_t flow, TileIndex sink, Cycle head, Cycle tail) {
-  const Plan& plan = *ps_.plan;
   for (std::uint32_t k = ps_.dep_start[flow]; k < ps_.dep_start[flow + 1]; ++k) {
-    auto [g, ti] = ps_.deps[k];
-    const Trigger& t = plan.flows[g].after[ti];
+    const Dep& t = ps_.deps[k];
     if (t.tile != sink) continue;
-    const Cycle delay = std::max<std::uint32_t>(t.delay, 1);  // a core reacts the cycle after at the earliest
-    if (t.kind == Trigger::Kind::Stream) {
+    const std::uint32_t g = t.flow;
+    const Cycle delay = t.delay;
+    if (t.stream) {
       ps_.start_min[g] = std::max(ps_.start_min[g], head + delay);
       ps_.tail_min[g] = std::max(ps_.tail_min[g], tail + delay);
     } else {
@@ -347,6 +370,7 @@ bool ApproxMesh::build_plan(const Plan& plan) {
   s.base.assign(n, kNone);
   s.nodes.assign(1, PNode{});  // slot 0: a placeholder, so a child or sibling slot of 0 means none
   const TileRes* tiles = tiles_.data();
+  s.dep_start.assign(std::size_t(n) + 1, 0);
   for (std::uint32_t f = 0; f < n; ++f) {
     const Flow& fl = plan.flows[f];
     const TileIndex* sk = fl.sinks.data();
@@ -356,24 +380,24 @@ bool ApproxMesh::build_plan(const Plan& plan) {
       if (t.flow >= n) return false;
       const auto& tk = plan.flows[t.flow].sinks;
       if (tk.size() == 1 ? tk[0] != t.tile : std::find(tk.begin(), tk.end(), t.tile) == tk.end()) return false;
+      ++s.dep_start[t.flow + 1];
     }
     const std::uint32_t ne = std::uint32_t(fl.route.size());
     const RouteEdge* route = fl.route.data();
     if (ns == 1) {  // a chain?
       TileIndex here = fl.src;
-      bool reached = here == sk[0];
       std::uint32_t e = 0;
       for (; e < ne && route[e].parent == std::int32_t(e) - 1; ++e) {
         const TileIndex from = link_tile(route[e].link);
         const unsigned d = route[e].link % 4u;
-        // ok bit d: the link exists inside the grid, is healthy, and both its routers work.
-        if (from != here || !(tiles[from].ok >> d & 1u)) return false;
+        // The link exists inside the grid, is healthy, and both its routers work (the Fabric's one byte
+        // per tile: a smaller array to walk than the tile records).
+        if (from != here || !fabric_->link_ok(from, Dir(d))) return false;
         here = from + step_[d];
-        reached |= here == sk[0];
       }
       if (e == ne) {
-        // The one leaf (the last node, when there is an edge) is the sink; the sink is reached.
-        if (!reached || (ne > 0 && here != sk[0])) return false;
+        // Its one leaf (the last node; the source when there is no edge) is the sink, so it is reached.
+        if (here != sk[0]) return false;
         continue;
       }
     }
@@ -435,7 +459,13 @@ bool ApproxMesh::build_plan(const Plan& plan) {
     // Every sink reached (the source's own tile counts, reached by the root node).
     if (ns == 1 ? !reached : reached != distinct) return false;
   }
-  plan_dependents(plan, s.dep_start, s.deps);
+  // Per flow, the triggers waiting on it, each with what plan_arrival needs (no trip back to the Plan).
+  for (std::uint32_t f = 0; f < n; ++f) s.dep_start[f + 1] += s.dep_start[f];
+  s.deps.resize(s.dep_start[n]);
+  s.last.assign(s.dep_start.begin(), s.dep_start.end() - 1);  // fill cursors
+  for (std::uint32_t g = 0; g < n; ++g)
+    for (const Trigger& t : plan.flows[g].after)
+      s.deps[s.last[t.flow]++] = Dep{g, t.tile, std::max<std::uint32_t>(t.delay, 1), t.kind == Trigger::Kind::Stream};
   return true;
 }
 

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "noc/big_array.h"
 #include "noc/calendar.h"
 #include "noc/mesh.h"
 #include "noc/plan_check.h"
@@ -73,10 +74,12 @@ class ApproxMesh final : public Mesh {
     Cycle head, tail, wait;
     std::uint64_t tag;
     Coord src_c;
+    std::uint32_t hops;     // Network bursts: link occupations so far (added to the statistics at the end)
   };
   static_assert(sizeof(Burst) == 128);
 
   void handle(Cycle now, const Event& e);
+  void inject(Cycle now, std::uint32_t b);
   void prefetch(const Event& e) const;
   void node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path);
   void plan_node(Cycle now, std::uint32_t b, std::uint32_t slot, std::uint32_t path);
@@ -107,8 +110,13 @@ class ApproxMesh final : public Mesh {
   static_assert(sizeof(TileRes) == 64);
   static std::uint32_t pack(Coord c) { return std::uint32_t(c.x) | std::uint32_t(c.y) << 16; }
   static Coord unpack(std::uint32_t v) { return {std::int32_t(v & 0xFFFFu), std::int32_t(v >> 16)}; }
-  std::vector<TileRes> tiles_;
-  std::vector<std::uint64_t> busy_;  // per LinkId: cycles the link carried wavelets (written, rarely read)
+  Coord coord(TileIndex t) const {
+    const std::uint32_t y = div_m_ ? std::uint32_t((std::uint64_t(t) * div_m_) >> 40) : t / width_;
+    return {std::int32_t(t - y * width_), std::int32_t(y)};
+  }
+  std::uint64_t div_m_ = 0;  // see coord(); 0: divide
+  BigArray<TileRes> tiles_;
+  BigArray<std::uint64_t> busy_;  // per LinkId: cycles the link carried wavelets (written, rarely read)
   std::uint32_t width_ = 0;
   TileIndex step_[4] = {};           // index offset to the neighbour N, E, S, W (modulo 2^32)
   std::vector<Burst> bursts_;
@@ -128,14 +136,21 @@ class ApproxMesh final : public Mesh {
     Dir in;              // the direction the edge leading here leaves its parent (Ramp at the source)
     std::uint8_t sink;   // the tile's core receives the burst
   };
+  // A trigger, filed under the flow it waits for.
+  struct Dep {
+    std::uint32_t flow;   // the waiting flow
+    TileIndex tile;       // the sink it watches
+    std::uint32_t delay;  // at least 1: a core reacts the cycle after at the earliest
+    bool stream;          // Trigger::Kind::Stream (else Complete)
+  };
   // Plan execution state (empty outside execute()).
   struct PlanState {
     const Plan* plan = nullptr;
     std::vector<std::uint32_t> base;     // per flow: its source's node slot; kNone for a chain
     std::vector<PNode> nodes;
     std::vector<std::uint32_t> last;     // build scratch: per node of a flow, its last child so far
-    std::vector<std::uint32_t> dep_start;  // flows waiting on each flow (plan_dependents)
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> deps;
+    std::vector<std::uint32_t> dep_start;  // per flow (+1): its dependents' range in deps
+    std::vector<Dep> deps;
     std::vector<std::uint32_t> pending;  // per flow: triggers not yet satisfied
     std::vector<Cycle> start_min, tail_min;
     std::vector<FlowTiming> out;

@@ -7,6 +7,7 @@
 // small so the buckets in use stay in cache.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "hw/coord.h"
@@ -19,7 +20,9 @@ class Calendar {
   static constexpr std::uint32_t kBuckets = 128;  // power of two
   static constexpr std::uint32_t kMask = kBuckets - 1;
 
-  Calendar() : buckets_(kBuckets) {}
+  Calendar() = default;
+  Calendar(const Calendar&) = delete;
+  Calendar& operator=(const Calendar&) = delete;
 
   hw::Cycle now() const { return now_; }
   bool empty() const { return in_window_ == 0 && overflow_.empty(); }
@@ -28,7 +31,7 @@ class Calendar {
   // `t` must be >= now().
   void push(hw::Cycle t, const Event& e) {
     if (t < now_ + kBuckets) {
-      buckets_[t & kMask].push_back(e);
+      ring_[t & kMask].push(e);
       ++in_window_;
     } else {
       overflow_.push_back({t, far_seq_++, e});
@@ -65,25 +68,25 @@ class Calendar {
         now_ = tmin;
         continue;
       }
-      auto& b = buckets_[now_ & kMask];
-      // Index-based: handlers may append to this very bucket (events at the same cycle).
-      std::size_t n = b.size();
-      for (std::size_t i = 0; i < kAhead && i < n; ++i) pre(b[i]);
-      for (std::size_t i = 0; i < n; ++i) {
-        if (i + kAhead < n) pre(b[i + kAhead]);
-        const Event e = b[i];
+      Bucket& b = ring_[now_ & kMask];
+      // Index-based: handlers may append to this very bucket (events at the same cycle), moving it.
+      std::uint32_t n = b.size;
+      for (std::uint32_t i = 0; i < kAhead && i < n; ++i) pre(b.data[i]);
+      for (std::uint32_t i = 0; i < n; ++i) {
+        if (i + kAhead < n) pre(b.data[i + kAhead]);
+        const Event e = b.data[i];
         f(now_, e);
-        n = b.size();
+        n = b.size;
       }
       in_window_ -= n;
-      b.clear();
+      b.size = 0;
       ++now_;
     }
   }
 
   // Drops every event and restarts time at zero (capacity kept).
   void reset() {
-    for (auto& b : buckets_) b.clear();
+    for (auto& b : ring_) b.size = 0;
     overflow_.clear();
     in_window_ = 0;
     now_ = 0;
@@ -91,8 +94,8 @@ class Calendar {
   }
 
   std::size_t bytes() const {
-    std::size_t n = overflow_.capacity() * sizeof(Far) + buckets_.capacity() * sizeof(std::vector<Event>);
-    for (const auto& b : buckets_) n += b.capacity() * sizeof(Event);
+    std::size_t n = overflow_.capacity() * sizeof(Far) + sizeof(ring_);
+    for (const auto& b : ring_) n += std::size_t(b.cap) * sizeof(Event);
     return n;
   }
 
@@ -109,13 +112,28 @@ class Calendar {
   void sweep() {
     while (!overflow_.empty() && overflow_.front().t < now_ + kBuckets) {
       std::pop_heap(overflow_.begin(), overflow_.end());
-      buckets_[overflow_.back().t & kMask].push_back(overflow_.back().e);
+      ring_[overflow_.back().t & kMask].push(overflow_.back().e);
       ++in_window_;
       overflow_.pop_back();
     }
   }
 
-  std::vector<std::vector<Event>> buckets_;
+  // One cycle's events: a plain growable array (kept, not freed, when the bucket empties).
+  struct Bucket {
+    std::unique_ptr<Event[]> data;
+    std::uint32_t size = 0, cap = 0;
+    void push(const Event& e) {
+      if (size == cap) [[unlikely]] grow();
+      data[size++] = e;
+    }
+    [[gnu::noinline]] void grow() {
+      const std::uint32_t c = cap ? 2 * cap : 64;
+      std::unique_ptr<Event[]> d(new Event[c]);
+      std::copy(data.get(), data.get() + size, d.get());
+      data = std::move(d), cap = c;
+    }
+  };
+  Bucket ring_[kBuckets];
   std::vector<Far> overflow_;
   std::size_t in_window_ = 0;
   hw::Cycle now_ = 0;

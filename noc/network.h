@@ -14,8 +14,9 @@ namespace wafer::noc {
 using hw::Cycle;
 
 // Where a burst goes: one tile, or a multicast along a row or column segment (every tile of the segment
-// receives it; the source's router fans it out, one link occupation per link used). A segment need not
-// contain the source: the burst travels dimension-order to the segment, then spreads along it.
+// but the source receives it: a source inside its segment fans the burst out and keeps its own data; one
+// link occupation per link used). A segment need not contain the source: the burst travels
+// dimension-order to the segment, then spreads along it.
 struct Destination {
   enum class Kind : std::uint8_t { Tile, RowSegment, ColumnSegment };
   Kind kind = Kind::Tile;
@@ -39,12 +40,16 @@ struct BurstSpec {
 class NetworkClient {
  public:
   virtual ~NetworkClient() = default;
-  // The head of burst `tag` reached `sink`'s core at `head`; its tail arrives at `tail` (>= head).
+  // The head of burst `tag` reached `sink`'s core at `head`; its tail arrives at `tail` (>= head). When it
+  // is called: approx, as the head arrives (now() == head); cycle, as the tail arrives (now() == tail),
+  // or as the head arrives for a unicast once CycleMesh::report_heads is on (its tail's cycle is then
+  // fixed). A client starting work "stage cycles after the head" must accept a head in the past.
   virtual void on_arrival(std::uint64_t tag, TileIndex sink, Cycle head, Cycle tail) = 0;
   // A timer set with Network::timer fired.
   virtual void on_timer(std::uint64_t tag, Cycle now) = 0;
 };
 
+// Counted as each burst completes (every sink has its tail), so complete once the network is idle.
 struct NetworkStats {
   std::uint64_t bursts = 0;
   std::uint64_t link_traversals = 0;   // link occupations (a multicast counts each link once)
