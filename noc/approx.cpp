@@ -15,6 +15,7 @@ ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fa
                                      fabric.grid().width, fabric.grid().height));
   tiles_.resize(fabric.grid().size());
   width_ = std::uint32_t(fabric.grid().width);
+  height_ = std::uint32_t(fabric.grid().height);
   step_[0] = TileIndex(0) - width_, step_[1] = 1, step_[2] = width_, step_[3] = TileIndex(0) - 1;
   // coord(): t / width as a multiply and shift; exact for t < 2^23 and width < 2^17 (the error
   // t (m - 2^40 / width) / 2^40 < 2^-17 stays below 1 / width), else a division.
@@ -63,22 +64,25 @@ std::uint32_t ApproxMesh::alloc_burst() {
 }
 
 void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
-  const Grid& g = fabric_->grid();
   // Router health is kept in the tile's own record (bit 4), the line Inject touches next anyway.
-  if (spec.src >= g.size() || !(tiles_[spec.src].ok & kRouterOk))
+  if (spec.src >= tiles_.size() || !(tiles_[spec.src].ok & kRouterOk))
     throw hw::InputError(fmt::format("burst source tile {} is outside the mesh or has a failed router", spec.src));
   if (spec.wavelets == 0) throw hw::InputError("a burst needs at least one wavelet");
-  Target target;
-  if (spec.dest.kind == Destination::Kind::Tile && g.inside(spec.dest.first) &&
-      fabric_->router_ok(g.index(spec.dest.first))) {  // the common case, without building a region
-    target.dst = g.index(spec.dest.first);
-    target.dst_c = spec.dest.first;
+  const Coord d = spec.dest.first;
+  std::uint32_t b;
+  if (spec.dest.kind == Destination::Kind::Tile && std::uint32_t(d.x) < width_ && std::uint32_t(d.y) < height_ &&
+      fabric_->router_ok(TileIndex(d.y) * width_ + TileIndex(d.x))) {  // the common case, without a region
+    b = alloc_burst();
+    Target& t = bursts_[b].target;  // (what a unicast's routing reads)
+    t.kind = Destination::Kind::Tile;
+    t.dst = TileIndex(d.y) * width_ + TileIndex(d.x);
+    t.dst_c = d;
   } else {
-    target = resolve(*fabric_, spec.src, spec.dest);  // throws on a bad destination
+    const Target t = resolve(*fabric_, spec.src, spec.dest);  // throws on a bad destination
+    b = alloc_burst();
+    bursts_[b].target = t;
   }
-  const std::uint32_t b = alloc_burst();
   Burst& br = bursts_[b];  // every field set here (no zeroing of the whole record first)
-  br.target = target;
   br.lag = std::max(spec.lag, spec.wavelets - 1);
   br.wavelets = spec.wavelets;
   br.refs = 1;
@@ -196,7 +200,8 @@ Cycle ApproxMesh::run() {
     Cycle arrive = cross(now, br, t, d);
     std::uint32_t p = path + tiles_[t].latency[k];
     ++br.refs;
-    queue_.push(arrive, Event{b, pack(hw::step(here, d)), p, Kind::Node, d});
+    static constexpr std::uint32_t kPackedStep[4] = {0u - 0x10000u, 1u, 0x10000u, 0u - 1u};  // N E S W
+    queue_.push(arrive, Event{b, pack(here) + kPackedStep[k], p, Kind::Node, d});
   }
   if (st.deliver) deliver(now, b, t, path);
 }
@@ -281,7 +286,7 @@ Cycle ApproxMesh::run() {
   }
 }
 
-[[gnu::noinline]] void ApproxMesh::deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path) {
+[[gnu::always_inline]] inline void ApproxMesh::deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path) {
   Burst& br = bursts_[b];
   Cycle& ramp = tiles_[tile].ramp_out;
   Cycle start = std::max(now, ramp);
@@ -304,20 +309,15 @@ void ApproxMesh::finish(std::uint32_t b) {
   ++stats_.bursts;
   stats_.wait_cycles += br.wait;
   stats_.transfer_cycles += br.tail - br.inject - br.wait;
-  if (br.flow != kNone) {
-    FlowTiming& ft = ps_.out[br.flow];
-    ft.head = br.head, ft.tail = br.tail, ft.wait = br.wait;
-    ps_.done[br.flow] = 1;
-    // Plan bursts cross every edge of their route once (plan_node leaves these counts to here).
-    stats_.link_traversals += br.plan.edges;
-    stats_.wavelet_link_cycles += std::uint64_t(br.plan.edges) * br.wavelets;
-    if (ps_.base[br.flow] == kNone) {  // a chain: its links' busy cycles, off the hop's path
-      const Cycle occ = Cycle(br.lag) + 1;
-      for (std::uint32_t e = 0; e < br.plan.edges; ++e) busy_[br.plan.route[e].link] += occ;
-    }
-  } else {
-    stats_.link_traversals += br.hops;
-    stats_.wavelet_link_cycles += std::uint64_t(br.hops) * br.wavelets;
+  FlowTiming& ft = ps_.out[br.flow];
+  ft.head = br.head, ft.tail = br.tail, ft.wait = br.wait;
+  ps_.done[br.flow] = 1;
+  // Plan bursts cross every edge of their route once (plan_node leaves these counts to here).
+  stats_.link_traversals += br.plan.edges;
+  stats_.wavelet_link_cycles += std::uint64_t(br.plan.edges) * br.wavelets;
+  if (ps_.base[br.flow] == kNone) {  // a chain: its links' busy cycles, off the hop's path
+    const Cycle occ = Cycle(br.lag) + 1;
+    for (std::uint32_t e = 0; e < br.plan.edges; ++e) busy_[br.plan.route[e].link] += occ;
   }
   free_bursts_.push_back(b);
 }

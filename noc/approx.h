@@ -87,10 +87,19 @@ class ApproxMesh final : public Mesh {
   // Occupies link (tile, d) from `now`; returns when the head reaches the next router.
   Cycle cross(Cycle now, Burst& br, TileIndex tile, Dir d);
   void deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path);
+  // Drops a reference; the last one finishes the burst (a Network burst here; a Plan flow in finish()).
   void release(std::uint32_t b) {
-    if (--bursts_[b].refs == 0) finish(b);
+    Burst& br = bursts_[b];
+    if (--br.refs != 0) return;
+    if (br.flow != kNone) return finish(b);
+    ++stats_.bursts;
+    stats_.wait_cycles += br.wait;
+    stats_.transfer_cycles += br.tail - br.inject - br.wait;
+    stats_.link_traversals += br.hops;
+    stats_.wavelet_link_cycles += std::uint64_t(br.hops) * br.wavelets;
+    free_bursts_.push_back(b);
   }
-  [[gnu::noinline]] void finish(std::uint32_t b);  // the last reference is gone: statistics, recycle
+  [[gnu::noinline]] void finish(std::uint32_t b);  // a Plan flow's burst is done: statistics, timing, recycle
   std::uint32_t alloc_burst();
   void plan_arrival(std::uint32_t flow, TileIndex sink, Cycle head, Cycle tail);
   void plan_ready(std::uint32_t flow, Cycle now);
@@ -117,7 +126,7 @@ class ApproxMesh final : public Mesh {
   std::uint64_t div_m_ = 0;  // see coord(); 0: divide
   BigArray<TileRes> tiles_;
   BigArray<std::uint64_t> busy_;  // per LinkId: cycles the link carried wavelets (written, rarely read)
-  std::uint32_t width_ = 0;
+  std::uint32_t width_ = 0, height_ = 0;
   TileIndex step_[4] = {};           // index offset to the neighbour N, E, S, W (modulo 2^32)
   std::vector<Burst> bursts_;
   std::vector<std::uint32_t> free_bursts_;

@@ -28,7 +28,8 @@ Target resolve(const Fabric& fabric, TileIndex src, const Destination& dest) {
   check(row ? Coord{dest.first.x + dest.span - 1, dest.first.y} : Coord{dest.first.x, dest.first.y + dest.span - 1});
   t.src = g.coord(src);
   t.region = row ? row_segment(dest.first, dest.span) : column_segment(dest.first, dest.span);
-  t.sinks = std::uint32_t(dest.span) - (t.region.contains(t.src) ? 1u : 0u);
+  t.along = t.region.contains(t.src);
+  t.sinks = std::uint32_t(dest.span) - (t.along ? 1u : 0u);
   if (t.sinks == 0) throw hw::InputError("a multicast segment holding only its source reaches no tile");
   if (!region_path_clear(fabric, t.src, t.region))
     throw hw::InputError(fmt::format("multicast from ({}, {}) to the {} segment at ({}, {}) span {} crosses a fault; "

@@ -17,6 +17,7 @@ namespace wafer::noc {
 // A resolved Destination.
 struct Target {
   Destination::Kind kind = Destination::Kind::Tile;
+  bool along = false;     // multicast: the source lies in its segment (the tree is the segment itself)
   TileIndex dst = 0;      // unicast destination
   Coord dst_c;            // the same as a coordinate
   Coord src;              // multicast: the source (region_ports needs it)
@@ -40,6 +41,19 @@ inline Step route_step(const Fabric& fabric, const Target& t, Coord here, Dir in
     Dir d = next_port(fabric, here, t.dst_c, in);
     if (d == Dir::Ramp) s.deliver = true;
     else s.ports = std::uint8_t(1u << unsigned(d));
+    return s;
+  }
+  if (t.along) {
+    // region_ports for a segment holding its source, in short: the source sends both ways along the
+    // segment, every other tile receives the burst and passes it on in the direction it travels.
+    const bool row = t.kind == Destination::Kind::RowSegment;
+    const std::int32_t v = row ? here.x : here.y;
+    const std::int32_t lo = row ? t.region.x0 : t.region.y0;
+    const std::int32_t hi = lo + (row ? t.region.w : t.region.h) - 1;
+    const Dir back = row ? Dir::West : Dir::North, fwd = row ? Dir::East : Dir::South;
+    if (v > lo && (in == Dir::Ramp || in == back)) s.ports |= std::uint8_t(1u << unsigned(back));
+    if (v < hi && (in == Dir::Ramp || in == fwd)) s.ports |= std::uint8_t(1u << unsigned(fwd));
+    s.deliver = in != Dir::Ramp;
     return s;
   }
   const noc::Fanout f = region_ports(here, t.src, t.region, in);
