@@ -98,7 +98,8 @@ class Mesh : public Network {
   Cycle progress_every_ = 4096;
 };
 
-// Builds a mesh model over `fabric` (which must outlive it). Cycle fidelity refuses meshes wider or
+// Builds a mesh model over `fabric` (which must outlive it, unchanged: models copy link health and
+// latencies when built). Cycle fidelity refuses meshes wider or
 // taller than kCycleMaxSide with an InputError before allocating.
 std::unique_ptr<Mesh> make_mesh(Fidelity fidelity, const Fabric& fabric, const MeshParams& params);
 
