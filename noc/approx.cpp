@@ -20,35 +20,42 @@ ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fa
   // coord(): t / width as a multiply and shift; exact for t < 2^23 and width < 2^17 (the error
   // t (m - 2^40 / width) / 2^40 < 2^-17 stays below 1 / width), else a division.
   if (tiles_.size() < (std::size_t(1) << 23)) div_m_ = (std::uint64_t(1) << 40) / width_ + 1;
-  // What the Fabric says of each tile, copied once (reset() leaves it alone).
+  // What the Fabric says of each link, copied once.
+  links_.resize(tiles_.size());
   for (TileIndex t = 0; t < tiles_.size(); ++t) {
-    TileRes& r = tiles_[t];
-    r = TileRes{};
-    if (fabric_->router_ok(t)) r.ok |= kRouterOk;
     for (Dir d : hw::kMeshDirs) {
       if (!fabric_->link_ok(t, d)) continue;
-      r.ok |= std::uint8_t(1u << unsigned(d));
-      r.latency[unsigned(d)] = std::uint16_t(std::min<std::uint64_t>(0xFFFF, std::uint64_t(params_.hop_latency) * fabric_->link_hops(t, d)));
+      const std::uint64_t lat = std::uint64_t(params_.hop_latency) * fabric_->link_hops(t, d);
+      if (lat > kLatency) {
+        const Coord c = fabric_->grid().coord(t);
+        throw hw::InputError(fmt::format("link ({}, {}) {} takes {} cycles (hop latency x physical hops); the approx "
+                                         "mesh supports up to {} per link",
+                                         c.x, c.y, hw::to_string(d), lat, kLatency));
+      }
+      links_[t].latency[unsigned(d)] = std::uint16_t(lat | kUsable);
     }
   }
   reset();
+}
+
+std::uint64_t ApproxMesh::link_busy(LinkId l) const {
+  const auto hi = busy_hi_.find(l);
+  return tiles_[link_tile(l)].busy[l % 4u] + (hi == busy_hi_.end() ? 0 : hi->second << 32);
 }
 
 void ApproxMesh::reset() {
   queue_.reset();
   stats_ = {};
   last_event_ = 0;
-  busy_.assign(tiles_.size() * 4, 0);
-  for (TileRes& r : tiles_) {
-    for (Cycle& c : r.link_free) c = 0;
-    r.ramp_in = r.ramp_out = 0;
-  }
+  std::fill(tiles_.begin(), tiles_.end(), TileRes{});
+  busy_hi_.clear();
   free_bursts_.clear();
   for (std::uint32_t i = std::uint32_t(bursts_.size()); i-- > 0;) free_bursts_.push_back(i);
 }
 
 std::size_t ApproxMesh::state_bytes() const {
-  return tiles_.capacity() * sizeof(TileRes) + busy_.capacity() * sizeof(std::uint64_t) +
+  return tiles_.capacity() * sizeof(TileRes) + links_.capacity() * sizeof(LinkInfo) +
+         busy_hi_.size() * 2 * sizeof(std::uint64_t) +
          sink_mark_.capacity() * sizeof(std::uint32_t) + bursts_.capacity() * sizeof(Burst) +
          free_bursts_.capacity() * sizeof(std::uint32_t) + queue_.bytes();
 }
@@ -64,8 +71,7 @@ std::uint32_t ApproxMesh::alloc_burst() {
 }
 
 void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
-  // Router health is kept in the tile's own record (bit 4), the line Inject touches next anyway.
-  if (spec.src >= tiles_.size() || !(tiles_[spec.src].ok & kRouterOk))
+  if (spec.src >= tiles_.size() || !fabric_->router_ok(spec.src))
     throw hw::InputError(fmt::format("burst source tile {} is outside the mesh or has a failed router", spec.src));
   if (spec.wavelets == 0) throw hw::InputError("a burst needs at least one wavelet");
   const Coord d = spec.dest.first;
@@ -179,15 +185,16 @@ Cycle ApproxMesh::run() {
 [[gnu::always_inline]] inline Cycle ApproxMesh::cross(Cycle now, Burst& br, TileIndex tile, Dir d) {
   TileRes& r = tiles_[tile];
   const unsigned k = unsigned(d);
-  if (!(r.ok >> k & 1u)) {
+  const std::uint16_t li = links_[tile].latency[k];
+  if (!(li & kUsable)) {
     Coord c = fabric_->grid().coord(tile);
     throw hw::InputError(fmt::format("route uses the failed link ({}, {}) {}", c.x, c.y, hw::to_string(d)));
   }
   Cycle start = std::max(now, r.link_free[k]);
   r.link_free[k] = start + br.lag + 1;
-  busy_[std::size_t(tile) * 4 + k] += br.lag + 1;
+  add_busy(r, tile, k, Cycle(br.lag) + 1);
   ++br.hops;
-  return start + r.latency[k];
+  return start + (li & kLatency);
 }
 
 [[gnu::always_inline]] inline void ApproxMesh::node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path) {
@@ -198,7 +205,7 @@ Cycle ApproxMesh::run() {
     const Dir d = Dir(k);
     Burst& br = bursts_[b];
     Cycle arrive = cross(now, br, t, d);
-    std::uint32_t p = path + tiles_[t].latency[k];
+    std::uint32_t p = path + (links_[t].latency[k] & kLatency);
     ++br.refs;
     static constexpr std::uint32_t kPackedStep[4] = {0u - 0x10000u, 1u, 0x10000u, 0u - 1u};  // N E S W
     queue_.push(arrive, Event{b, pack(here) + kPackedStep[k], p, Kind::Node, d});
@@ -219,8 +226,8 @@ Cycle ApproxMesh::run() {
     const unsigned k = unsigned(nodes[c].in);
     const Cycle start = std::max(now, r.link_free[k]);
     r.link_free[k] = start + occ;
-    busy_[std::size_t(nd.tile) * 4 + k] += occ;
-    const std::uint32_t lat = r.latency[k];
+    add_busy(r, nd.tile, k, occ);
+    const std::uint32_t lat = links_[nd.tile].latency[k] & kLatency;
     queue_.push(start + lat, Event{b, c, path + lat, Kind::PlanNode, Dir::Ramp});
     ++refs;
   }
@@ -241,7 +248,7 @@ Cycle ApproxMesh::run() {
     const Cycle occ = Cycle(br.lag) + 1;
     const Cycle start = std::max(now, r.link_free[k]);
     r.link_free[k] = start + occ;  // (busy_: added for the whole route when the burst finishes)
-    const std::uint32_t lat = r.latency[k];
+    const std::uint32_t lat = links_[here].latency[k] & kLatency;
     pr.path = path + lat;
     queue_.push(start + lat, Event{b, j + 1, j + 1 < pr.edges ? pr.route[j + 1].link : 0, Kind::PlanChain, Dir::Ramp});
     // The route's next line, a few hops ahead (a prefetch past the route's end is harmless).
@@ -265,13 +272,14 @@ Cycle ApproxMesh::run() {
     case Kind::PlanChain: {  // (the last node's link is 0: a harmless prefetch of tile 0)
       __builtin_prefetch(&bursts_[e.a], 1);
       __builtin_prefetch(&tiles_[link_tile(e.c)], 1);
+      __builtin_prefetch(&links_[link_tile(e.c)]);
       return;
     }
     case Kind::Node: {
       const std::size_t t = std::size_t(e.b >> 16) * std::size_t(width_) + (e.b & 0xFFFFu);
       __builtin_prefetch(&bursts_[e.a], 1);
       __builtin_prefetch(&tiles_[t], 1);
-      __builtin_prefetch(&busy_[4 * t], 1);
+      __builtin_prefetch(&links_[t]);
       return;
     }
     case Kind::Inject:
@@ -317,7 +325,10 @@ void ApproxMesh::finish(std::uint32_t b) {
   stats_.wavelet_link_cycles += std::uint64_t(br.plan.edges) * br.wavelets;
   if (ps_.base[br.flow] == kNone) {  // a chain: its links' busy cycles, off the hop's path
     const Cycle occ = Cycle(br.lag) + 1;
-    for (std::uint32_t e = 0; e < br.plan.edges; ++e) busy_[br.plan.route[e].link] += occ;
+    for (std::uint32_t e = 0; e < br.plan.edges; ++e) {
+      const LinkId l = br.plan.route[e].link;
+      add_busy(tiles_[link_tile(l)], link_tile(l), l % 4u, occ);
+    }
   }
   free_bursts_.push_back(b);
 }
@@ -369,13 +380,12 @@ bool ApproxMesh::build_plan(const Plan& plan) {
   PlanState& s = ps_;
   s.base.assign(n, kNone);
   s.nodes.assign(1, PNode{});  // slot 0: a placeholder, so a child or sibling slot of 0 means none
-  const TileRes* tiles = tiles_.data();
   s.dep_start.assign(std::size_t(n) + 1, 0);
   for (std::uint32_t f = 0; f < n; ++f) {
     const Flow& fl = plan.flows[f];
     const TileIndex* sk = fl.sinks.data();
     const std::size_t ns = fl.sinks.size();
-    if (fl.src >= size || !(tiles[fl.src].ok & kRouterOk) || fl.wavelets == 0 || ns == 0) return false;
+    if (fl.src >= size || !fabric_->router_ok(fl.src) || fl.wavelets == 0 || ns == 0) return false;
     for (const Trigger& t : fl.after) {
       if (t.flow >= n) return false;
       const auto& tk = plan.flows[t.flow].sinks;
@@ -441,7 +451,7 @@ bool ApproxMesh::build_plan(const Plan& plan) {
       PNode& parent = nodes[b0 + pl];
       const TileIndex from = link_tile(re.link);
       const unsigned d = re.link % 4u;
-      if (from != parent.tile || !(tiles[from].ok >> d & 1u)) return false;
+      if (from != parent.tile || !fabric_->link_ok(from, Dir(d))) return false;
       const std::uint32_t slot = b0 + 1 + e;
       if (parent.first == 0) {
         parent.first = slot;
