@@ -39,6 +39,16 @@ StepResult run(const hw::WaferSpec& spec, const Image& im, noc::Fidelity f = noc
 
 Cycle sum(const core::CauseCycles& c) { return std::accumulate(c.begin(), c.end(), Cycle(0)); }
 
+// An 8 x 8 image with every tile idle, one layer and one operator (`op`): the hand-built cases fill it in.
+Image idle_image(const char* op) {
+  Image im;
+  im.grid = {8, 8};
+  im.tile_program.assign(64, firmware::kIdle);
+  im.layer_names = {"layer 0"};
+  im.op_names = {op};
+  return im;
+}
+
 const core::TaskRun& run_at(const std::vector<core::TaskRun>& runs, hw::Grid g, hw::Coord c, int task) {
   for (const auto& r : runs)
     if (r.tile == g.index(c) && r.task == task) return r;
@@ -114,11 +124,7 @@ TEST(Kernels, RmsNormExactCycles) {
 // relay (about 6 x 66 + 95 = 491 cycles).
 TEST(Kernels, StreamChainStreamsInBothFidelities) {
   hw::WaferSpec spec = tiny();
-  Image im;
-  im.grid = {8, 8};
-  im.tile_program.assign(64, firmware::kIdle);
-  im.layer_names = {"layer 0"};
-  im.op_names = {"reduce"};
+  Image im = idle_image("reduce");
   firmware::Send fwd;
   fwd.color = 3, fwd.wavelets = 64, fwd.dest.dx = 1;
   firmware::Task src;
@@ -169,11 +175,7 @@ TEST(Kernels, AttentionStep) {
 // The task then starts 2589: StreamIn 6 + 1500/8 = 194, Fmac 64 = 22 -> 2805; one hop to the done
 // tile: 2806. A second tile streaming the same at the same time queues behind it on the port.
 Image streaming_image(int tiles) {
-  Image im;
-  im.grid = {8, 8};
-  im.tile_program.assign(64, firmware::kIdle);
-  im.layer_names = {"layer 0"};
-  im.op_names = {"gemv"};
+  Image im = idle_image("gemv");
   firmware::Program p;
   firmware::Task t;
   t.trigger = 1;
