@@ -247,7 +247,7 @@ Cycle ApproxMesh::run() {
     TileRes& r = tiles_[here];  // build_plan checked every link a route uses
     const Cycle occ = Cycle(br.lag) + 1;
     const Cycle start = std::max(now, r.link_free[k]);
-    r.link_free[k] = start + occ;  // (busy_: added for the whole route when the burst finishes)
+    r.link_free[k] = start + occ;  // (busy cycles: added for the whole route when the burst finishes)
     const std::uint32_t lat = links_[here].latency[k] & kLatency;
     pr.path = path + lat;
     queue_.push(start + lat, Event{b, j + 1, j + 1 < pr.edges ? pr.route[j + 1].link : 0, Kind::PlanChain, Dir::Ramp});
