@@ -15,7 +15,8 @@
 // the mesh's client hears back with the arrival. b_transport returns at once (a posted write) and does
 // not change the delay.
 //
-// How the SystemC top (sim/) uses it:
+// How a SystemC top uses it (sim/ runs a whole decode step as one decoupled job and drives the mesh
+// directly instead; docs/timing.md):
 //   noc::Fabric fabric = noc::Fabric::from_repair(repair);
 //   auto mesh = noc::make_mesh(noc::Fidelity::Approx, fabric, noc::MeshParams::from(spec));
 //   noc::MeshModule mm("mesh", *mesh, sc_core::sc_time(1.0 / spec.clock_ghz, sc_core::SC_NS), 256);
