@@ -108,7 +108,7 @@ void ApproxMesh::timer(Cycle at, std::uint64_t tag) {
 
 void ApproxMesh::run_until(Cycle limit) {
   // The bulk of the events (a burst's injection, a hop of a Network burst or of a unicast Plan flow) are
-  // handled in the loop itself.
+  // handled in the loop itself; the rest out of line.
   auto f = [this](Cycle t, const Event& e) __attribute__((always_inline)) {
     if (e.kind == Kind::Node) {
       last_event_ = t;
@@ -160,26 +160,11 @@ Cycle ApproxMesh::run() {
   }
 }
 
+// The events the loop leaves out of line: a tree's node, a client's timer.
 [[gnu::noinline]] void ApproxMesh::handle(Cycle now, const Event& e) {
   last_event_ = now;
-  switch (e.kind) {
-    case Kind::Timer:
-      if (client_) client_->on_timer(std::uint64_t(e.a) | (std::uint64_t(e.b) << 32), now);
-      return;
-    case Kind::Inject:
-      inject(now, e.a);
-      return;
-    case Kind::Node:
-      node(now, e.a, unpack(e.b), e.in, e.c);
-      release(e.a);
-      return;
-    case Kind::PlanNode:
-      plan_node(now, e.a, e.b, e.c);
-      return;
-    case Kind::PlanChain:
-      plan_chain(now, e.a, e.b, e.c);
-      return;
-  }
+  if (e.kind == Kind::PlanNode) plan_node(now, e.a, e.b, e.c);
+  else if (client_) client_->on_timer(std::uint64_t(e.a) | (std::uint64_t(e.b) << 32), now);  // Kind::Timer
 }
 
 [[gnu::always_inline]] inline Cycle ApproxMesh::cross(Cycle now, Burst& br, TileIndex tile, Dir d) {
@@ -355,11 +340,11 @@ void ApproxMesh::plan_ready(std::uint32_t flow, Cycle now) {
 
 void ApproxMesh::plan_arrival(std::uint32_t flow, TileIndex sink, Cycle head, Cycle tail) {
   for (std::uint32_t k = ps_.dep_start[flow]; k < ps_.dep_start[flow + 1]; ++k) {
-    const Dep& t = ps_.deps[k];
+    const PlanDep& t = ps_.deps[k];
     if (t.tile != sink) continue;
     const std::uint32_t g = t.flow;
     const Cycle delay = t.delay;
-    if (t.stream) {
+    if (t.kind == Trigger::Kind::Stream) {
       ps_.start_min[g] = std::max(ps_.start_min[g], head + delay);
       ps_.tail_min[g] = std::max(ps_.tail_min[g], tail + delay);
     } else {
@@ -380,7 +365,6 @@ bool ApproxMesh::build_plan(const Plan& plan) {
   PlanState& s = ps_;
   s.base.assign(n, kNone);
   s.nodes.assign(1, PNode{});  // slot 0: a placeholder, so a child or sibling slot of 0 means none
-  s.dep_start.assign(std::size_t(n) + 1, 0);
   for (std::uint32_t f = 0; f < n; ++f) {
     const Flow& fl = plan.flows[f];
     const TileIndex* sk = fl.sinks.data();
@@ -390,7 +374,6 @@ bool ApproxMesh::build_plan(const Plan& plan) {
       if (t.flow >= n) return false;
       const auto& tk = plan.flows[t.flow].sinks;
       if (tk.size() == 1 ? tk[0] != t.tile : std::find(tk.begin(), tk.end(), t.tile) == tk.end()) return false;
-      ++s.dep_start[t.flow + 1];
     }
     const std::uint32_t ne = std::uint32_t(fl.route.size());
     const RouteEdge* route = fl.route.data();
@@ -469,13 +452,7 @@ bool ApproxMesh::build_plan(const Plan& plan) {
     // Every sink reached (the source's own tile counts, reached by the root node).
     if (ns == 1 ? !reached : reached != distinct) return false;
   }
-  // Per flow, the triggers waiting on it, each with what plan_arrival needs (no trip back to the Plan).
-  for (std::uint32_t f = 0; f < n; ++f) s.dep_start[f + 1] += s.dep_start[f];
-  s.deps.resize(s.dep_start[n]);
-  s.last.assign(s.dep_start.begin(), s.dep_start.end() - 1);  // fill cursors
-  for (std::uint32_t g = 0; g < n; ++g)
-    for (const Trigger& t : plan.flows[g].after)
-      s.deps[s.last[t.flow]++] = Dep{g, t.tile, std::max<std::uint32_t>(t.delay, 1), t.kind == Trigger::Kind::Stream};
+  plan_dependents(plan, s.dep_start, s.deps);
   return true;
 }
 

@@ -157,21 +157,14 @@ class ApproxMesh final : public Mesh {
     Dir in;              // the direction the edge leading here leaves its parent (Ramp at the source)
     std::uint8_t sink;   // the tile's core receives the burst
   };
-  // A trigger, filed under the flow it waits for.
-  struct Dep {
-    std::uint32_t flow;   // the waiting flow
-    TileIndex tile;       // the sink it watches
-    std::uint32_t delay;  // at least 1: a core reacts the cycle after at the earliest
-    bool stream;          // Trigger::Kind::Stream (else Complete)
-  };
   // Plan execution state (empty outside execute()).
   struct PlanState {
     const Plan* plan = nullptr;
     std::vector<std::uint32_t> base;     // per flow: its source's node slot; kNone for a chain
     std::vector<PNode> nodes;
     std::vector<std::uint32_t> last;     // build scratch: per node of a flow, its last child so far
-    std::vector<std::uint32_t> dep_start;  // per flow (+1): its dependents' range in deps
-    std::vector<Dep> deps;
+    std::vector<std::uint32_t> dep_start;  // plan_dependents
+    std::vector<PlanDep> deps;
     std::vector<std::uint32_t> pending;  // per flow: triggers not yet satisfied
     std::vector<Cycle> start_min, tail_min;
     std::vector<FlowTiming> out;

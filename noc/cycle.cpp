@@ -207,8 +207,8 @@ void CycleMesh::delivered(std::uint32_t router, const Wavelet& w) {
   const std::uint32_t id = w.burst;
   if (flow != kNone) {
     if (ps_.streamed[flow]) ps_.arrivals[std::uint64_t(flow) * tiles_ + router].push_back(now_);
-    if (w.index == 0) plan_head(flow, router, now_);
-    if (tail) plan_tail(flow, router, now_);
+    if (w.index == 0) plan_trigger(flow, router, now_, Trigger::Kind::Stream);
+    if (tail) plan_trigger(flow, router, now_, Trigger::Kind::Complete);
   } else if (client_ && report_heads_ && b.target.sinks == 1) {
     if (w.index == 0) {  // the whole path is this burst's now: the tail's cycle is determined
       const Cycle promised = std::max(now_ + b.wavelets - 1, wavelet_ready(b, b.wavelets - 1) + w.path);
@@ -396,22 +396,13 @@ Cycle CycleMesh::run() {
 
 // ---- Plan execution ----------------------------------------------------------------------------------
 
-void CycleMesh::plan_head(std::uint32_t flow, TileIndex sink, Cycle head) {
+// A head (Stream triggers) or a tail (Complete triggers) of `flow` reached `sink`'s core at `at`.
+void CycleMesh::plan_trigger(std::uint32_t flow, TileIndex sink, Cycle at, Trigger::Kind kind) {
   for (std::uint32_t k = ps_.index.dep_start[flow]; k < ps_.index.dep_start[flow + 1]; ++k) {
-    auto [g, ti] = ps_.index.deps[k];
-    const Trigger& t = ps_.plan->flows[g].after[ti];
-    if (t.tile != sink || t.kind != Trigger::Kind::Stream) continue;
-    ps_.start_min[g] = std::max(ps_.start_min[g], head + std::max<std::uint32_t>(t.delay, 1));
-    if (--ps_.pending[g] == 0) enqueue_ready(g, std::max({ps_.start_min[g], Cycle(ps_.plan->flows[g].release), now_}));
-  }
-}
-
-void CycleMesh::plan_tail(std::uint32_t flow, TileIndex sink, Cycle tail) {
-  for (std::uint32_t k = ps_.index.dep_start[flow]; k < ps_.index.dep_start[flow + 1]; ++k) {
-    auto [g, ti] = ps_.index.deps[k];
-    const Trigger& t = ps_.plan->flows[g].after[ti];
-    if (t.tile != sink || t.kind != Trigger::Kind::Complete) continue;
-    ps_.start_min[g] = std::max(ps_.start_min[g], tail + std::max<std::uint32_t>(t.delay, 1));
+    const PlanDep& t = ps_.index.deps[k];
+    if (t.tile != sink || t.kind != kind) continue;
+    const std::uint32_t g = t.flow;
+    ps_.start_min[g] = std::max(ps_.start_min[g], at + t.delay);
     if (--ps_.pending[g] == 0) enqueue_ready(g, std::max({ps_.start_min[g], Cycle(ps_.plan->flows[g].release), now_}));
   }
 }

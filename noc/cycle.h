@@ -102,8 +102,7 @@ class CycleMesh final : public Mesh {
   Cycle wavelet_ready(const Burst& b, std::uint32_t j) const;
   void enqueue_ready(std::uint32_t b, Cycle t);
   void finish_burst(std::uint32_t b);
-  void plan_head(std::uint32_t flow, TileIndex sink, Cycle head);
-  void plan_tail(std::uint32_t flow, TileIndex sink, Cycle tail);
+  void plan_trigger(std::uint32_t flow, TileIndex sink, Cycle at, Trigger::Kind kind);
   void wavelet_arrival(std::uint32_t flow, TileIndex sink, Cycle t);
 
   NetworkClient* client_ = nullptr;

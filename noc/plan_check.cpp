@@ -73,17 +73,17 @@ void check_plan(const Fabric& fabric, const Plan& plan) {
   }
 }
 
-void plan_dependents(const Plan& plan, std::vector<std::uint32_t>& start,
-                     std::vector<std::pair<std::uint32_t, std::uint32_t>>& deps) {
+void plan_dependents(const Plan& plan, std::vector<std::uint32_t>& start, std::vector<PlanDep>& deps) {
   const std::size_t n = plan.flows.size();
   start.assign(n + 1, 0);
   for (const Flow& fl : plan.flows)
     for (const Trigger& t : fl.after) ++start[t.flow + 1];
   for (std::size_t i = 0; i < n; ++i) start[i + 1] += start[i];
-  deps.assign(start[n], {0, 0});
+  deps.resize(start[n]);
   std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
   for (std::uint32_t g = 0; g < n; ++g)
-    for (std::uint32_t i = 0; i < plan.flows[g].after.size(); ++i) deps[fill[plan.flows[g].after[i].flow]++] = {g, i};
+    for (const Trigger& t : plan.flows[g].after)
+      deps[fill[t.flow]++] = PlanDep{g, t.tile, std::max<std::uint32_t>(t.delay, 1), t.kind};
 }
 
 }  // namespace wafer::noc

@@ -16,9 +16,17 @@ TileIndex edge_end(const Fabric& fabric, LinkId link);
 // is not a tree rooted at the source, a sink is not reached, or a trigger names a missing flow/tile.
 void check_plan(const Fabric& fabric, const Plan& plan);
 
-// Per flow, the flows waiting on it: CSR (start has flows+1 entries) of (dependent flow, trigger index).
-void plan_dependents(const Plan& plan, std::vector<std::uint32_t>& start,
-                     std::vector<std::pair<std::uint32_t, std::uint32_t>>& deps);
+// A trigger, filed under the flow it waits for, with what a mesh needs when that flow arrives.
+struct PlanDep {
+  std::uint32_t flow;   // the waiting flow
+  TileIndex tile;       // the sink it watches
+  std::uint32_t delay;  // the trigger's delay, at least 1: a core reacts the cycle after at the earliest
+  Trigger::Kind kind;
+};
+
+// Per flow, the triggers waiting on it: CSR (start has flows+1 entries). Trigger flows must exist
+// (check_plan).
+void plan_dependents(const Plan& plan, std::vector<std::uint32_t>& start, std::vector<PlanDep>& deps);
 
 }  // namespace wafer::noc
 
@@ -35,7 +43,7 @@ struct PlanIndex {
   std::vector<std::uint8_t> sink;          // per node slot: the node's tile is a sink
   std::vector<TileIndex> end;              // per global edge: the tile it leads to
   std::vector<std::uint32_t> dep_start;    // see plan_dependents
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> deps;
+  std::vector<PlanDep> deps;
 
   std::uint32_t slot(std::uint32_t flow, std::uint32_t edge) const {
     return edge_base[flow] + flow + (edge == kRoot ? 0 : 1 + edge);
