@@ -20,42 +20,41 @@ ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fa
   // coord(): t / width as a multiply and shift; exact for t < 2^23 and width < 2^17 (the error
   // t (m - 2^40 / width) / 2^40 < 2^-17 stays below 1 / width), else a division.
   if (tiles_.size() < (std::size_t(1) << 23)) div_m_ = (std::uint64_t(1) << 40) / width_ + 1;
-  // What the Fabric says of each link, copied once.
-  links_.resize(tiles_.size());
+  // What the Fabric says of each tile, copied once (reset() leaves it alone).
   for (TileIndex t = 0; t < tiles_.size(); ++t) {
+    TileRes& r = tiles_[t];
+    if (fabric_->router_ok(t)) r.ok |= kRouterOk;
     for (Dir d : hw::kMeshDirs) {
       if (!fabric_->link_ok(t, d)) continue;
       const std::uint64_t lat = std::uint64_t(params_.hop_latency) * fabric_->link_hops(t, d);
-      if (lat > kLatency) {
+      if (lat > 0xFFFF) {
         const Coord c = fabric_->grid().coord(t);
         throw hw::InputError(fmt::format("link ({}, {}) {} takes {} cycles (hop latency x physical hops); the approx "
                                          "mesh supports up to {} per link",
-                                         c.x, c.y, hw::to_string(d), lat, kLatency));
+                                         c.x, c.y, hw::to_string(d), lat, 0xFFFF));
       }
-      links_[t].latency[unsigned(d)] = std::uint16_t(lat | kUsable);
+      r.ok |= std::uint8_t(1u << unsigned(d));
+      r.latency[unsigned(d)] = std::uint16_t(lat);
     }
   }
   reset();
-}
-
-std::uint64_t ApproxMesh::link_busy(LinkId l) const {
-  const auto hi = busy_hi_.find(l);
-  return tiles_[link_tile(l)].busy[l % 4u] + (hi == busy_hi_.end() ? 0 : hi->second << 32);
 }
 
 void ApproxMesh::reset() {
   queue_.reset();
   stats_ = {};
   last_event_ = 0;
-  std::fill(tiles_.begin(), tiles_.end(), TileRes{});
-  busy_hi_.clear();
+  busy_.assign(tiles_.size() * 4, 0);
+  for (TileRes& r : tiles_) {
+    for (Cycle& c : r.link_free) c = 0;
+    r.ramp_in = r.ramp_out = 0;
+  }
   free_bursts_.clear();
   for (std::uint32_t i = std::uint32_t(bursts_.size()); i-- > 0;) free_bursts_.push_back(i);
 }
 
 std::size_t ApproxMesh::state_bytes() const {
-  return tiles_.capacity() * sizeof(TileRes) + links_.capacity() * sizeof(LinkInfo) +
-         busy_hi_.size() * 2 * sizeof(std::uint64_t) +
+  return tiles_.capacity() * sizeof(TileRes) + busy_.capacity() * sizeof(std::uint64_t) +
          sink_mark_.capacity() * sizeof(std::uint32_t) + bursts_.capacity() * sizeof(Burst) +
          free_bursts_.capacity() * sizeof(std::uint32_t) + queue_.bytes();
 }
@@ -71,7 +70,8 @@ std::uint32_t ApproxMesh::alloc_burst() {
 }
 
 void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
-  if (spec.src >= tiles_.size() || !fabric_->router_ok(spec.src))
+  // Router health is kept in the tile's own record (bit 4), the line Inject touches next anyway.
+  if (spec.src >= tiles_.size() || !(tiles_[spec.src].ok & kRouterOk))
     throw hw::InputError(fmt::format("burst source tile {} is outside the mesh or has a failed router", spec.src));
   if (spec.wavelets == 0) throw hw::InputError("a burst needs at least one wavelet");
   const Coord d = spec.dest.first;
@@ -170,16 +170,15 @@ Cycle ApproxMesh::run() {
 [[gnu::always_inline]] inline Cycle ApproxMesh::cross(Cycle now, Burst& br, TileIndex tile, Dir d) {
   TileRes& r = tiles_[tile];
   const unsigned k = unsigned(d);
-  const std::uint16_t li = links_[tile].latency[k];
-  if (!(li & kUsable)) {
+  if (!(r.ok >> k & 1u)) {
     Coord c = fabric_->grid().coord(tile);
     throw hw::InputError(fmt::format("route uses the failed link ({}, {}) {}", c.x, c.y, hw::to_string(d)));
   }
   Cycle start = std::max(now, r.link_free[k]);
   r.link_free[k] = start + br.lag + 1;
-  add_busy(r, tile, k, Cycle(br.lag) + 1);
+  busy_[std::size_t(tile) * 4 + k] += Cycle(br.lag) + 1;  // (in 64 bits: lag + 1 may be 2^32)
   ++br.hops;
-  return start + (li & kLatency);
+  return start + r.latency[k];
 }
 
 [[gnu::always_inline]] inline void ApproxMesh::node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path) {
@@ -190,7 +189,7 @@ Cycle ApproxMesh::run() {
     const Dir d = Dir(k);
     Burst& br = bursts_[b];
     Cycle arrive = cross(now, br, t, d);
-    std::uint32_t p = path + (links_[t].latency[k] & kLatency);
+    std::uint32_t p = path + tiles_[t].latency[k];
     ++br.refs;
     static constexpr std::uint32_t kPackedStep[4] = {0u - 0x10000u, 1u, 0x10000u, 0u - 1u};  // N E S W
     queue_.push(arrive, Event{b, pack(here) + kPackedStep[k], p, Kind::Node, d});
@@ -211,8 +210,8 @@ Cycle ApproxMesh::run() {
     const unsigned k = unsigned(nodes[c].in);
     const Cycle start = std::max(now, r.link_free[k]);
     r.link_free[k] = start + occ;
-    add_busy(r, nd.tile, k, occ);
-    const std::uint32_t lat = links_[nd.tile].latency[k] & kLatency;
+    busy_[std::size_t(nd.tile) * 4 + k] += occ;
+    const std::uint32_t lat = r.latency[k];
     queue_.push(start + lat, Event{b, c, path + lat, Kind::PlanNode, Dir::Ramp});
     ++refs;
   }
@@ -233,7 +232,7 @@ Cycle ApproxMesh::run() {
     const Cycle occ = Cycle(br.lag) + 1;
     const Cycle start = std::max(now, r.link_free[k]);
     r.link_free[k] = start + occ;  // (busy cycles: added for the whole route when the burst finishes)
-    const std::uint32_t lat = links_[here].latency[k] & kLatency;
+    const std::uint32_t lat = r.latency[k];
     pr.path = path + lat;
     queue_.push(start + lat, Event{b, j + 1, j + 1 < pr.edges ? pr.route[j + 1].link : 0, Kind::PlanChain, Dir::Ramp});
     // The route's next line, a few hops ahead (a prefetch past the route's end is harmless).
@@ -257,14 +256,13 @@ Cycle ApproxMesh::run() {
     case Kind::PlanChain: {  // (the last node's link is 0: a harmless prefetch of tile 0)
       __builtin_prefetch(&bursts_[e.a], 1);
       __builtin_prefetch(&tiles_[link_tile(e.c)], 1);
-      __builtin_prefetch(&links_[link_tile(e.c)]);
       return;
     }
     case Kind::Node: {
       const std::size_t t = std::size_t(e.b >> 16) * std::size_t(width_) + (e.b & 0xFFFFu);
       __builtin_prefetch(&bursts_[e.a], 1);
       __builtin_prefetch(&tiles_[t], 1);
-      __builtin_prefetch(&links_[t]);
+      __builtin_prefetch(&busy_[4 * t], 1);
       return;
     }
     case Kind::Inject:
@@ -310,10 +308,7 @@ void ApproxMesh::finish(std::uint32_t b) {
   stats_.wavelet_link_cycles += std::uint64_t(br.plan.edges) * br.wavelets;
   if (ps_.base[br.flow] == kNone) {  // a chain: its links' busy cycles, off the hop's path
     const Cycle occ = Cycle(br.lag) + 1;
-    for (std::uint32_t e = 0; e < br.plan.edges; ++e) {
-      const LinkId l = br.plan.route[e].link;
-      add_busy(tiles_[link_tile(l)], link_tile(l), l % 4u, occ);
-    }
+    for (std::uint32_t e = 0; e < br.plan.edges; ++e) busy_[br.plan.route[e].link] += occ;
   }
   free_bursts_.push_back(b);
 }

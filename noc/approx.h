@@ -4,12 +4,10 @@
 // A burst occupies each resource it crosses for lag + 1 cycles; a head that finds a resource busy waits
 // (counted apart from transfer time); heads are served first come first served because hops are
 // processed as time-ordered events. A multicast occupies each link of its tree once.
-// Per tile one 64-byte record, one cache line, for what a hop writes (its 4 output links' next-free cycles
-// and busy counters, its 2 ramps' next-free cycles), and 8 bytes for what it reads (the links' latencies
-// and health copied from the Fabric); bursts in flight live in a recycled pool, events in the calendar's
-// reused buckets.
+// Per tile one 64-byte record, one cache line (its 4 output links' next-free cycles, its 2 ramps' next-free
+// cycles, the links' latencies and health copied from the Fabric), and 32 bytes of busy counters kept
+// apart; bursts in flight live in a recycled pool, events in the calendar's reused buckets.
 #include <cstdint>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -39,7 +37,7 @@ class ApproxMesh final : public Mesh {
   void run_until(Cycle limit) override;
   bool idle() const override { return queue_.empty(); }
   void reset() override;
-  std::uint64_t link_busy(LinkId l) const override;
+  std::uint64_t link_busy(LinkId l) const override { return busy_[l]; }
   std::size_t state_bytes() const override;
 
  private:
@@ -110,24 +108,15 @@ class ApproxMesh final : public Mesh {
   Calendar<Event> queue_;
   NetworkStats stats_;
   Cycle last_event_ = 0;
-  // What a hop writes, in one cache line.
+  // What a hop reads and writes, in one cache line (the busy counters, written only, live apart).
   struct alignas(64) TileRes {
     Cycle link_free[4];         // per output link (Dir N, E, S, W): first cycle it is free
     Cycle ramp_in, ramp_out;    // injection / delivery ramp: first cycle free
-    std::uint32_t busy[4];      // cycles the link carried wavelets, low 32 bits (the rest in busy_hi_)
+    std::uint16_t latency[4];   // hop_latency x physical hops (longer links are refused when built)
+    std::uint8_t ok;            // bit d: link d usable; kRouterOk: the router works
   };
+  static constexpr std::uint8_t kRouterOk = 16;
   static_assert(sizeof(TileRes) == 64);
-  // What a hop reads, copied from the Fabric when the mesh is built: per output link hop_latency x physical
-  // hops, with kUsable set when the link exists, is healthy and both its routers work. 8 bytes per tile.
-  struct LinkInfo {
-    std::uint16_t latency[4];
-  };
-  static constexpr std::uint16_t kUsable = 0x8000, kLatency = 0x7FFF;
-  void add_busy(TileRes& r, TileIndex t, unsigned k, std::uint64_t occ) {
-    const std::uint64_t sum = std::uint64_t(r.busy[k]) + occ;
-    r.busy[k] = std::uint32_t(sum);
-    if (sum >> 32) [[unlikely]] busy_hi_[std::uint64_t(t) * 4 + k] += sum >> 32;
-  }
   static std::uint32_t pack(Coord c) { return std::uint32_t(c.x) | std::uint32_t(c.y) << 16; }
   static Coord unpack(std::uint32_t v) { return {std::int32_t(v & 0xFFFFu), std::int32_t(v >> 16)}; }
   Coord coord(TileIndex t) const {
@@ -136,8 +125,7 @@ class ApproxMesh final : public Mesh {
   }
   std::uint64_t div_m_ = 0;  // see coord(); 0: divide
   BigArray<TileRes> tiles_;
-  BigArray<LinkInfo> links_;
-  std::unordered_map<std::uint64_t, std::uint64_t> busy_hi_;  // per LinkId: busy cycles beyond 32 bits
+  BigArray<std::uint64_t> busy_;  // per LinkId: cycles the link carried wavelets (written, rarely read)
   std::uint32_t width_ = 0, height_ = 0;
   TileIndex step_[4] = {};           // index offset to the neighbour N, E, S, W (modulo 2^32)
   std::vector<Burst> bursts_;
