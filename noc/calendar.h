@@ -29,7 +29,7 @@ class Calendar {
   std::size_t size() const { return in_window_ + overflow_.size(); }
 
   // `t` must be >= now().
-  void push(hw::Cycle t, const Event& e) {
+  [[gnu::always_inline]] void push(hw::Cycle t, const Event& e) {
     if (t < now_ + kBuckets) {
       ring_[t & kMask].push(e);
       ++in_window_;
