@@ -105,6 +105,11 @@ int run_decode(const std::vector<std::string>& args) {
       ("context", po::value<std::int64_t>()->default_value(4096)->value_name("N"), "KV-cache length (tokens attended)")
       ("batch", po::value<std::int64_t>()->default_value(1)->value_name("B"), "sequences decoded together")
       ("placement", po::value<std::string>()->default_value("layer-bands")->value_name("NAME"), "placement strategy")
+      ("kernel", po::value<std::string>()->default_value("bands")->value_name("bands|meshgemv"),
+       "how a region computes a layer (docs/mapping.md)")
+      ("allreduce", po::value<std::string>()->default_value("tree")->value_name("chain|centre|tree"),
+       "allreduce algorithm of the meshgemv kernel")
+      ("group", po::value<int>()->default_value(0)->value_name("G"), "tree allreduce: tiles per group (0: sqrt of the line)")
       ("defects", po::value<std::string>()->value_name("FILE"), "defect map (CSV or JSON, physical coordinates)")
       ("density", po::value<double>()->value_name("D"), "generate defects at D per cm^2 (Poisson) instead of a file")
       ("seed", po::value<std::uint64_t>()->default_value(1)->value_name("S"), "seed of the generated defect map")
@@ -133,6 +138,10 @@ int run_decode(const std::vector<std::string>& args) {
   mo.weights = mapper::parse_weight_mode(vm["weights"].as<std::string>());
   mo.wafers = vm["wafers"].as<int>();
   mo.weight_bits = vm["weight-bits"].as<int>();
+  mo.kernel = mapper::parse_kernel(vm["kernel"].as<std::string>());
+  mo.allreduce = mapper::parse_allreduce(vm["allreduce"].as<std::string>());
+  mo.group = vm["group"].as<int>();
+  if (mo.group < 0 || mo.group > 8192) throw hw::InputError(fmt::format("--group {} must be between 0 and 8192", mo.group));
   if (mo.batch < 1) throw hw::InputError(fmt::format("--batch {} must be at least 1", mo.batch));
   if (mo.context < 1) throw hw::InputError(fmt::format("--context {} must be at least 1", mo.context));
   if (mo.wafers < 1 || mo.wafers > 64) throw hw::InputError(fmt::format("--wafers {} must be between 1 and 64", mo.wafers));
@@ -200,6 +209,11 @@ int run_decode(const std::vector<std::string>& args) {
   cfg.add_int("context", mo.context, "tokens");
   cfg.add_int("batch", mo.batch, "sequences");
   cfg.add_text("placement", mapping.placement);
+  cfg.add_text("kernel", mapper::to_string(mo.kernel));
+  if (mo.kernel == mapper::Kernel::MeshGemv) {
+    cfg.add_text("allreduce", mapper::to_string(mo.allreduce));
+    cfg.add_int("group", mo.group, "tiles", "0: sqrt of each line");
+  }
   cfg.add_text("fidelity", noc::to_string(fidelity));
   cfg.add_text("weights", mapper::to_string(mo.weights));
   cfg.add_int("wafers", mo.wafers, "wafers");

@@ -27,6 +27,30 @@ WeightMode parse_weight_mode(std::string_view s) {
   throw InputError(fmt::format("--weights '{}': expected resident or stream", s));
 }
 
+const char* to_string(Kernel k) { return k == Kernel::MeshGemv ? "meshgemv" : "bands"; }
+
+Kernel parse_kernel(std::string_view s) {
+  if (s == "bands") return Kernel::Bands;
+  if (s == "meshgemv") return Kernel::MeshGemv;
+  throw InputError(fmt::format("--kernel '{}': expected bands or meshgemv", s));
+}
+
+const char* to_string(AllreduceAlgo a) {
+  switch (a) {
+    case AllreduceAlgo::Chain: return "chain";
+    case AllreduceAlgo::Centre: return "centre";
+    case AllreduceAlgo::Tree: return "tree";
+  }
+  return "?";
+}
+
+AllreduceAlgo parse_allreduce(std::string_view s) {
+  if (s == "chain") return AllreduceAlgo::Chain;
+  if (s == "centre") return AllreduceAlgo::Centre;
+  if (s == "tree") return AllreduceAlgo::Tree;
+  throw InputError(fmt::format("--allreduce '{}': expected chain, centre or tree", s));
+}
+
 std::int64_t program_bytes(const firmware::Program& p) {
   std::int64_t b = 0;
   for (const auto& t : p.tasks) b += 8 + 4 * std::int64_t(t.ops.size()) + 8 * std::int64_t(t.sends.size());
@@ -126,6 +150,8 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mo
     throw InputError(fmt::format("weight precision {} bits: use 16 or 8", opt.weight_bits));
   if (opt.wafers < 1 || opt.wafers > 64) throw InputError(fmt::format("wafers = {}: use 1 to 64", opt.wafers));
   const PlacementStrategy& strategy = placement(opt.placement);
+  if (opt.group < 0) throw InputError(fmt::format("group = {}: must be 0 (sqrt of the line) or a tile count", opt.group));
+  if (opt.kernel == Kernel::MeshGemv) throw InputError("--kernel meshgemv: not available in this build yet");
   if (fabric.grid().width != spec.logical_width || fabric.grid().height != spec.logical_height)
     throw InputError(fmt::format("the fabric is {} x {} but wafer '{}' is {} x {}", fabric.grid().width,
                                  fabric.grid().height, spec.name, spec.logical_width, spec.logical_height));

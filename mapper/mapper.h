@@ -21,6 +21,26 @@ enum class WeightMode : std::uint8_t {
 const char* to_string(WeightMode m);
 WeightMode parse_weight_mode(std::string_view s);  // "resident" | "stream"; InputError otherwise
 
+// How a region computes a layer (docs/mapping.md).
+enum class Kernel : std::uint8_t {
+  Bands,     // input multicast along a row before every GEMV, partial sums reduced down columns / along rows
+             // toward the residual column (the first scheme)
+  MeshGemv,  // WaferLLM's MeshGEMV: weights pre-partitioned so the reduction axis alternates (Y, X, Y, ...);
+             // every GEMV ends in an allreduce that leaves its result where the next one reads it
+};
+const char* to_string(Kernel k);
+Kernel parse_kernel(std::string_view s);  // "bands" | "meshgemv"; InputError otherwise
+
+// How a MeshGemv allreduce along a line of n tiles is done (docs/mapping.md, docs/routing.md).
+enum class AllreduceAlgo : std::uint8_t {
+  Chain,   // reduce-and-forward chain from one end to the other, the far end multicasts the result back
+  Centre,  // chains from both ends to the middle tile, which multicasts the result both ways
+  Tree,    // two-level tree (WaferLLM's K = 2): chains inside groups of g tiles to their middle roots, a
+           // chain over the roots to the centre root (tiles between roots only forward), then a multicast
+};
+const char* to_string(AllreduceAlgo a);
+AllreduceAlgo parse_allreduce(std::string_view s);  // "chain" | "centre" | "tree"; InputError otherwise
+
 struct MapOptions {
   std::string placement = "layer-bands";  // a registered placement strategy (placement_names())
   std::int64_t context = 4096;            // KV-cache length C (positions attended, incl. the new token)
@@ -28,6 +48,9 @@ struct MapOptions {
   int weight_bits = 16;                   // 16 (default) or 8
   WeightMode weights = WeightMode::Resident;
   int wafers = 1;                         // > 1: the stages are split into a pipeline of wafers
+  Kernel kernel = Kernel::Bands;
+  AllreduceAlgo allreduce = AllreduceAlgo::Tree;  // MeshGemv only
+  int group = 0;                          // Tree: tiles per group; 0 = round(sqrt(n)) for a line of n tiles
 };
 
 // One stage of the decode step: "embedding", "layer 0" .. "layer N-1", "head" (final norm, LM head, argmax).
