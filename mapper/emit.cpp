@@ -447,6 +447,7 @@ std::size_t hash_fragment(const Fragment& f) {
   auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
   for (const Task& t : f.tasks) {
     mix(t.trigger), mix(t.arrivals), mix(std::uint64_t(t.start)), mix(t.layer), mix(t.op);
+    mix(std::uint64_t(t.trigger2) << 16 | t.arrivals2);
     for (const Op& o : t.ops) mix(std::uint64_t(o.kind) << 32 | o.elements);
     for (const auto& s : t.sends)
       mix(std::uint64_t(s.color) << 56 ^ std::uint64_t(s.wavelets) << 16 ^ std::uint64_t(s.dest.kind)),
