@@ -76,15 +76,13 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       TaskInfo ti;
       ti.trigger = t.trigger;
       ti.arrivals = t.arrivals;
-      ti.trigger2 = t.trigger2;
-      ti.arrivals2 = t.arrivals2;
       ti.stream = t.start == Task::Start::Stream;
       for (const auto& op : t.ops) {
         ti.setup += costs_.vector_setup;
         ti.body += costs_.body(op);
         if (op.kind == OpKind::StreamIn) ++ti.weight_arrivals, ti.stream_bytes += op.elements;
       }
-      ti.need = std::uint32_t(t.arrivals) + t.arrivals2 + ti.weight_arrivals;
+      ti.need = std::uint32_t(t.arrivals) + ti.weight_arrivals;
       streams |= ti.weight_arrivals > 0;
       tinfo_.push_back(ti);
     }
@@ -113,7 +111,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   bursts_.reserve(sends);
   core_free_.assign(n, 0);
   last_slot_.assign(n, kNone);
-  slots_.assign(slots, Slot{0, 0, kNever, kNever, kNone, kNone, 0, 0, 0, 0, 0});
+  slots_.assign(slots, Slot{0, 0, kNever, kNever, kNone, kNone, 0, 0, 0, 0});
   done_tile_ = grid_.index(image_.done_tile);
   if (costs_.color_switch > 0) {
     for (std::size_t t = 0; t < n; ++t) {
@@ -335,9 +333,7 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
     const std::uint32_t n = prog0_[p + 1] - prog0_[p];
     const std::uint32_t s0 = slot0_[sink];
     for (std::uint32_t k = 0; k < n; ++k) {
-      if (ti[k].trigger == b.color ? slots_[s0 + k].count >= ti[k].arrivals
-                                   : ti[k].trigger2 != b.color || slots_[s0 + k].count2 >= ti[k].arrivals2)
-        continue;
+      if (ti[k].trigger != b.color || slots_[s0 + k].count >= ti[k].arrivals) continue;
       Cycle when = ti[k].stream ? head - b.vshift + costs_.stream_stage_latency : tail;
       credit(s0 + k, sink, k, when, tail, id);
       claimed = true;
@@ -352,12 +348,9 @@ void Executor::credit(std::uint32_t slot, TileIndex tile, std::uint32_t k, Cycle
   const bool first = sl.crit == kNone;
   if (first || when > sl.ready) sl.crit = burst, sl.ready = when;
   if (first || tail > sl.tail) sl.tail = tail;
+  if (bursts_[burst].kind != BurstKind::Weights) ++sl.count;
   const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[tile]] + k];
-  if (bursts_[burst].kind != BurstKind::Weights) {
-    if (bursts_[burst].color == ti.trigger && sl.count < ti.arrivals) ++sl.count;
-    else ++sl.count2;
-  }
-  if (sl.count == ti.arrivals && sl.count2 == ti.arrivals2 && sl.wcount == ti.weight_arrivals) {
+  if (sl.count == ti.arrivals && sl.wcount == ti.weight_arrivals) {
     // Due now (a mesh reporting arrivals at their tail): start at once rather than through a timer, which
     // a cycle-stepped mesh would only fire on the next cycle.
     if (sl.ready <= net_.now()) start_task(tile, k, net_.now());
@@ -400,12 +393,12 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   auto local = [&](const firmware::Dest& d) {
     return d.dx == 0 && d.dy == 0 && (d.kind == firmware::Dest::Kind::Tile || d.span == 1);
   };
-  std::uint8_t switches = 0, syncs = 0;
+  std::uint16_t switches = 0, syncs = 0;
   send_costs_.clear();
   for (const auto& snd : t.sends) {
-    if (snd.collective && syncs < 0xFF) ++syncs;
+    if (snd.collective && syncs < 0xFFFF) ++syncs;
     if (!routes_.empty() && !local(snd.dest) && reroute(tile, destination(snd.dest, here), snd.color) &&
-        switches < 0xFF)
+        switches < 0xFFFF)
       ++switches;
     send_costs_.push_back({switches, syncs});
   }

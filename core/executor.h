@@ -5,9 +5,8 @@
 // per-tile heap objects, nothing allocated per event but the burst record of each send.
 //
 // Semantics (agreed with the mapper):
-//  - A burst on color c reaching a tile is credited to the first task, in program order, that still needs
-//    arrivals on c (its trigger or its second trigger). A task runs once per step, when it has `arrivals`
-//    bursts (and `arrivals2` on trigger2):
+//  - A burst on color c reaching a tile is credited to the first task, in program order, whose trigger is
+//    c and which still needs arrivals. A task runs once per step, when it has `arrivals` bursts:
 //    Complete - at the tail of the last; Stream - stream_stage_latency after the head of the last (with
 //    one arrival: after the first head). Streamed weights (OpKind::StreamIn) are extra arrivals: a
 //    StreamIn op's bytes are requested from the MemoryX port at the start of the step (in layer order)
@@ -149,16 +148,15 @@ class Executor final : public noc::NetworkClient {
     std::uint32_t stream_bytes = 0;
     std::uint16_t weight_arrivals = 0;  // StreamIn ops (one weight arrival each)
     std::uint32_t need = 0;             // arrivals + weight_arrivals
-    std::uint16_t arrivals = 1, arrivals2 = 0;
-    noc::Color trigger = 0, trigger2 = 0;
+    std::uint16_t arrivals = 1;
+    noc::Color trigger = 0;
     bool stream = false;
   };
   struct Slot {           // one task of one tile: everything the event loop touches, in one place
     Cycle ready, tail, start, end;  // trigger; latest input tail; start (after overhead); end
     std::uint32_t crit, prev;       // critical input burst; core predecessor (kNone: input-bound)
-    std::uint16_t count, wcount;    // arrivals on the trigger colour; weight bursts arrived
-    std::uint16_t count2;           // arrivals on the second trigger colour
-    std::uint8_t switches, syncs;   // its sends' route switches and collective starts (saturating)
+    std::uint16_t count, wcount;    // colour arrivals; weight bursts arrived
+    std::uint16_t switches, syncs;  // its sends' route switches and collective starts
   };
   enum class BurstKind : std::uint8_t { Data, Injection, Weights };
   struct BurstRec {       // one per burst sent

@@ -69,8 +69,7 @@ std::string dump(const Image& image, hw::Coord tile) {
   };
   for (std::size_t t = 0; t < p.tasks.size(); ++t) {
     const Task& k = p.tasks[t];
-    const std::string second = k.arrivals2 ? fmt::format(" + color {:>2} x{}", int(k.trigger2), k.arrivals2) : "";
-    out += fmt::format("  task {:>3}: on color {:>2} x{}{} {:<8} [{} / {}]\n", t, int(k.trigger), k.arrivals, second,
+    out += fmt::format("  task {:>3}: on color {:>2} x{} {:<8} [{} / {}]\n", t, int(k.trigger), k.arrivals,
                        k.start == Task::Start::Stream ? "stream" : "complete", name(image.layer_names, k.layer),
                        name(image.op_names, k.op));
     for (const Op& o : k.ops) out += fmt::format("      {:<9} {} elements\n", to_string(o.kind), o.elements);

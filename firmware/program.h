@@ -70,11 +70,6 @@ struct Task {
   };
   Color trigger = 0;
   std::uint16_t arrivals = 1;   // bursts on `trigger` needed before the task runs
-  // A second input (0 arrivals: none): the task also waits for `arrivals2` bursts on `trigger2` (a root of
-  // a two-level allreduce tree adds its group's chains, on one color, and the chains over the roots, which
-  // pass through other tiles on another). trigger2 != trigger.
-  Color trigger2 = 0;
-  std::uint16_t arrivals2 = 0;
   Start start = Start::Complete;
   std::uint16_t layer = 0;      // for the breakdown: index into Image::layer_names
   std::uint16_t op = 0;         // for the breakdown: index into Image::op_names
@@ -91,8 +86,8 @@ struct SramUse {
 };
 
 struct Program {
-  // A burst arriving on color c is credited to the first task (in this order) that still needs arrivals on
-  // c (as its trigger or its trigger2); each task runs once per decode step, when it has all of them.
+  // A burst arriving on color c is credited to the first task (in this order) whose trigger is c and which
+  // has not yet run; each task runs once per decode step.
   // A burst a tile sends to itself (Dest::Tile, dx = dy = 0) is a local task activation: it uses no router.
   std::vector<Task> tasks;
   SramUse sram;

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <array>
 #include <bitset>
 #include <deque>
@@ -13,7 +12,6 @@ int colors_used(const Program& p) {
   std::bitset<256> seen;
   for (const Task& t : p.tasks) {
     seen.set(t.trigger);
-    if (t.arrivals2) seen.set(t.trigger2);
     for (const Send& s : t.sends) seen.set(s.color);
   }
   return int(seen.count());
@@ -21,7 +19,7 @@ int colors_used(const Program& p) {
 
 namespace {
 
-// Per program: for each color, the tasks it triggers in program order (as trigger or trigger2).
+// Per program: for each color, the tasks it triggers in program order.
 struct ProgramIndex {
   std::vector<std::vector<std::uint16_t>> by_color;  // 256 entries, lazily sized
   std::vector<std::uint8_t> slot;                    // color -> dense slot, 0xFF = none
@@ -52,18 +50,13 @@ ValidationResult validate(const Image& image, std::size_t max_problems) {
     const auto& tasks = image.programs[p].tasks;
     if (tasks.size() > 0xFFFF) problem(fmt::format("program {} has {} tasks (at most 65535)", p, tasks.size()));
     for (std::size_t t = 0; t < tasks.size() && t <= 0xFFFF; ++t) {
-      for (int which = 0; which < 2; ++which) {
-        if (which == 1 && tasks[t].arrivals2 == 0) break;
-        Color c = which == 0 ? tasks[t].trigger : tasks[t].trigger2;
-        if (ix.slot[c] == 0xFF) {
-          ix.slot[c] = std::uint8_t(ix.by_color.size());
-          ix.by_color.emplace_back();
-        }
-        ix.by_color[ix.slot[c]].push_back(std::uint16_t(t));
+      Color c = tasks[t].trigger;
+      if (ix.slot[c] == 0xFF) {
+        ix.slot[c] = std::uint8_t(ix.by_color.size());
+        ix.by_color.emplace_back();
       }
+      ix.by_color[ix.slot[c]].push_back(std::uint16_t(t));
       if (tasks[t].arrivals == 0) problem(fmt::format("program {} task {} waits for 0 arrivals", p, t));
-      if (tasks[t].arrivals2 && tasks[t].trigger2 == tasks[t].trigger)
-        problem(fmt::format("program {} task {} waits on color {} twice", p, t, int(tasks[t].trigger)));
     }
     max_slots = std::max(max_slots, ix.by_color.size());
   }
@@ -84,19 +77,6 @@ ValidationResult validate(const Image& image, std::size_t max_problems) {
   };
   const std::size_t slots = std::max<std::size_t>(max_slots, 1);
   std::vector<Slot> state(g.size() * slots);
-  // Per tile and task: its trigger colors still short of arrivals (1 or 2), for tasks with two.
-  std::vector<std::uint32_t> task0(g.size() + 1, 0);
-  for (std::size_t t = 0; t < g.size(); ++t) {
-    std::uint32_t p = image.tile_program[t];
-    task0[t + 1] = task0[t] + (p == kIdle ? 0 : std::uint32_t(image.programs[p].tasks.size()));
-  }
-  std::vector<std::uint8_t> waiting(task0[g.size()], 0);
-  for (std::size_t t = 0; t < g.size(); ++t) {
-    std::uint32_t p = image.tile_program[t];
-    if (p == kIdle) continue;
-    for (std::size_t k = 0; k < image.programs[p].tasks.size(); ++k)
-      waiting[task0[t] + k] = image.programs[p].tasks[k].arrivals2 ? 2 : 1;
-  }
   std::uint64_t done_count = 0;
   std::deque<std::pair<hw::TileIndex, std::uint16_t>> ready;  // (tile, task) ready to run
 
@@ -133,9 +113,8 @@ ValidationResult validate(const Image& image, std::size_t max_problems) {
       return;
     }
     const Task& task = image.programs[p].tasks[list[s.next]];
-    const std::uint16_t need = task.trigger == c ? task.arrivals : task.arrivals2;
-    if (++s.count == need) {
-      if (--waiting[task0[ti] + list[s.next]] == 0) ready.emplace_back(ti, list[s.next]);
+    if (++s.count == task.arrivals) {
+      ready.emplace_back(ti, list[s.next]);
       ++s.next;
       s.count = 0;
     }
@@ -178,10 +157,8 @@ ValidationResult validate(const Image& image, std::size_t max_problems) {
       if (s.next < ix.by_color[k].size() && unrun_reported++ < max_problems) {
         hw::Coord c = g.coord(hw::TileIndex(ti));
         std::uint16_t t = ix.by_color[k][s.next];
-        const Task& task = image.programs[p].tasks[t];
-        const Color col = Color(std::find(ix.slot.begin(), ix.slot.end(), std::uint8_t(k)) - ix.slot.begin());
-        problem(fmt::format("tile ({},{}) task {} (color {}) never runs: it got {} of {} bursts", c.x, c.y, t, int(col),
-                            s.count, task.trigger == col ? task.arrivals : task.arrivals2));
+        problem(fmt::format("tile ({},{}) task {} (color {}) never runs: it got {} of {} bursts", c.x, c.y, t,
+                            int(image.programs[p].tasks[t].trigger), s.count, image.programs[p].tasks[t].arrivals));
       }
     }
   }

@@ -7,6 +7,7 @@
 
 #include "hw/error.h"
 #include "mapper/mapper.h"
+#include "mapper/meshgemv.h"
 
 namespace wafer::mapper::detail {
 
@@ -447,7 +448,6 @@ std::size_t hash_fragment(const Fragment& f) {
   auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
   for (const Task& t : f.tasks) {
     mix(t.trigger), mix(t.arrivals), mix(std::uint64_t(t.start)), mix(t.layer), mix(t.op);
-    mix(std::uint64_t(t.trigger2) << 16 | t.arrivals2);
     for (const Op& o : t.ops) mix(std::uint64_t(o.kind) << 32 | o.elements);
     for (const auto& s : t.sends)
       mix(std::uint64_t(s.color) << 56 ^ std::uint64_t(s.wavelets) << 16 ^ std::uint64_t(s.dest.kind)),
@@ -486,6 +486,7 @@ RowKey reduced(const RowKey& k) {
 }
 
 StageNeed stage_need(const StageSpec& s, const EmitParams& p) {
+  if (p.kernel == Kernel::MeshGemv) return meshgemv_need(s, p);
   KeyTable<RowKey> rows, rows_reduced;
   KeyTable<ColKey> cols;
   for (std::int32_t r = 0; r < s.region.rect.h; ++r) {
@@ -556,6 +557,7 @@ std::uint32_t Emitter::child(std::uint32_t seq, std::uint32_t frag) {
 }
 
 void Emitter::add(const StageSpec& s) {
+  if (p_.kernel == Kernel::MeshGemv) return add_meshgemv(*this, s, p_);
   const hw::Rect& r = s.region.rect;
   // Rows differ mostly in what only the residual column uses (arrivals, hand-off destination): the other
   // columns are keyed on the reduced row key, so far fewer fragments are built.
@@ -615,6 +617,35 @@ void Emitter::add(const StageSpec& s) {
     std::uint32_t f = intern_fragment(std::move(fr));
     hw::TileIndex tile = grid_.index({global_x(s.region, s.region.rect.w - 1 - k), r.y0 + y});
     seq_[tile] = child(seq_[tile], f);
+  }
+}
+
+void Emitter::add_classes(const hw::Rect& r, const std::vector<std::uint32_t>& row_class,
+                          const std::vector<std::uint32_t>& col_class,
+                          const std::function<Fragment(std::uint32_t, std::uint32_t)>& build) {
+  constexpr std::uint32_t kUnbuilt = 0xFFFFFFFFu, kEmpty = 0xFFFFFFFEu;
+  const std::uint32_t nc = col_class.empty() ? 1 : *std::max_element(col_class.begin(), col_class.end()) + 1;
+  const std::uint32_t nr = row_class.empty() ? 1 : *std::max_element(row_class.begin(), row_class.end()) + 1;
+  std::vector<std::uint32_t> table(std::size_t(nr) * nc, kUnbuilt);
+  for (std::int32_t y = 0; y < r.h; ++y) {
+    std::uint32_t last_seq = kUnbuilt, last_frag = kUnbuilt, last_child = 0;
+    for (std::int32_t x = 0; x < r.w; ++x) {
+      const std::uint32_t rc = row_class[std::size_t(y)], cc = col_class[std::size_t(x)];
+      std::uint32_t& f = table[std::size_t(rc) * nc + cc];
+      if (f == kUnbuilt) {
+        Fragment fr = build(rc, cc);
+        f = fr.tasks.empty() ? kEmpty : intern_fragment(std::move(fr));
+      }
+      if (f == kEmpty) continue;
+      std::uint32_t& q = seq_[grid_.index({r.x0 + x, r.y0 + y})];
+      if (q == last_seq && f == last_frag) {
+        q = last_child;
+      } else {
+        last_seq = q, last_frag = f;
+        q = last_child = child(q, f);
+      }
+      stream_bytes_ += frags_[f].stream_bytes;
+    }
   }
 }
 

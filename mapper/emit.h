@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "firmware/program.h"
 #include "hw/wafer_spec.h"
+#include "mapper/mapper.h"
 #include "mapper/model_config.h"
 #include "mapper/placement.h"
 
@@ -65,6 +67,7 @@ struct StageSpec {
   std::vector<firmware::Color> out_color;  // per row (Transfer): kResIn, or kRelay when the next stage relays
   // Kernel sizes (Gemv: k x n; Norm: k).
   std::int64_t k = 0, n = 0;
+  bool residual_in = false;  // meshgemv: the input is a decoder layer's output to add to the residual stream
 };
 
 struct EmitParams {
@@ -72,6 +75,9 @@ struct EmitParams {
   const ModelConfig* model = nullptr;
   std::int64_t batch = 1, context = 1;
   std::int64_t weight_bytes = 2;  // per parameter
+  Kernel kernel = Kernel::Bands;
+  AllreduceAlgo allreduce = AllreduceAlgo::Tree;  // meshgemv
+  std::int32_t group = 0;                         // meshgemv, tree: tiles per group (0: sqrt of the line)
 };
 
 // Per-tile facts a fragment depends on (so equal keys give equal fragments).
@@ -111,6 +117,12 @@ class Emitter {
  public:
   Emitter(const EmitParams& p, hw::Grid grid);
   void add(const StageSpec& s);
+  // Stamps a stage whose tile (x, y) of `region` runs build(row_class[y], col_class[x]) (local frame, x = 0 the
+  // west column): one fragment per distinct pair of classes, built when first needed; empty fragments are
+  // skipped.
+  void add_classes(const hw::Rect& region, const std::vector<std::uint32_t>& row_class,
+                   const std::vector<std::uint32_t>& col_class,
+                   const std::function<Fragment(std::uint32_t, std::uint32_t)>& build);
   firmware::Image finish(std::vector<std::string> layer_names);
   std::int64_t stream_bytes() const { return stream_bytes_; }
 

@@ -9,6 +9,7 @@
 #include "hw/error.h"
 #include "mapper/emit.h"
 #include "mapper/graph.h"
+#include "mapper/meshgemv.h"
 #include "mapper/placement.h"
 
 namespace wafer::mapper {
@@ -151,7 +152,14 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mo
   if (opt.wafers < 1 || opt.wafers > 64) throw InputError(fmt::format("wafers = {}: use 1 to 64", opt.wafers));
   const PlacementStrategy& strategy = placement(opt.placement);
   if (opt.group < 0) throw InputError(fmt::format("group = {}: must be 0 (sqrt of the line) or a tile count", opt.group));
-  if (opt.kernel == Kernel::MeshGemv) throw InputError("--kernel meshgemv: not available in this build yet");
+  if (opt.kernel == Kernel::MeshGemv) {
+    if (model.moe())
+      throw InputError(fmt::format("--kernel meshgemv maps dense models; {} has {} experts (use --kernel bands)",
+                                   model.name, model.experts));
+    if (opt.wafers > 1)
+      throw InputError(fmt::format("--kernel meshgemv runs the model on one wafer; --wafers {} needs --kernel bands",
+                                   opt.wafers));
+  }
   if (fabric.grid().width != spec.logical_width || fabric.grid().height != spec.logical_height)
     throw InputError(fmt::format("the fabric is {} x {} but wafer '{}' is {} x {}", fabric.grid().width,
                                  fabric.grid().height, spec.name, spec.logical_width, spec.logical_height));
@@ -163,6 +171,8 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mo
   detail::EmitParams ep;
   ep.spec = &spec, ep.model = &model, ep.batch = opt.batch, ep.context = opt.context;
   ep.weight_bytes = opt.weight_bits / 8;
+  ep.kernel = opt.kernel, ep.allreduce = opt.allreduce, ep.group = opt.group;
+  const bool mesh = opt.kernel == Kernel::MeshGemv;
 
   // ---- stages and their bytes -------------------------------------------------------------------------
   const LayerGraph graph = build_graph(model, opt.batch, opt.context);
@@ -224,7 +234,18 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mo
       s.in_arrivals.assign(std::size_t(s.region.rect.h), 1);
       specs.push_back(std::move(s));
     }
-    for (std::size_t i = 0; i + 1 < specs.size(); ++i) connect(specs[i], specs[i + 1]);
+    if (mesh) {
+      // Every stage on one region, one after another: a stage's final row allreduce leaves its output on
+      // every tile, where the next stage starts (docs/mapping.md section 3b).
+      for (std::size_t i = 1; i < specs.size(); ++i) {
+        if (!(specs[i].region.rect == specs[0].region.rect))
+          throw InputError(fmt::format("--kernel meshgemv runs every stage on one region, time-multiplexed; placement "
+                                       "{} gives {} and {} different regions (use --placement whole-wafer)",
+                                       strategy.name(), specs[0].name, specs[i].name));
+        specs[i].residual_in = specs[i - 1].kind == StageKind::Layer;
+      }
+    }
+    for (std::size_t i = 0; i + 1 < specs.size() && !mesh; ++i) connect(specs[i], specs[i + 1]);
     StageSpec& last = specs.back();
     last.out = last.kind == StageKind::Head ? OutKind::Argmax : OutKind::Gather;
     if (last.kind == StageKind::Embedding && specs.size() == 1) last.out = OutKind::Gather;
@@ -331,6 +352,11 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mo
     const StageSpec& l = specs.back();
     img.done_tile = {detail::residual_x(l.region), l.region.rect.y0 + l.region.rect.h - 1};
     img.done_color = detail::color::kDone;
+    if (mesh) {
+      img.done_tile = detail::meshgemv_done_tile(l.region, ep);
+      img.done_color = detail::mesh_color::kDone;
+      for (auto& inj : img.start) inj.tile.x = f.region.rect.x0 + f.region.rect.w - 1, inj.color = detail::mesh_color::kToken;
+    }
     img.done_arrivals = 1;
 
     // ---- figures --------------------------------------------------------------------------------------------

@@ -153,6 +153,7 @@ const std::vector<ShippedModel>& shipped_models() {
       {"tiny-llama", "test/tiny-llama.json"},
       {"tiny-moe", "test/tiny-moe.json"},
       {"tiny-qwen", "test/tiny-qwen.json"},
+      {"small-llama", "test/small-llama.json"},
   };
   return table;
 }

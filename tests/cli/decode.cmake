@@ -52,3 +52,20 @@ wafer_cli_test(decode_trace_unwritable --exit 2 --one-line-error --stderr "canno
 # docs/streaming.md) and reports a non-zero weight-streaming share of the step.
 wafer_cli_test(decode_small_stream --timeout 300 --stdout "weights +stream" --stdout "weight_streaming +[1-9][0-9]* cycles +[0-9.]+ % of the step"
   --stdout "edge_channel_bandwidth" -- ${WAFER_EMU} decode --wafer small --model llama-3.2-1b --context 512 --weights stream)
+
+# The meshgemv kernel (docs/mapping.md section 3b): runs on the whole wafer with each allreduce algorithm;
+# refusals and bad values as one-line errors.
+wafer_cli_test(decode_meshgemv --stdout "kernel +meshgemv" --stdout "allreduce +tree" --stdout "latency_cycles +[0-9]+ cycles"
+  -- ${WAFER_EMU} decode ${TINY} --placement whole-wafer --kernel meshgemv)
+wafer_cli_test(decode_meshgemv_centre --stdout "allreduce +centre"
+  -- ${WAFER_EMU} decode ${TINY} --placement whole-wafer --kernel meshgemv --allreduce centre --fidelity cycle)
+wafer_cli_test(decode_meshgemv_bands --exit 2 --one-line-error --stderr "use --placement whole-wafer"
+  -- ${WAFER_EMU} decode ${TINY} --kernel meshgemv)
+wafer_cli_test(decode_meshgemv_moe --exit 2 --one-line-error --stderr "dense models"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-moe --context 64 --placement whole-wafer --kernel meshgemv)
+wafer_cli_test(decode_bad_kernel --exit 2 --one-line-error --stderr "--kernel 'gemm': expected bands or meshgemv"
+  -- ${WAFER_EMU} decode ${TINY} --kernel gemm)
+wafer_cli_test(decode_bad_allreduce --exit 2 --one-line-error --stderr "--allreduce 'ring': expected chain, centre or tree"
+  -- ${WAFER_EMU} decode ${TINY} --kernel meshgemv --allreduce ring)
+wafer_cli_test(decode_bad_group --exit 2 --one-line-error --stderr "--group -1"
+  -- ${WAFER_EMU} decode ${TINY} --kernel meshgemv --group -1)
