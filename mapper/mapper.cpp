@@ -137,8 +137,21 @@ struct StagePlan {
 
 }  // namespace
 
+namespace {
+Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const ModelConfig& model, const MapOptions& opt,
+                 bool suggest);
+}  // namespace
+
 Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const ModelConfig& model,
                   const MapOptions& opt) {
+  return map_impl(spec, fabric, model, opt, true);
+}
+
+namespace {
+// `suggest`: a refusal for lack of SRAM names the fewest wafers (up to 64) that do map, found by mapping
+// with them (so the suggestion is never refused in turn); false while probing.
+Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const ModelConfig& model, const MapOptions& opt,
+                 bool suggest) {
   // ---- options -------------------------------------------------------------------------------------
   if (opt.batch < 1 || opt.batch > 65536)
     throw InputError(fmt::format("batch = {}: must be between 1 and 65536 sequences", opt.batch));
@@ -202,8 +215,20 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mo
     }
   }
 
-  auto suggest_wafers = [&] {
-    return std::max<std::int64_t>(2, std::int64_t(std::ceil(double(total_bytes) / (0.9 * wafer_sram))));
+  auto suggest_wafers = [&]() -> std::string {
+    const std::int64_t lower = std::max<std::int64_t>(
+        opt.wafers + 1, std::int64_t(std::ceil(double(total_bytes) / wafer_sram)));
+    if (!suggest) return std::to_string(lower);
+    for (std::int64_t n = lower; n <= std::min<std::int64_t>(64, std::int64_t(plans.size())); ++n) {
+      MapOptions o = opt;
+      o.wafers = int(n);
+      try {
+        map_impl(spec, fabric, model, o, false);
+        return std::to_string(n);
+      } catch (const InputError&) {
+      }
+    }
+    return fmt::format("more than {} (no count up to 64 maps)", std::min<std::size_t>(64, plans.size()));
   };
 
   for (int w = 0; w < opt.wafers; ++w) {
@@ -410,5 +435,6 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mo
   (void)graph;
   return out;
 }
+}  // namespace
 
 }  // namespace wafer::mapper

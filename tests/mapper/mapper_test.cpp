@@ -414,3 +414,22 @@ TEST(Mapper, AbsurdModelsAreRefusedNotWrappedAround) {
     EXPECT_TRUE(has(e2.what(), "absurd.json") && has(e2.what(), "parameters")) << e2.what();
   }
 }
+
+// A refusal for lack of SRAM suggests the fewest wafers that map (found by mapping), never one that is
+// refused in turn.
+TEST(Mapper, SuggestedWaferCountMapsAndOneFewerDoesNot) {
+  hw::WaferSpec small = hw::preset("small");
+  ModelConfig m = load_model("tinyllama-1.1b");
+  MapOptions o;
+  o.context = 1024;
+  o.wafers = 2;
+  const std::string e = map_error(small, m, o);
+  const auto at = e.find("--wafers ");
+  ASSERT_NE(at, std::string::npos) << e;
+  const int n = std::stoi(e.substr(at + 9));
+  EXPECT_GT(n, 2);
+  o.wafers = n;
+  EXPECT_EQ(map_error(small, m, o), "");
+  o.wafers = n - 1;
+  EXPECT_NE(map_error(small, m, o), "");
+}
