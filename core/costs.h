@@ -1,5 +1,5 @@
 #pragma once
-// What a vector op costs on a tile core: the one table of per-kind factors (DESIGN.md section 3).
+// What a vector op costs on a tile core: the one table of per-kind factors (docs/design.md section 1).
 //
 //   cycles(op) = vector_setup + max( ceil(elements x factor / simd_width),           -- the FMAC lanes
 //                                    ceil(elements x read_bytes  / (read_ports  x 8)),  -- SRAM reads

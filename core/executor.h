@@ -20,7 +20,7 @@
 //  - A core runs one task at a time, first come first served by trigger time. Complete tasks:
 //    start = max(trigger, core free) + task_overhead; each op costs CostModel::cycles (core/costs.h);
 //    the sends are issued in order at the end (the mesh's injection ramp serialises them).
-//    Stream tasks are armed in advance (DESIGN.md section 3: a chain of N streaming tiles costs about
+//    Stream tasks are armed in advance (docs/design.md section 1: a chain of N streaming tiles costs about
 //    N x (hop + stage latency) + w): their activation and vector setup run while the core waits for the
 //    data, so start = max(head + stream_stage_latency, core free + task_overhead + vector setups); they
 //    send at their start, the output trailing the input: end = max(start + op bodies, last input tail +

@@ -1,5 +1,5 @@
 #pragma once
-// The `approx` fidelity: event driven at burst granularity on a calendar queue (DESIGN.md section 3).
+// The `approx` fidelity: event driven at burst granularity on a calendar queue (docs/design.md section 1).
 // Resources with a next-free cycle: every directed link, every core's injection ramp and delivery ramp.
 // A burst occupies each resource it crosses for lag + 1 cycles; a head that finds a resource busy waits
 // (counted apart from transfer time); heads are served first come first served because hops are

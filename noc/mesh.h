@@ -1,5 +1,5 @@
 #pragma once
-// The mesh timing models behind one interface. Two fidelities (DESIGN.md section 3):
+// The mesh timing models behind one interface. Two fidelities (docs/design.md section 1):
 //   approx - burst events on a calendar queue; links, injection ramps and delivery ramps are resources
 //            with a next-free cycle (noc/approx.h). Handles the full wafer.
 //   cycle  - the reference: wavelet by wavelet, cycle by cycle routers with per-color input queues,

@@ -1,5 +1,5 @@
 #pragma once
-// noc::MeshModule: the mesh timing model inside SystemC (DESIGN.md section 4). One sc_module holds a
+// noc::MeshModule: the mesh timing model inside SystemC (docs/design.md section 2). One sc_module holds a
 // Mesh (approx for the full wafer; cycle works too) whose tiles are compact arrays, and advances the
 // mesh's own event queue in quantum-sized slices: run the mesh up to (SystemC time + quantum), then
 // wait() for that long, so the kernel is entered once per quantum, not once per event (temporal

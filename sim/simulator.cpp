@@ -156,7 +156,7 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
   top_->execute([&] {
     auto t0 = std::chrono::steady_clock::now();
     std::unique_ptr<noc::Mesh> mesh = noc::make_mesh(opt.fidelity, fabric, noc::MeshParams::from(spec));
-    // The cores stream on behind a burst's head (reduce-and-forward chains, DESIGN.md section 3): the cycle
+    // The cores stream on behind a burst's head (reduce-and-forward chains, docs/design.md section 1): the cycle
     // reference tells them of a unicast when its head is in, as approx does (noc/cycle.h, report_heads).
     if (auto* cm = dynamic_cast<noc::CycleMesh*>(mesh.get())) cm->report_heads(true);
     res.elaboration_s += seconds_since(t0);

@@ -1,5 +1,5 @@
 #pragma once
-// The SystemC top (DESIGN.md section 4): SystemC owns simulated time, the top-level structure and the
+// The SystemC top (docs/design.md section 2): SystemC owns simulated time, the top-level structure and the
 // TLM-2.0 interfaces; the tiles are compact data inside the mesh model and the core executor.
 //
 //   Top (sc_module)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""DESIGN.md section 9: each folder includes only the layers it may use, and pure folders never SystemC."""
+"""docs/design.md section 3: each folder includes only the layers it may use, and pure folders never SystemC."""
 import pathlib, re, sys
 
 root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")

@@ -4,7 +4,7 @@
 // costs: its zero-load latency (evaluated on this fabric, so detours and repaired links count) and the
 // closed-form formula for a healthy mesh of one-hop links, which the timing models are tested against.
 //
-// Zero-load timing conventions (shared with the timing models, DESIGN.md section 3): a flow injected at
+// Zero-load timing conventions (shared with the timing models, docs/design.md section 1): a flow injected at
 // `start` reaches a sink d physical hops away at start + d x hop (head); its tail leaves `lag` cycles
 // after its head, lag = max(wavelets - 1, what its Stream inputs impose) and arrives lag cycles after
 // the head. Trigger::Stream starts `delay` after the input's head arrives and the tail leaves no earlier
