@@ -90,7 +90,7 @@ struct Builder {
     c.formula = formula;
     for (std::uint32_t i = c.first_flow; i < plan.flows.size(); ++i) c.link_occupations += plan.flows[i].route.size();
     c.colors = assign_colors(plan, f, p.colors, c.first_flow);
-    ZeroLoad z = zero_load(plan, f, p.hop_latency);
+    ZeroLoad z = zero_load(plan, f, p.hop_latency, p.ramp_latency);
     std::uint64_t end = c.release;
     for (std::uint32_t fl : c.final_flows)
       for (auto [t, head] : z.head[fl]) end = std::max(end, head + z.lag[fl]);
@@ -101,12 +101,15 @@ struct Builder {
 
 std::int64_t hh(const CollectiveParams& p) { return p.hop_latency; }
 std::int64_t ss(const CollectiveParams& p) { return p.stage_latency; }
+std::int64_t rr(const CollectiveParams& p) { return p.ramp_latency; }
+// A one-hop burst's head from core to core: injection ramp, hop, delivery ramp.
+std::int64_t dd(const CollectiveParams& p) { return hh(p) + 2 * rr(p); }
 
 std::uint64_t chain_formula(const CollectiveParams& p, std::int64_t n, std::int64_t w) {
-  return n < 2 ? 0 : std::uint64_t((n - 1) * hh(p) + (n - 2) * ss(p) + w - 1);
+  return n < 2 ? 0 : std::uint64_t((n - 1) * dd(p) + (n - 2) * ss(p) + w - 1);
 }
 std::uint64_t rect_chain_head(const CollectiveParams& p, std::int64_t W, std::int64_t H) {
-  return std::uint64_t((W + H - 2) * hh(p) + (W + H - 3) * ss(p));
+  return std::uint64_t((W + H - 2) * dd(p) + (W + H - 3) * ss(p));
 }
 std::int64_t log2_ceil(std::int64_t n) { return n <= 1 ? 0 : std::int64_t(std::bit_width(std::uint64_t(n - 1))); }
 
@@ -163,7 +166,8 @@ std::vector<std::uint32_t> build_reduce_tree(Builder& b, const hw::Rect& r, std:
 }  // namespace
 
 CollectiveParams CollectiveParams::of(const hw::WaferSpec& spec) {
-  return {std::uint32_t(spec.hop_latency), std::uint32_t(spec.stream_stage_latency), std::uint32_t(spec.colors)};
+  return {std::uint32_t(spec.hop_latency), std::uint32_t(spec.stream_stage_latency), std::uint32_t(spec.colors),
+          std::uint32_t(spec.ramp_latency)};
 }
 
 std::uint32_t multicast_hops(Coord root, const hw::Rect& r) {
@@ -182,7 +186,7 @@ Collective broadcast(Plan& plan, const Fabric& f, const CollectiveParams& p, Coo
   Flow fl = multicast_flow(f, root, region, w, "broadcast");
   fl.release = release;
   b.c.final_flows.push_back(plan.add(std::move(fl)));
-  return b.finish(std::uint64_t(multicast_hops(root, region)) * p.hop_latency + w - 1);
+  return b.finish(std::uint64_t(multicast_hops(root, region)) * p.hop_latency + 2 * std::uint64_t(p.ramp_latency) + w - 1);
 }
 
 Collective broadcast_rows(Plan& plan, const Fabric& f, const CollectiveParams& p, const hw::Rect& r,
@@ -198,7 +202,8 @@ Collective broadcast_rows(Plan& plan, const Fabric& f, const CollectiveParams& p
     b.c.final_flows.push_back(plan.add(std::move(fl)));
   }
   if (r.w < 2) return b.finish(0);
-  return b.finish(std::uint64_t(std::max(root_x - r.x0, r.x0 + r.w - 1 - root_x)) * p.hop_latency + w - 1);
+  return b.finish(std::uint64_t(std::max(root_x - r.x0, r.x0 + r.w - 1 - root_x)) * p.hop_latency +
+                  2 * std::uint64_t(p.ramp_latency) + w - 1);
 }
 
 Collective broadcast_columns(Plan& plan, const Fabric& f, const CollectiveParams& p, const hw::Rect& r,
@@ -214,7 +219,8 @@ Collective broadcast_columns(Plan& plan, const Fabric& f, const CollectiveParams
     b.c.final_flows.push_back(plan.add(std::move(fl)));
   }
   if (r.h < 2) return b.finish(0);
-  return b.finish(std::uint64_t(std::max(root_y - r.y0, r.y0 + r.h - 1 - root_y)) * p.hop_latency + w - 1);
+  return b.finish(std::uint64_t(std::max(root_y - r.y0, r.y0 + r.h - 1 - root_y)) * p.hop_latency +
+                  2 * std::uint64_t(p.ramp_latency) + w - 1);
 }
 
 Collective reduce_rows(Plan& plan, const Fabric& f, const CollectiveParams& p, const hw::Rect& r, std::uint32_t w,
@@ -244,7 +250,7 @@ Collective reduce_tree(Plan& plan, const Fabric& f, const CollectiveParams& p, c
   Builder b(plan, f, p, "reduce_tree", release);
   b.c.final_flows = build_reduce_tree(b, r, w, release);
   std::int64_t L = log2_ceil(r.w) + log2_ceil(r.h);
-  return b.finish(std::uint64_t((r.w + r.h - 2) * hh(p) + L * (std::int64_t(w) - 1) + (L - 1) * ss(p)));
+  return b.finish(std::uint64_t((r.w + r.h - 2) * hh(p) + 2 * L * rr(p) + L * (std::int64_t(w) - 1) + (L - 1) * ss(p)));
 }
 
 Collective allreduce(Plan& plan, const Fabric& f, const CollectiveParams& p, const hw::Rect& r, std::uint32_t w,
@@ -259,12 +265,12 @@ Collective allreduce(Plan& plan, const Fabric& f, const CollectiveParams& p, con
   const std::int64_t D = r.w + r.h - 2;
   if (kind == ReduceKind::Chain) {
     for (std::uint32_t in : build_reduce_chain(b, r, w, release, false)) bc.after.push_back(stream_on(in, rt, p));
-    formula = std::uint64_t(2 * D * hh(p) + D * ss(p) + std::int64_t(w) - 1);
+    formula = std::uint64_t(2 * D * hh(p) + D * ss(p) + 2 * (D + 1) * rr(p) + std::int64_t(w) - 1);
   } else {
     for (std::uint32_t in : build_reduce_tree(b, r, w, release)) bc.after.push_back(complete_on(in, rt, p));
     std::int64_t L = log2_ceil(r.w) + log2_ceil(r.h);
-    formula = std::uint64_t(D * hh(p) + L * (std::int64_t(w) - 1) + (L - 1) * ss(p) + ss(p) + D * hh(p) +
-                            std::int64_t(w) - 1);
+    formula = std::uint64_t(D * hh(p) + 2 * L * rr(p) + L * (std::int64_t(w) - 1) + (L - 1) * ss(p) + ss(p) +
+                            D * hh(p) + 2 * rr(p) + std::int64_t(w) - 1);
   }
   b.c.final_flows.push_back(plan.add(std::move(bc)));
   return b.finish(formula);
@@ -284,7 +290,7 @@ Collective allgather(Plan& plan, const Fabric& f, const CollectiveParams& p, con
   for (std::uint32_t in : build_reduce_chain(b, r, w, release, true)) bc.after.push_back(stream_on(in, rt, p));
   b.c.final_flows.push_back(plan.add(std::move(bc)));
   const std::int64_t D = r.w + r.h - 2;
-  return b.finish(std::uint64_t(2 * D * hh(p) + D * ss(p) + r.area() * std::int64_t(w) - 1));
+  return b.finish(std::uint64_t(2 * D * hh(p) + D * ss(p) + 2 * (D + 1) * rr(p) + r.area() * std::int64_t(w) - 1));
 }
 
 // ---- zero-load evaluation ---------------------------------------------------------------------------
@@ -298,7 +304,7 @@ std::uint64_t ZeroLoad::head_at(std::uint32_t flow, TileIndex t) const {
   throw hw::InputError("plan: tile " + std::to_string(t) + " is not a sink of flow " + std::to_string(flow));
 }
 
-ZeroLoad zero_load(const Plan& plan, const Fabric& f, std::uint32_t hop_latency) {
+ZeroLoad zero_load(const Plan& plan, const Fabric& f, std::uint32_t hop_latency, std::uint32_t ramp_latency) {
   const std::size_t n = plan.flows.size();
   const Grid& g = f.grid();
   ZeroLoad z;
@@ -338,16 +344,19 @@ ZeroLoad zero_load(const Plan& plan, const Fabric& f, std::uint32_t hop_latency)
     z.start[i] = start;
     std::uint64_t wl = fl.wavelets ? fl.wavelets - 1 : 0;
     z.lag[i] = std::max(wl, tail_floor > start ? tail_floor - start : 0);
-    // Head arrival at the end of each edge; a sink's head is the earliest edge ending there.
+    // Head arrival at the router at the end of each edge (the head entered the source's router one ramp
+    // after `start`); a sink's core has it one ramp later, from the earliest edge ending there. A flow
+    // without a route (a tile sending to itself) pays no ramp.
+    const std::uint64_t ramp = fl.route.empty() ? 0 : ramp_latency;
     edge_head.assign(fl.route.size(), 0);
     ends.clear();
     for (std::size_t e = 0; e < fl.route.size(); ++e) {
       const RouteEdge& re = fl.route[e];
-      std::uint64_t base = re.parent == kFromSource ? start : edge_head[std::size_t(re.parent)];
+      std::uint64_t base = re.parent == kFromSource ? start + ramp : edge_head[std::size_t(re.parent)];
       edge_head[e] = base + std::uint64_t(f.link_hops(link_tile(re.link), link_dir(re.link))) * hop_latency;
-      ends.push_back({g.index(hw::step(g.coord(link_tile(re.link)), link_dir(re.link))), edge_head[e]});
+      ends.push_back({g.index(hw::step(g.coord(link_tile(re.link)), link_dir(re.link))), edge_head[e] + ramp});
     }
-    ends.push_back({fl.src, start});
+    ends.push_back({fl.src, start + 2 * ramp});
     std::sort(ends.begin(), ends.end());
     for (TileIndex s : fl.sinks) {
       auto it = std::lower_bound(ends.begin(), ends.end(), std::pair<TileIndex, std::uint64_t>{s, 0});

@@ -55,11 +55,12 @@ void check_well_formed(const Plan& plan, const Fabric& f, const Collective& c, s
 
 TEST(Collectives, ZeroLoadLatencyEqualsTheFormulaOnAHealthyMesh) {
   Fabric f = Fabric::perfect({9, 7});
-  for (CollectiveParams p : {CollectiveParams{1, 2, 24}, CollectiveParams{3, 5, 24}})
+  for (CollectiveParams p : {CollectiveParams{1, 2, 24, 0}, CollectiveParams{1, 2, 24, 2}, CollectiveParams{3, 5, 24, 3}})
     for (std::uint32_t w : {1u, 8u, 64u})
       for (Rect r : {Rect{0, 0, 9, 7}, Rect{2, 1, 4, 4}, Rect{1, 3, 8, 1}, Rect{4, 0, 1, 7}, Rect{0, 0, 2, 2}}) {
         SCOPED_TRACE("rect " + std::to_string(r.x0) + "," + std::to_string(r.y0) + " " + std::to_string(r.w) + "x" +
-                     std::to_string(r.h) + " w " + std::to_string(w) + " h " + std::to_string(p.hop_latency));
+                     std::to_string(r.h) + " w " + std::to_string(w) + " h " + std::to_string(p.hop_latency) +
+                     " R " + std::to_string(p.ramp_latency));
         std::vector<Collective> cs;
         Plan plan;
         auto run = [&](Collective c) {
@@ -105,10 +106,11 @@ TEST(Collectives, ZeroLoadLatencyEqualsTheFormulaOnAHealthyMesh) {
 TEST(Collectives, ChainsStreamRatherThanStoreAndForward) {
   Fabric f = Fabric::perfect({16, 1});
   Plan plan;
-  CollectiveParams p{1, 2, 24};
+  CollectiveParams p{1, 2, 24, 2};
   Collective c = reduce_rows(plan, f, p, Rect{0, 0, 16, 1}, 64);
-  // 15 hops, 14 stages, 63 cycles of tail: N x (hop + stage) + w, not N x w.
-  EXPECT_EQ(c.latency, 15u * 1 + 14u * 2 + 63);
+  // 15 flows of one hop and two ramps each, 14 stages, 63 cycles of tail: N x (hop + 2R + stage) + w, not
+  // N x w.
+  EXPECT_EQ(c.latency, 15u * (1 + 2 * 2) + 14u * 2 + 63);
   EXPECT_LT(c.latency, 16u * 64);
   EXPECT_EQ(c.flows, 15u);
   EXPECT_EQ(c.colors.colors_used, 2u);  // neighbours' one-hop flows meet at a router: two alternating colors
@@ -120,7 +122,7 @@ TEST(Collectives, ChainsStreamRatherThanStoreAndForward) {
   // A tree on the same row: log depth, Complete triggers.
   Plan tp;
   Collective t = reduce_tree(tp, f, p, Rect{0, 0, 16, 1}, 64);
-  EXPECT_EQ(t.formula, 15u + 4u * 63 + 3u * 2);
+  EXPECT_EQ(t.formula, 15u + 4u * 2 * 2 + 4u * 63 + 3u * 2);  // 4 levels, each one flow with its 2 ramps
   EXPECT_EQ(t.latency, t.formula);
   EXPECT_EQ(t.final_flows.size(), 4u);  // the root receives once per level
 }
@@ -181,7 +183,7 @@ TEST(Collectives, ZeroLoadFollowsTheTriggerConventions) {
   Flow c = b;
   c.after = {Trigger{0, g.index({3, 0}), Trigger::Kind::Complete, 2}};
   plan.add(c);
-  ZeroLoad z = zero_load(plan, f, 1);
+  ZeroLoad z = zero_load(plan, f, 1, 0);
   EXPECT_EQ(z.head_at(0, 3), 13u);  // 10 + 3 hops
   EXPECT_EQ(z.tail_at(0, 3), 20u);  // + 7
   EXPECT_EQ(z.start[1], 15u);       // head + 2
@@ -191,6 +193,24 @@ TEST(Collectives, ZeroLoadFollowsTheTriggerConventions) {
   EXPECT_EQ(z.lag[2], 3u);
   EXPECT_EQ(z.end, 27u);
   EXPECT_THROW(z.head_at(0, 4), InputError);
+  // Ramps of 2: every flow with a route pays 2 x 2 more per flow on the way; a flow to its own tile (no
+  // route) none.
+  Flow self;
+  self.src = g.index({5, 0});
+  self.sinks = {self.src};
+  self.wavelets = 4;
+  self.after = {Trigger{1, g.index({5, 0}), Trigger::Kind::Complete, 1}};
+  plan.add(self);
+  ZeroLoad zr = zero_load(plan, f, 1, 2);
+  EXPECT_EQ(zr.head_at(0, 3), 17u);  // 10 + 2 + 3 hops + 2
+  EXPECT_EQ(zr.tail_at(0, 3), 24u);
+  EXPECT_EQ(zr.start[1], 19u);
+  EXPECT_EQ(zr.lag[1], 7u);          // no earlier than 24 + 2 = 26
+  EXPECT_EQ(zr.tail_at(1, 5), 32u);  // 19 + 2 + 2 + 2 + 7
+  EXPECT_EQ(zr.start[2], 26u);
+  EXPECT_EQ(zr.start[3], 33u);       // flow 1's tail + 1
+  EXPECT_EQ(zr.head_at(3, g.index({5, 0})), 33u);  // at once
+  EXPECT_EQ(zr.end, 36u);            // flow 3's tail (flow 2's: 26 + 6 + 3 = 35)
   plan.flows[0].after = {Trigger{2, g.index({5, 0}), Trigger::Kind::Complete, 0}};
-  EXPECT_THROW(zero_load(plan, f, 1), InputError);  // a cycle
+  EXPECT_THROW(zero_load(plan, f, 1, 0), InputError);  // a cycle
 }
