@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 #include "hw/error.h"
 #include "noc/routing/multicast.h"
@@ -163,6 +164,41 @@ std::vector<std::uint32_t> build_reduce_tree(Builder& b, const hw::Rect& r, std:
   return slot({x1, r.y0});
 }
 
+void check_row(const Fabric& f, const hw::Rect& row, std::uint32_t w, const char* what) {
+  const Grid& g = f.grid();
+  if (row.h != 1 || row.w < 1 || !g.inside({row.x0, row.y0}) || !g.inside({row.x0 + row.w - 1, row.y0}))
+    throw hw::InputError(std::string(what) + ": the row at " + coord_str({row.x0, row.y0}) + " of " +
+                         std::to_string(row.w) + " x " + std::to_string(row.h) +
+                         " tiles must be one row of at least 1 tile inside the " + std::to_string(g.width) + " x " +
+                         std::to_string(g.height) + " mesh");
+  if (w == 0) throw hw::InputError(std::string(what) + ": bursts of 0 wavelets");
+}
+
+// Chains from both ends of the tiles [a, e] of row y toward `root` (a <= root <= e): from a east, from e
+// west, each stage streaming. Returns the flows ending at the root (none when the segment is the root).
+std::vector<std::uint32_t> chains_to(Builder& b, std::int32_t y, std::int32_t a, std::int32_t e, std::int32_t root,
+                                     std::uint32_t w, std::uint64_t release) {
+  std::vector<std::uint32_t> in;
+  auto same = [&](std::size_t) { return w; };
+  std::vector<Coord> tiles;
+  for (std::int32_t x = a; x <= root && root > a; ++x) tiles.push_back({x, y});
+  if (!tiles.empty()) in.push_back(add_chain(b.plan, b.f, b.p, tiles, {}, same, release).back());
+  tiles.clear();
+  for (std::int32_t x = e; x >= root && e > root; --x) tiles.push_back({x, y});
+  if (!tiles.empty()) in.push_back(add_chain(b.plan, b.f, b.p, tiles, {}, same, release).back());
+  return in;
+}
+
+// The root's multicast over the whole row, streaming out of `inputs` (flows ending at the root).
+void row_result(Builder& b, const hw::Rect& row, std::int32_t root, const std::vector<std::uint32_t>& inputs,
+                std::uint32_t w, std::uint64_t release, const char* what) {
+  const Coord rc{root, row.y0};
+  Flow bc = multicast_flow(b.f, rc, row, w, what);
+  bc.release = release;
+  for (std::uint32_t in : inputs) bc.after.push_back(stream_on(in, b.f.grid().index(rc), b.p));
+  b.c.final_flows.push_back(b.plan.add(std::move(bc)));
+}
+
 }  // namespace
 
 CollectiveParams CollectiveParams::of(const hw::WaferSpec& spec) {
@@ -291,6 +327,94 @@ Collective allgather(Plan& plan, const Fabric& f, const CollectiveParams& p, con
   b.c.final_flows.push_back(plan.add(std::move(bc)));
   const std::int64_t D = r.w + r.h - 2;
   return b.finish(std::uint64_t(2 * D * hh(p) + D * ss(p) + 2 * (D + 1) * rr(p) + r.area() * std::int64_t(w) - 1));
+}
+
+// ---- 1-D allreduces along one row -------------------------------------------------------------------
+
+std::int32_t two_level_group(std::int32_t P, std::int32_t group) {
+  if (group < 0) throw hw::InputError("allreduce_row_two_level: group size " + std::to_string(group) + " is negative");
+  if (P < 1) return 1;
+  const std::int32_t g = group > 0 ? group : std::int32_t(std::lround(std::sqrt(double(P))));
+  return std::clamp(g, 1, P);
+}
+
+std::uint64_t allreduce_row_chain_formula(const CollectiveParams& p, std::int32_t P, std::uint32_t w) {
+  if (P < 2) return 0;
+  return std::uint64_t((P - 1) * (2 * hh(p) + 2 * rr(p) + ss(p)) + 2 * rr(p) + std::int64_t(w) - 1);
+}
+
+std::uint64_t allreduce_row_centre_formula(const CollectiveParams& p, std::int32_t P, std::uint32_t w) {
+  if (P < 2) return 0;
+  const std::int64_t m = P / 2;
+  return std::uint64_t(m * (2 * hh(p) + 2 * rr(p) + ss(p)) + 2 * rr(p) + std::int64_t(w) - 1);
+}
+
+std::uint64_t allreduce_row_two_level_formula(const CollectiveParams& p, std::int32_t P, std::uint32_t w,
+                                              std::int32_t group) {
+  if (P < 2) return 0;
+  const std::int64_t g = two_level_group(P, group), G = (P + g - 1) / g, c = G / 2, m = g / 2;
+  const std::int64_t rc = c * g + std::min<std::int64_t>(g, P - c * g) / 2;
+  return std::uint64_t((m + c) * (2 * rr(p) + ss(p)) + 2 * rc * hh(p) + 2 * rr(p) + std::int64_t(w) - 1);
+}
+
+Collective allreduce_row_chain(Plan& plan, const Fabric& f, const CollectiveParams& p, const hw::Rect& row,
+                               std::uint32_t w, std::uint64_t release) {
+  check_row(f, row, w, "allreduce_row_chain");
+  Builder b(plan, f, p, "allreduce_row_chain", release);
+  if (row.w > 1) {
+    const std::int32_t x1 = row.x0 + row.w - 1;
+    row_result(b, row, x1, chains_to(b, row.y0, row.x0, x1, x1, w, release), w, release, "allreduce_row_chain");
+  }
+  return b.finish(allreduce_row_chain_formula(p, row.w, w));
+}
+
+Collective allreduce_row_centre(Plan& plan, const Fabric& f, const CollectiveParams& p, const hw::Rect& row,
+                                std::uint32_t w, std::uint64_t release) {
+  check_row(f, row, w, "allreduce_row_centre");
+  Builder b(plan, f, p, "allreduce_row_centre", release);
+  if (row.w > 1) {
+    const std::int32_t root = row.x0 + row.w / 2;
+    row_result(b, row, root, chains_to(b, row.y0, row.x0, row.x0 + row.w - 1, root, w, release), w, release,
+               "allreduce_row_centre");
+  }
+  return b.finish(allreduce_row_centre_formula(p, row.w, w));
+}
+
+Collective allreduce_row_two_level(Plan& plan, const Fabric& f, const CollectiveParams& p, const hw::Rect& row,
+                                   std::uint32_t w, std::int32_t group, std::uint64_t release) {
+  check_row(f, row, w, "allreduce_row_two_level");
+  const std::int32_t P = row.w, g = two_level_group(P, group);
+  Builder b(plan, f, p, "allreduce_row_two_level", release);
+  if (P < 2) return b.finish(0);
+  const std::int32_t G = (P + g - 1) / g, c = G / 2, y = row.y0;
+  const Grid& grid = f.grid();
+  // Phase 1: every group reduces to its middle tile.
+  std::vector<std::int32_t> root(static_cast<std::size_t>(G));
+  std::vector<std::vector<std::uint32_t>> in(static_cast<std::size_t>(G));
+  for (std::int32_t k = 0; k < G; ++k) {
+    const std::int32_t a = row.x0 + k * g, len = std::min(g, P - k * g);
+    root[std::size_t(k)] = a + len / 2;
+    in[std::size_t(k)] = chains_to(b, y, a, a + len - 1, root[std::size_t(k)], w, release);
+  }
+  // Phase 2: the roots' chains from both ends toward the centre root; the tiles between two roots only
+  // forward (one unicast per root-to-root step).
+  auto root_step = [&](std::int32_t from, std::int32_t to, std::int64_t prev) {
+    const Coord s{root[std::size_t(from)], y};
+    Flow fl = unicast_flow(f, s, {root[std::size_t(to)], y}, w);
+    fl.release = release;
+    for (std::uint32_t i : in[std::size_t(from)]) fl.after.push_back(stream_on(i, grid.index(s), p));
+    if (prev >= 0) fl.after.push_back(stream_on(std::uint32_t(prev), grid.index(s), p));
+    return std::int64_t(plan.add(std::move(fl)));
+  };
+  std::int64_t west = -1, east = -1;
+  for (std::int32_t k = 0; k < c; ++k) west = root_step(k, k + 1, west);
+  for (std::int32_t k = G - 1; k > c; --k) east = root_step(k, k - 1, east);
+  // Phase 3: the centre root multicasts the sum over the whole row.
+  std::vector<std::uint32_t> at_root = in[std::size_t(c)];
+  if (west >= 0) at_root.push_back(std::uint32_t(west));
+  if (east >= 0) at_root.push_back(std::uint32_t(east));
+  row_result(b, row, root[std::size_t(c)], at_root, w, release, "allreduce_row_two_level");
+  return b.finish(allreduce_row_two_level_formula(p, P, w, g));
 }
 
 // ---- zero-load evaluation ---------------------------------------------------------------------------
