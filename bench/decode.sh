@@ -23,7 +23,7 @@ print(f"latency {v(j, 'latency_cycles')} cycles = {v(j, 'latency_us'):.1f} us/to
 lat = v(j, "latency_cycles")
 print("critical path: " + ", ".join(f"{k} {100 * v(b, k) / lat:.1f} %" for k in
       ["compute", "vector_setup", "task_overhead", "color_switch", "collective_sync", "network_transfer",
-       "network_wait", "weight_streaming"]))
+       "ramp", "network_wait", "weight_streaming"]))
 w = j["wall_time"]
 print(f"wall split: mapping {v(w, 'mapping'):.2f} s, elaboration {v(w, 'elaboration'):.2f} s, "
       f"emulation {v(w, 'emulation'):.2f} s")

@@ -27,6 +27,7 @@ const char* to_string(Cause c) {
     case Cause::ColorSwitch: return "color_switch";
     case Cause::CollectiveSync: return "collective_sync";
     case Cause::NetworkTransfer: return "network_transfer";
+    case Cause::Ramp: return "ramp";
     case Cause::NetworkWait: return "network_wait";
     case Cause::WeightStreaming: return "weight_streaming";
     case Cause::InterWafer: return "inter_wafer";
@@ -227,13 +228,14 @@ void Executor::request_weights() {
     const Coord e = channel_tile(ch);
     // The fabric leg, charged analytically (no mesh burst, so no contention with activation traffic on
     // the links it would cross: a stated simplification, docs/streaming.md): the last byte entered the
-    // fabric at the channel's entry tile at `ready` and reaches the tile hops x hop_latency later; its
-    // serialisation (bytes / wavelet_bytes cycles) is in the channel's pipe.
-    const Cycle hops = Cycle(std::abs(e.x - c.x) + std::abs(e.y - c.y));
+    // fabric at the channel's entry tile at `ready` and reaches the tile's core hops x hop_latency later,
+    // plus the core's delivery ramp; its serialisation (bytes / wavelet_bytes cycles) is in the channel's
+    // pipe.
+    const Cycle leg = Cycle(std::abs(e.x - c.x) + std::abs(e.y - c.y)) * Cycle(spec_.hop_latency) + Cycle(spec_.ramp_latency);
     for (const auto& op : task_at(r.tile, r.k).ops) {
       if (op.kind != OpKind::StreamIn) continue;
       const Cycle ready = weights_->fetch(opt_.start, op.elements, ch);
-      warrivals_.push_back({ready + hops * Cycle(spec_.hop_latency), r.tile, r.k});
+      warrivals_.push_back({ready + leg, r.tile, r.k});
       weight_bytes_ += op.elements;
       ++weight_bursts_;
     }
@@ -463,13 +465,15 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   }
 }
 
-Cycle Executor::ideal_latency(const BurstRec& b, TileIndex sink, bool to_tail) const {
+Executor::Ideal Executor::ideal_latency(const BurstRec& b, TileIndex sink, bool to_tail) const {
   std::uint64_t hops = 0;
-  if (b.src != sink) {
+  Cycle ramps = 0;
+  if (b.src != sink) {  // (a burst to the sender itself, or its own copy of a segment multicast: no ramps)
     Coord s = grid_.coord(b.src), d = grid_.coord(sink);
     hops = noc::route(fabric_, s, d).hops;
+    ramps = 2 * Cycle(spec_.ramp_latency);
   }
-  return Cycle(hops) * Cycle(spec_.hop_latency) + (to_tail ? b.lag : 0);
+  return {ramps + Cycle(hops) * Cycle(spec_.hop_latency) + (to_tail ? b.lag : 0), ramps};
 }
 
 void Executor::walk_critical_path(StepResult& r) {
@@ -511,8 +515,11 @@ void Executor::walk_critical_path(StepResult& r) {
       return;
     }
     const Cycle net = arrive - b.inject;
-    const Cycle ideal = std::min(net, ideal_latency(b, sink, to_tail));
-    add(Cause::NetworkTransfer, ideal, layer, op);
+    const Ideal zero = ideal_latency(b, sink, to_tail);
+    const Cycle ideal = std::min(net, zero.total);
+    const Cycle ramps = std::min(ideal, zero.ramps);
+    add(Cause::Ramp, ramps, layer, op);
+    add(Cause::NetworkTransfer, ideal - ramps, layer, op);
     add(Cause::NetworkWait, net - ideal, layer, op);
     // The sending task, from the moment it sent (after the fixed costs of its sends up to this one).
     std::uint32_t slot = b.sender;

@@ -13,9 +13,9 @@
 //    through the edge channel nearest the tile (Manhattan distance to its entry tile); the port and the
 //    channel are bandwidth resources (memory/memoryx.h, memory/edge_channels.h) and fetch() returns when
 //    the last byte has entered the fabric at the entry tile. The fabric leg is charged analytically, not
-//    as a mesh burst: tail at the tile = that + Manhattan hops x hop_latency (one timer event per op, the
-//    arrivals kept sorted in the executor with one pending timer). So
-//    streamed weights do not contend with activation traffic on individual links (a stated
+//    as a mesh burst: tail at the tile = that + Manhattan hops x hop_latency + ramp_latency (the tile's
+//    delivery ramp; one timer event per op, the arrivals kept sorted in the executor with one pending
+//    timer). So streamed weights do not contend with activation traffic on individual links (a stated
 //    simplification, docs/streaming.md). The task waits for the tail.
 //  - A core runs one task at a time, first come first served by trigger time. Complete tasks:
 //    start = max(trigger, core free) + task_overhead; each op costs CostModel::cycles (core/costs.h);
@@ -36,7 +36,8 @@
 //    leave one after another after the ops, each after its own fixed costs (end = the last); Stream
 //    tasks do them while armed (before the data arrives, like the vector setup). Route switches are
 //    only tracked when color_switch > 0 (one byte per tile, color and input port).
-//  - Dest::Tile with dx = dy = 0 goes to the mesh as a burst to the tile itself (ramp out, ramp in).
+//  - Dest::Tile with dx = dy = 0 goes to the mesh as a burst to the tile itself: a local task activation,
+//    which takes its turn on the ramps (out, in) but pays no ramp latency (noc/mesh.h).
 //  - A Row/Column multicast whose segment holds the sender reaches the sender too (every tile of the
 //    segment receives it): the core delivers that copy to itself at the send (the meshes leave the
 //    source out of a segment's sinks; an arrival of it at the source from a mesh is ignored).
@@ -49,7 +50,10 @@
 // about a burst per stage: the meshes should report the head whenever they can.
 // The critical path is walked back from that tail; each segment goes to one cause and to the layer and
 // operator it serves (a task's own time to its task; a burst's network time to the task it feeds), so the
-// parts sum exactly to the latency.
+// parts sum exactly to the latency. A burst's network time is split against its zero-load latency on
+// the fabric (ideal_latency: 2 x ramp_latency unless it is sent to its own tile, hops x hop_latency, and
+// to its tail its lag): the ramps to Ramp, the rest of the zero-load part to NetworkTransfer, anything
+// beyond to NetworkWait.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -71,12 +75,15 @@ enum class Cause : std::uint8_t {
   TaskOverhead,     // fixed cost per task activation
   ColorSwitch,      // reconfiguring a color's route before a send (WaferSpec::color_switch)
   CollectiveSync,   // synchronising before a send that starts a collective (WaferSpec::collective_sync)
-  NetworkTransfer,  // zero-load latency of the bursts on the path (hops x hop_latency + serialisation)
+  NetworkTransfer,  // zero-load latency of the bursts on the path beyond their ramps (hops x hop_latency +
+                    // serialisation)
+  Ramp,             // the bursts' ramps on the path: 2 x ramp_latency per burst that leaves its tile (core to
+                    // router, router to core), none for a burst to the tile itself
   NetworkWait,      // beyond zero load: contention for links and ramps
   WeightStreaming,  // streamed weights: MemoryX port and edge channel (queue, bandwidth, latency) + the fabric leg
   InterWafer,       // links between wafers of a pipeline (filled by the simulator)
 };
-inline constexpr std::size_t kCauses = 9;
+inline constexpr std::size_t kCauses = 10;
 const char* to_string(Cause c);
 using CauseCycles = std::array<Cycle, kCauses>;
 
@@ -181,7 +188,11 @@ class Executor final : public noc::NetworkClient {
   // routes). Only with color_switch > 0.
   bool reroute(hw::TileIndex src, const noc::Destination& d, noc::Color c);
   void walk_critical_path(StepResult& r);
-  Cycle ideal_latency(const BurstRec& b, hw::TileIndex sink, bool to_tail) const;
+  struct Ideal {
+    Cycle total;  // zero-load cycles from the send to the head (or tail) at the sink's core
+    Cycle ramps;  // of which the two ramps (0 for a burst to the sender itself)
+  };
+  Ideal ideal_latency(const BurstRec& b, hw::TileIndex sink, bool to_tail) const;
   const firmware::Task& task_at(hw::TileIndex tile, std::uint32_t k) const;
 
   const hw::WaferSpec& spec_;

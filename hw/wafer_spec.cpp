@@ -45,6 +45,10 @@ const std::vector<ParamInfo>& wafer_params() {
        "public: 32-bit wavelets", &W::wavelet_bytes, 1, 64},
       {"hop_latency", "cycles", "latency for a wavelet head to cross one router and link",
        "public: about one cycle per hop", &W::hop_latency, 1, 1000},
+      {"ramp_latency", "cycles",
+       "latency of each ramp between a core and its router, either way (none for a burst to the tile itself)",
+       "Luczynski et al., \"Near-Optimal Wafer-Scale Reduce\", HPDC'24 (arXiv 2404.15888): T_R ~ 2 on WSE-2",
+       &W::ramp_latency, 0, 1000},
       {"stream_stage_latency", "cycles",
        "pipeline latency a tile adds when it transforms a stream and forwards it (reduce chains, relays)",
        "first principles: one cycle to take the wavelet from the input queue, one for the FMAC", &W::stream_stage_latency, 0,
@@ -86,6 +90,7 @@ WaferSpec common(std::string name) {
   w.sram_write_ports = 1;
   w.wavelet_bytes = 4;
   w.hop_latency = 1;
+  w.ramp_latency = 2;
   w.stream_stage_latency = 2;
   w.colors = 24;
   w.task_overhead = 10;

@@ -1,6 +1,6 @@
 #pragma once
 // WaferSpec: the resolved, validated description of one wafer. Models receive only this struct.
-// Every field is declared once in the parameter table (wafer_params.cpp) with its unit, meaning, range
+// Every field is declared once in the parameter table (wafer_params() in wafer_spec.cpp) with its unit, meaning, range
 // and the source of its default, so `wafer-emu describe`, the wafer-file reader and the JSON writer
 // all speak of the same parameters.
 #include <cstdint>
@@ -32,6 +32,8 @@ struct WaferSpec {
   // Fabric.
   std::int64_t wavelet_bytes = 0;     // payload of one wavelet
   std::int64_t hop_latency = 0;       // cycles for a wavelet head to cross one router + link
+  std::int64_t ramp_latency = 0;      // cycles of each ramp between a core and its router (core -> router and
+                                      // router -> core); none for a burst a tile sends to itself
   std::int64_t stream_stage_latency = 0;  // cycles a tile adds when it transforms and forwards a stream
   std::int64_t colors = 0;            // routable colors (virtual channels) per router
   // Fixed costs (first-class, reported in the breakdown).

@@ -9,7 +9,7 @@
 
 namespace wafer::noc {
 
-ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fabric, params) {
+ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fabric, params), ramp_(params.ramp_latency) {
   if (fabric.grid().width > 0xFFFF || fabric.grid().height > 0xFFFF)
     throw hw::InputError(fmt::format("the approx mesh supports up to 65535 tiles per side; this mesh is {} x {}",
                                      fabric.grid().width, fabric.grid().height));
@@ -131,14 +131,17 @@ Cycle ApproxMesh::run() {
   return last_event_;
 }
 
-// A burst asks for its source's injection ramp: it enters when the ramp is free, its head then at the
-// source's router (handled at once when the ramp is free now).
+// A burst asks for its source's injection ramp: its head reaches the source's router ramp_latency later (at
+// once for a burst to the tile itself), or when the ramp has passed the core's earlier bursts, whichever is
+// later (the ramp serialises at the router's end, one wavelet per cycle, in order). It is handled at once
+// when that is now.
 [[gnu::always_inline]] inline void ApproxMesh::inject(Cycle now, std::uint32_t b) {
   Burst& br = bursts_[b];
   Cycle& ramp = tiles_[br.src].ramp_in;
-  const Cycle start = std::max(now, ramp);
+  const Cycle r = self_send(br) ? 0 : ramp_;
+  const Cycle start = std::max(now + r, ramp);  // the head enters the router
   ramp = start + br.lag + 1;
-  br.inject = start;
+  br.inject = start - r;
   if (br.flow == kNone) {
     if (start != now) {  // the event's reference moves to the deferred one
       queue_.push(start, Event{b, pack(br.src_c), 0, Kind::Node, Dir::Ramp});
@@ -148,7 +151,7 @@ Cycle ApproxMesh::run() {
     }
     return;
   }
-  ps_.out[br.flow].inject = start;
+  ps_.out[br.flow].inject = br.inject;
   const std::uint32_t slot = ps_.base[br.flow];
   if (slot == kNone) {  // a chain
     const LinkId first = br.plan.edges ? br.plan.route[0].link : 0;
@@ -277,13 +280,17 @@ Cycle ApproxMesh::run() {
   }
 }
 
+// The head reached the sink's router at `now`: it takes the delivery ramp when that is free (serialised at
+// the router's end) and reaches the core ramp_latency later (at once for a burst to the tile itself). The
+// arrival is reported now, its cycles being fixed.
 [[gnu::always_inline]] inline void ApproxMesh::deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path) {
   Burst& br = bursts_[b];
   Cycle& ramp = tiles_[tile].ramp_out;
+  const Cycle r = self_send(br) ? 0 : ramp_;
   Cycle start = std::max(now, ramp);
   ramp = start + br.lag + 1;
-  Cycle head = start, tail = start + br.lag;
-  Cycle wait = head - br.inject - path;
+  Cycle head = start + r, tail = head + br.lag;
+  Cycle wait = start - br.inject - path - r;  // (the head entered the router at inject + r)
   br.wait = std::max(br.wait, wait);
   br.head = std::max(br.head, head);
   br.tail = std::max(br.tail, tail);

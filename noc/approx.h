@@ -1,7 +1,8 @@
 #pragma once
 // The `approx` fidelity: event driven at burst granularity on a calendar queue (docs/design.md section 1).
-// Resources with a next-free cycle: every directed link, every core's injection ramp and delivery ramp.
-// A burst occupies each resource it crosses for lag + 1 cycles; a head that finds a resource busy waits
+// Resources with a next-free cycle: every directed link, every core's injection ramp and delivery ramp
+// (both kept at the router's end: a ramp's latency lies between it and the core). A burst occupies each
+// resource it crosses for lag + 1 cycles; a head that finds a resource busy waits
 // (counted apart from transfer time); heads are served first come first served because hops are
 // processed as time-ordered events. A multicast occupies each link of its tree once.
 // Per tile one 64-byte record, one cache line (its 4 output links' next-free cycles, its 2 ramps' next-free
@@ -87,6 +88,10 @@ class ApproxMesh final : public Mesh {
   // Occupies link (tile, d) from `now`; returns when the head reaches the next router.
   Cycle cross(Cycle now, Burst& br, TileIndex tile, Dir d);
   void deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path);
+  // A burst a tile sends to itself (no route: a local task activation) pays no ramp latency.
+  static bool self_send(const Burst& br) {
+    return br.flow == kNone ? br.target.kind == Destination::Kind::Tile && br.target.dst == br.src : br.plan.edges == 0;
+  }
   // Drops a reference; the last one finishes the burst (a Network burst here; a Plan flow in finish()).
   void release(std::uint32_t b) {
     Burst& br = bursts_[b];
@@ -105,6 +110,7 @@ class ApproxMesh final : public Mesh {
   void plan_ready(std::uint32_t flow, Cycle now);
 
   NetworkClient* client_ = nullptr;
+  Cycle ramp_ = 0;  // MeshParams::ramp_latency
   Calendar<Event> queue_;
   NetworkStats stats_;
   Cycle last_event_ = 0;

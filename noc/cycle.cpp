@@ -15,7 +15,7 @@ constexpr Cycle kNever = std::numeric_limits<Cycle>::max();
 constexpr Cycle kWatchdog = 1'000'000;  // cycles without a wavelet moving while wavelets wait = deadlock
 }  // namespace
 
-CycleMesh::CycleMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fabric, params) {
+CycleMesh::CycleMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fabric, params), ramp_(params.ramp_latency) {
   const Grid& g = fabric.grid();
   if (g.width > kCycleMaxSide || g.height > kCycleMaxSide)
     throw hw::InputError(fmt::format("the cycle fidelity supports meshes up to {} x {} tiles; this mesh is {} x {}",
@@ -179,6 +179,7 @@ void CycleMesh::send(const BurstSpec& spec, Cycle at) {
   br.lag = std::max(spec.lag, spec.wavelets - 1);
   br.color = spec.color;
   br.sinks_left = br.target.sinks;
+  br.self = br.target.kind == Destination::Kind::Tile && br.target.dst == spec.src;
   std::uint32_t b;
   if (!free_bursts_.empty()) {
     b = free_bursts_.back();
@@ -194,33 +195,37 @@ void CycleMesh::send(const BurstSpec& spec, Cycle at) {
 
 void CycleMesh::timer(Cycle at, std::uint64_t tag) { pending_.push({std::max(at, now_), seq_++, kNone, tag}); }
 
+// The router hands wavelet `w` to its core's delivery ramp now; the core has it ramp_latency later (at once
+// for a burst to the tile itself). Its cycle at the core is fixed from here, so it is reported now.
 void CycleMesh::delivered(std::uint32_t router, const Wavelet& w) {
   Burst& b = bursts_[w.burst];
   const std::uint32_t flow = b.flow;
+  const Cycle r = ramp(b);
+  const Cycle at = now_ + r;  // at the core
   if (w.index == 0) {
-    ramp_head_[router] = now_;
-    b.wait = std::max(b.wait, now_ - b.inject - w.path);
-    b.head = std::max(b.head, now_);
+    ramp_head_[router] = at;
+    b.wait = std::max(b.wait, now_ - b.inject - w.path - r);  // (the head entered the router at inject + r)
+    b.head = std::max(b.head, at);
   }
   bool tail = w.index + 1 == b.wavelets;
-  if (tail) b.tail = std::max(b.tail, now_);
+  if (tail) b.tail = std::max(b.tail, at);
   const std::uint32_t id = w.burst;
   if (flow != kNone) {
-    if (ps_.streamed[flow]) ps_.arrivals[std::uint64_t(flow) * tiles_ + router].push_back(now_);
-    if (w.index == 0) plan_trigger(flow, router, now_, Trigger::Kind::Stream);
-    if (tail) plan_trigger(flow, router, now_, Trigger::Kind::Complete);
+    if (ps_.streamed[flow]) ps_.arrivals[std::uint64_t(flow) * tiles_ + router].push_back(at);
+    if (w.index == 0) plan_trigger(flow, router, at, Trigger::Kind::Stream);
+    if (tail) plan_trigger(flow, router, at, Trigger::Kind::Complete);
   } else if (client_ && report_heads_ && b.target.sinks == 1) {
     if (w.index == 0) {  // the whole path is this burst's now: the tail's cycle is determined
-      const Cycle promised = std::max(now_ + b.wavelets - 1, wavelet_ready(b, b.wavelets - 1) + w.path);
+      const Cycle promised = std::max(at + b.wavelets - 1, wavelet_ready(b, b.wavelets - 1) + 2 * r + w.path);
       b.promised = promised;
-      client_->on_arrival(b.tag, router, now_, promised);  // may send (and grow bursts_)
+      client_->on_arrival(b.tag, router, at, promised);  // may send (and grow bursts_)
     }
-    if (tail && bursts_[id].promised != now_)
+    if (tail && bursts_[id].promised != at)
       throw std::logic_error(fmt::format("cycle model: a unicast's tail reached tile {} at cycle {}, not at {} as "
                                          "reported with its head",
-                                         router, now_, bursts_[id].promised));
+                                         router, at, bursts_[id].promised));
   } else if (tail && client_) {
-    client_->on_arrival(b.tag, router, ramp_head_[router], now_);
+    client_->on_arrival(b.tag, router, ramp_head_[router], at);
   }
   if (tail && --bursts_[id].sinks_left == 0) finish_burst(id);
 }
@@ -264,18 +269,20 @@ void CycleMesh::step() {
       sources_active_.push_back(src);
     }
   }
-  // 3. Injection ramps: one wavelet per core per cycle, bursts in order.
+  // 3. Injection ramps: one wavelet per core per cycle, bursts in order, each wavelet entering the router
+  //    ramp_latency after the core let it go (at once for a burst to the tile itself).
   for (std::size_t i = 0; i < sources_active_.size();) {
     TileIndex t = sources_active_[i];
     auto& fifo = source_[t];
     std::uint32_t b = fifo.front();
     Burst& br = bursts_[b];
-    if (wavelet_ready(br, br.next) <= now_ &&
+    const Cycle due = wavelet_ready(br, br.next), r = ramp(br);
+    if (due <= now_ && now_ - due >= r &&
         push_wavelet(t, unsigned(Dir::Ramp), br.color, Wavelet{b, kNone, br.next, 0})) {
       ++moves_;
       if (br.next == 0) {
-        br.inject = now_;
-        if (br.flow != kNone) ps_.out[br.flow].inject = now_;
+        br.inject = now_ - r;
+        if (br.flow != kNone) ps_.out[br.flow].inject = br.inject;
       }
       if (++br.next == br.wavelets) fifo.pop();
     }
@@ -432,6 +439,7 @@ std::vector<FlowTiming> CycleMesh::execute(const Plan& plan) {
     b.lag = fl.wavelets - 1;
     b.flow = f;
     b.color = fl.color;
+    b.self = fl.route.empty();
     std::vector<TileIndex> s = fl.sinks;
     std::sort(s.begin(), s.end());
     b.sinks_left = std::uint32_t(std::unique(s.begin(), s.end()) - s.begin());

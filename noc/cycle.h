@@ -6,10 +6,13 @@
 // port it needs at this router at once (a multicast fans out to several), round-robin among the input
 // queues whose heads are waiting, and releases them when its tail has passed. A multicast wavelet leaves
 // its queue once every one of its outputs has taken it. Ramps carry one wavelet per cycle; a core's sends
-// leave in order (its source queue is unbounded: source queueing is counted in latency).
+// leave in order (its source queue is unbounded: source queueing is counted in latency). Each ramp has
+// ramp_latency cycles between its router's end, where it is served, and the core: a wavelet the core lets
+// go at t enters the router's ramp queue at t + ramp_latency at the earliest, one the router hands to the
+// delivery ramp at t reaches the core at t + ramp_latency (a burst to the tile itself: no latency).
 // Timing rules are those of noc/mesh.h, so on an idle mesh both fidelities give the same cycles.
-// Network clients hear of an arrival when its tail is in (head and tail cycles both given), or, with
-// report_heads(true), of a unicast as soon as its head is in (see there).
+// Network clients hear of an arrival when its tail is handed to the delivery ramp (head and tail cycles at
+// the core both given), or, with report_heads(true), of a unicast as soon as its head is (see there).
 #include <cstdint>
 #include <queue>
 #include <unordered_map>
@@ -41,12 +44,13 @@ class CycleMesh final : public Mesh {
   std::uint64_t link_busy(LinkId l) const override { return link_busy_[l]; }
   std::size_t state_bytes() const override;
 
-  // Report unicast Network arrivals when the head reaches the core instead of when the tail does (the
-  // call still carries both cycles). By then the burst holds every output port of its one path until its
-  // tail passes (wormhole allocation), so nothing else can delay it: wavelet j reaches the core at
-  // max(wavelet j-1 + 1, its release at the source + the path's latency), and the tail's cycle is
-  // max(head + wavelets - 1, the tail's release at the source + path latency). The tail is checked against that when it
-  // arrives (std::logic_error if the model ever broke the rule). This lets a client stream on behind the
+  // Report unicast Network arrivals when the head is handed to the sink's delivery ramp instead of when
+  // the tail is (the call still carries both cycles at the core). By then the burst holds every output
+  // port of its one path until its tail passes (wormhole allocation), so nothing else can delay it:
+  // wavelet j reaches the core at max(wavelet j-1 + 1, its release at the source + the path's latency,
+  // both ramps included), and the tail's cycle is max(head + wavelets - 1, the tail's release at the
+  // source + path latency). The tail is checked against that when it arrives (std::logic_error if the
+  // model ever broke the rule). This lets a client stream on behind the
   // head (reduce-and-forward chains in the tile cores), as on the machine; multicasts, whose branches can
   // still stall each other after one sink has its head, are reported at the tail either way. Off by
   // default; survives reset().
@@ -81,6 +85,7 @@ class CycleMesh final : public Mesh {
     Color color = 0;
     Cycle ready = 0, inject = 0, head = 0, tail = 0, wait = 0;
     Cycle promised = 0;  // report_heads: the tail cycle reported with the head (unicast)
+    bool self = false;   // sent to its own tile (no route): no ramp latency
   };
   struct InFlight {
     std::uint32_t router, port;
@@ -95,6 +100,7 @@ class CycleMesh final : public Mesh {
   };
 
   void step();  // one cycle
+  Cycle ramp(const Burst& b) const { return b.self ? 0 : ramp_; }  // each ramp's latency for this burst
   std::uint32_t queue_of(std::uint32_t router, std::uint32_t port, Color c);
   bool push_wavelet(std::uint32_t router, std::uint32_t port, Color c, const Wavelet& w);
   void route_front(std::uint32_t router, std::uint32_t port, Queue& q);
@@ -106,6 +112,7 @@ class CycleMesh final : public Mesh {
   void wavelet_arrival(std::uint32_t flow, TileIndex sink, Cycle t);
 
   NetworkClient* client_ = nullptr;
+  Cycle ramp_ = 0;  // MeshParams::ramp_latency
   NetworkStats stats_;
   Cycle now_ = 0, last_event_ = 0, last_progress_ = 0;
   std::uint32_t colors_ = 1, depth_ = 8, max_latency_ = 1;

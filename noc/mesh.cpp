@@ -19,6 +19,7 @@ Fidelity parse_fidelity(std::string_view s) {
 MeshParams MeshParams::from(const hw::WaferSpec& spec) {
   MeshParams p;
   p.hop_latency = std::uint32_t(spec.hop_latency);
+  p.ramp_latency = std::uint32_t(spec.ramp_latency);
   p.stream_stage_latency = std::uint32_t(spec.stream_stage_latency);
   p.colors = std::uint32_t(spec.colors);
   return p;

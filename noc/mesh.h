@@ -8,9 +8,13 @@
 // run both on identical workloads. Timing rules shared by both (docs/timing.md):
 //   - a head crossing a link of h physical hops takes h x hop_latency cycles; the tail follows `lag`
 //     cycles behind (lag = wavelets - 1 unless the source streams slower);
-//   - the ramps add no latency, but each carries one wavelet per cycle (a resource, so hotspots contend);
-//   - a burst injected at t into an idle mesh reaches a sink k hops away with its head at t + k x hop
-//     and its tail at t + k x hop + lag.
+//   - each ramp adds ramp_latency: the injection ramp between the head leaving the core and entering its
+//     router, the delivery ramp between the sink's router handing the head to its core and the core
+//     having it. Each ramp carries one wavelet per cycle (a resource, so hotspots contend); both serialise
+//     at the router's end, in order. A burst a tile sends to itself (no route: a local task activation)
+//     still takes its turn on both ramps but pays no ramp latency;
+//   - a burst injected at t into an idle mesh reaches a sink k hops away with its head at
+//     t + 2 x ramp_latency + k x hop and its tail at that + lag (a burst to itself: head t, tail t + lag).
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -32,6 +36,7 @@ inline constexpr std::int32_t kCycleMaxSide = 128;
 
 struct MeshParams {
   std::uint32_t hop_latency = 1;          // cycles per physical hop (WaferSpec::hop_latency)
+  std::uint32_t ramp_latency = 2;         // cycles per ramp, core -> router and router -> core (WaferSpec::ramp_latency)
   std::uint32_t stream_stage_latency = 2; // WaferSpec::stream_stage_latency (used by Plan builders)
   std::uint32_t colors = 24;              // colors a router routes (cycle: input queues per port)
   std::uint32_t queue_depth = 8;          // cycle: wavelets per input queue (raised to cover a link's latency)
@@ -41,8 +46,9 @@ struct MeshParams {
 // What a Plan execution reports per flow. For a multicast, head/tail are the latest over its sinks.
 struct FlowTiming {
   Cycle ready = 0;   // release and every trigger satisfied: the burst may enter its source's ramp
-  Cycle inject = 0;  // its head left the source's injection ramp (ready + source queueing)
-  Cycle head = 0;    // its head reached the (last) sink's core
+  Cycle inject = 0;  // its head entered the source's injection ramp (ready + source queueing); it reaches the
+                     // router ramp_latency later (at once for a burst to the tile itself)
+  Cycle head = 0;    // its head reached the (last) sink's core (after the delivery ramp)
   Cycle tail = 0;    // its tail reached the (last) sink's core
   Cycle wait = 0;    // cycles its head spent waiting for busy links / delivery ramps (max over sinks)
 };

@@ -10,7 +10,8 @@
 // port) injects bursts at the wafer edge with b_transport. Payload: a WRITE whose address is the
 // destination tile (logical TileIndex) and whose data length gives the wavelets (ceil(bytes /
 // wavelet_bytes)); the burst enters the mesh at the west-edge tile of the destination's row at the
-// annotated time (sc_time_stamp() + delay, in cycles) and crosses the fabric like any other burst.
+// annotated time (sc_time_stamp() + delay, in cycles) and crosses the fabric like any other burst (the
+// entry tile's injection ramp, with its latency, included).
 // The extension EdgeBurst (optional) sets the entry tile, a multicast destination, the color and the tag
 // the mesh's client hears back with the arrival. b_transport returns at once (a posted write) and does
 // not change the delay.

@@ -41,9 +41,12 @@ class NetworkClient {
  public:
   virtual ~NetworkClient() = default;
   // The head of burst `tag` reached `sink`'s core at `head`; its tail arrives at `tail` (>= head). When it
-  // is called: approx, as the head arrives (now() == head); cycle, as the tail arrives (now() == tail),
-  // or as the head arrives for a unicast once CycleMesh::report_heads is on (its tail's cycle is then
-  // fixed). A client starting work "stage cycles after the head" must accept a head in the past.
+  // is called: approx, as the head reaches the sink's router and takes the delivery ramp (now() == head -
+  // ramp_latency); cycle, as the tail is handed to the delivery ramp (now() == tail - ramp_latency), or
+  // the head for a unicast once CycleMesh::report_heads is on (its tail's cycle is then fixed). From
+  // there nothing can delay the burst, so both cycles are final. A burst a tile sends to itself has no
+  // ramp latency (now() == head, resp. tail). A client must therefore accept a head and a tail in the
+  // future (and, starting work "stage cycles after the head", a head in the past).
   virtual void on_arrival(std::uint64_t tag, TileIndex sink, Cycle head, Cycle tail) = 0;
   // A timer set with Network::timer fired.
   virtual void on_timer(std::uint64_t tag, Cycle now) = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 #include "hw/error.h"
 #include "noc/routing/multicast.h"
@@ -90,7 +91,7 @@ struct Builder {
     c.formula = formula;
     for (std::uint32_t i = c.first_flow; i < plan.flows.size(); ++i) c.link_occupations += plan.flows[i].route.size();
     c.colors = assign_colors(plan, f, p.colors, c.first_flow);
-    ZeroLoad z = zero_load(plan, f, p.hop_latency);
+    ZeroLoad z = zero_load(plan, f, p.hop_latency, p.ramp_latency);
     std::uint64_t end = c.release;
     for (std::uint32_t fl : c.final_flows)
       for (auto [t, head] : z.head[fl]) end = std::max(end, head + z.lag[fl]);
@@ -101,12 +102,15 @@ struct Builder {
 
 std::int64_t hh(const CollectiveParams& p) { return p.hop_latency; }
 std::int64_t ss(const CollectiveParams& p) { return p.stage_latency; }
+std::int64_t rr(const CollectiveParams& p) { return p.ramp_latency; }
+// A one-hop burst's head from core to core: injection ramp, hop, delivery ramp.
+std::int64_t dd(const CollectiveParams& p) { return hh(p) + 2 * rr(p); }
 
 std::uint64_t chain_formula(const CollectiveParams& p, std::int64_t n, std::int64_t w) {
-  return n < 2 ? 0 : std::uint64_t((n - 1) * hh(p) + (n - 2) * ss(p) + w - 1);
+  return n < 2 ? 0 : std::uint64_t((n - 1) * dd(p) + (n - 2) * ss(p) + w - 1);
 }
 std::uint64_t rect_chain_head(const CollectiveParams& p, std::int64_t W, std::int64_t H) {
-  return std::uint64_t((W + H - 2) * hh(p) + (W + H - 3) * ss(p));
+  return std::uint64_t((W + H - 2) * dd(p) + (W + H - 3) * ss(p));
 }
 std::int64_t log2_ceil(std::int64_t n) { return n <= 1 ? 0 : std::int64_t(std::bit_width(std::uint64_t(n - 1))); }
 
@@ -160,10 +164,46 @@ std::vector<std::uint32_t> build_reduce_tree(Builder& b, const hw::Rect& r, std:
   return slot({x1, r.y0});
 }
 
+void check_row(const Fabric& f, const hw::Rect& row, std::uint32_t w, const char* what) {
+  const Grid& g = f.grid();
+  if (row.h != 1 || row.w < 1 || !g.inside({row.x0, row.y0}) || !g.inside({row.x0 + row.w - 1, row.y0}))
+    throw hw::InputError(std::string(what) + ": the row at " + coord_str({row.x0, row.y0}) + " of " +
+                         std::to_string(row.w) + " x " + std::to_string(row.h) +
+                         " tiles must be one row of at least 1 tile inside the " + std::to_string(g.width) + " x " +
+                         std::to_string(g.height) + " mesh");
+  if (w == 0) throw hw::InputError(std::string(what) + ": bursts of 0 wavelets");
+}
+
+// Chains from both ends of the tiles [a, e] of row y toward `root` (a <= root <= e): from a east, from e
+// west, each stage streaming. Returns the flows ending at the root (none when the segment is the root).
+std::vector<std::uint32_t> chains_to(Builder& b, std::int32_t y, std::int32_t a, std::int32_t e, std::int32_t root,
+                                     std::uint32_t w, std::uint64_t release) {
+  std::vector<std::uint32_t> in;
+  auto same = [&](std::size_t) { return w; };
+  std::vector<Coord> tiles;
+  for (std::int32_t x = a; x <= root && root > a; ++x) tiles.push_back({x, y});
+  if (!tiles.empty()) in.push_back(add_chain(b.plan, b.f, b.p, tiles, {}, same, release).back());
+  tiles.clear();
+  for (std::int32_t x = e; x >= root && e > root; --x) tiles.push_back({x, y});
+  if (!tiles.empty()) in.push_back(add_chain(b.plan, b.f, b.p, tiles, {}, same, release).back());
+  return in;
+}
+
+// The root's multicast over the whole row, streaming out of `inputs` (flows ending at the root).
+void row_result(Builder& b, const hw::Rect& row, std::int32_t root, const std::vector<std::uint32_t>& inputs,
+                std::uint32_t w, std::uint64_t release, const char* what) {
+  const Coord rc{root, row.y0};
+  Flow bc = multicast_flow(b.f, rc, row, w, what);
+  bc.release = release;
+  for (std::uint32_t in : inputs) bc.after.push_back(stream_on(in, b.f.grid().index(rc), b.p));
+  b.c.final_flows.push_back(b.plan.add(std::move(bc)));
+}
+
 }  // namespace
 
 CollectiveParams CollectiveParams::of(const hw::WaferSpec& spec) {
-  return {std::uint32_t(spec.hop_latency), std::uint32_t(spec.stream_stage_latency), std::uint32_t(spec.colors)};
+  return {std::uint32_t(spec.hop_latency), std::uint32_t(spec.stream_stage_latency), std::uint32_t(spec.colors),
+          std::uint32_t(spec.ramp_latency)};
 }
 
 std::uint32_t multicast_hops(Coord root, const hw::Rect& r) {
@@ -182,7 +222,7 @@ Collective broadcast(Plan& plan, const Fabric& f, const CollectiveParams& p, Coo
   Flow fl = multicast_flow(f, root, region, w, "broadcast");
   fl.release = release;
   b.c.final_flows.push_back(plan.add(std::move(fl)));
-  return b.finish(std::uint64_t(multicast_hops(root, region)) * p.hop_latency + w - 1);
+  return b.finish(std::uint64_t(multicast_hops(root, region)) * p.hop_latency + 2 * std::uint64_t(p.ramp_latency) + w - 1);
 }
 
 Collective broadcast_rows(Plan& plan, const Fabric& f, const CollectiveParams& p, const hw::Rect& r,
@@ -198,7 +238,8 @@ Collective broadcast_rows(Plan& plan, const Fabric& f, const CollectiveParams& p
     b.c.final_flows.push_back(plan.add(std::move(fl)));
   }
   if (r.w < 2) return b.finish(0);
-  return b.finish(std::uint64_t(std::max(root_x - r.x0, r.x0 + r.w - 1 - root_x)) * p.hop_latency + w - 1);
+  return b.finish(std::uint64_t(std::max(root_x - r.x0, r.x0 + r.w - 1 - root_x)) * p.hop_latency +
+                  2 * std::uint64_t(p.ramp_latency) + w - 1);
 }
 
 Collective broadcast_columns(Plan& plan, const Fabric& f, const CollectiveParams& p, const hw::Rect& r,
@@ -214,7 +255,8 @@ Collective broadcast_columns(Plan& plan, const Fabric& f, const CollectiveParams
     b.c.final_flows.push_back(plan.add(std::move(fl)));
   }
   if (r.h < 2) return b.finish(0);
-  return b.finish(std::uint64_t(std::max(root_y - r.y0, r.y0 + r.h - 1 - root_y)) * p.hop_latency + w - 1);
+  return b.finish(std::uint64_t(std::max(root_y - r.y0, r.y0 + r.h - 1 - root_y)) * p.hop_latency +
+                  2 * std::uint64_t(p.ramp_latency) + w - 1);
 }
 
 Collective reduce_rows(Plan& plan, const Fabric& f, const CollectiveParams& p, const hw::Rect& r, std::uint32_t w,
@@ -244,7 +286,7 @@ Collective reduce_tree(Plan& plan, const Fabric& f, const CollectiveParams& p, c
   Builder b(plan, f, p, "reduce_tree", release);
   b.c.final_flows = build_reduce_tree(b, r, w, release);
   std::int64_t L = log2_ceil(r.w) + log2_ceil(r.h);
-  return b.finish(std::uint64_t((r.w + r.h - 2) * hh(p) + L * (std::int64_t(w) - 1) + (L - 1) * ss(p)));
+  return b.finish(std::uint64_t((r.w + r.h - 2) * hh(p) + 2 * L * rr(p) + L * (std::int64_t(w) - 1) + (L - 1) * ss(p)));
 }
 
 Collective allreduce(Plan& plan, const Fabric& f, const CollectiveParams& p, const hw::Rect& r, std::uint32_t w,
@@ -259,12 +301,12 @@ Collective allreduce(Plan& plan, const Fabric& f, const CollectiveParams& p, con
   const std::int64_t D = r.w + r.h - 2;
   if (kind == ReduceKind::Chain) {
     for (std::uint32_t in : build_reduce_chain(b, r, w, release, false)) bc.after.push_back(stream_on(in, rt, p));
-    formula = std::uint64_t(2 * D * hh(p) + D * ss(p) + std::int64_t(w) - 1);
+    formula = std::uint64_t(2 * D * hh(p) + D * ss(p) + 2 * (D + 1) * rr(p) + std::int64_t(w) - 1);
   } else {
     for (std::uint32_t in : build_reduce_tree(b, r, w, release)) bc.after.push_back(complete_on(in, rt, p));
     std::int64_t L = log2_ceil(r.w) + log2_ceil(r.h);
-    formula = std::uint64_t(D * hh(p) + L * (std::int64_t(w) - 1) + (L - 1) * ss(p) + ss(p) + D * hh(p) +
-                            std::int64_t(w) - 1);
+    formula = std::uint64_t(D * hh(p) + 2 * L * rr(p) + L * (std::int64_t(w) - 1) + (L - 1) * ss(p) + ss(p) +
+                            D * hh(p) + 2 * rr(p) + std::int64_t(w) - 1);
   }
   b.c.final_flows.push_back(plan.add(std::move(bc)));
   return b.finish(formula);
@@ -284,7 +326,95 @@ Collective allgather(Plan& plan, const Fabric& f, const CollectiveParams& p, con
   for (std::uint32_t in : build_reduce_chain(b, r, w, release, true)) bc.after.push_back(stream_on(in, rt, p));
   b.c.final_flows.push_back(plan.add(std::move(bc)));
   const std::int64_t D = r.w + r.h - 2;
-  return b.finish(std::uint64_t(2 * D * hh(p) + D * ss(p) + r.area() * std::int64_t(w) - 1));
+  return b.finish(std::uint64_t(2 * D * hh(p) + D * ss(p) + 2 * (D + 1) * rr(p) + r.area() * std::int64_t(w) - 1));
+}
+
+// ---- 1-D allreduces along one row -------------------------------------------------------------------
+
+std::int32_t two_level_group(std::int32_t P, std::int32_t group) {
+  if (group < 0) throw hw::InputError("allreduce_row_two_level: group size " + std::to_string(group) + " is negative");
+  if (P < 1) return 1;
+  const std::int32_t g = group > 0 ? group : std::int32_t(std::lround(std::sqrt(double(P))));
+  return std::clamp(g, 1, P);
+}
+
+std::uint64_t allreduce_row_chain_formula(const CollectiveParams& p, std::int32_t P, std::uint32_t w) {
+  if (P < 2) return 0;
+  return std::uint64_t((P - 1) * (2 * hh(p) + 2 * rr(p) + ss(p)) + 2 * rr(p) + std::int64_t(w) - 1);
+}
+
+std::uint64_t allreduce_row_centre_formula(const CollectiveParams& p, std::int32_t P, std::uint32_t w) {
+  if (P < 2) return 0;
+  const std::int64_t m = P / 2;
+  return std::uint64_t(m * (2 * hh(p) + 2 * rr(p) + ss(p)) + 2 * rr(p) + std::int64_t(w) - 1);
+}
+
+std::uint64_t allreduce_row_two_level_formula(const CollectiveParams& p, std::int32_t P, std::uint32_t w,
+                                              std::int32_t group) {
+  if (P < 2) return 0;
+  const std::int64_t g = two_level_group(P, group), G = (P + g - 1) / g, c = G / 2, m = g / 2;
+  const std::int64_t rc = c * g + std::min<std::int64_t>(g, P - c * g) / 2;
+  return std::uint64_t((m + c) * (2 * rr(p) + ss(p)) + 2 * rc * hh(p) + 2 * rr(p) + std::int64_t(w) - 1);
+}
+
+Collective allreduce_row_chain(Plan& plan, const Fabric& f, const CollectiveParams& p, const hw::Rect& row,
+                               std::uint32_t w, std::uint64_t release) {
+  check_row(f, row, w, "allreduce_row_chain");
+  Builder b(plan, f, p, "allreduce_row_chain", release);
+  if (row.w > 1) {
+    const std::int32_t x1 = row.x0 + row.w - 1;
+    row_result(b, row, x1, chains_to(b, row.y0, row.x0, x1, x1, w, release), w, release, "allreduce_row_chain");
+  }
+  return b.finish(allreduce_row_chain_formula(p, row.w, w));
+}
+
+Collective allreduce_row_centre(Plan& plan, const Fabric& f, const CollectiveParams& p, const hw::Rect& row,
+                                std::uint32_t w, std::uint64_t release) {
+  check_row(f, row, w, "allreduce_row_centre");
+  Builder b(plan, f, p, "allreduce_row_centre", release);
+  if (row.w > 1) {
+    const std::int32_t root = row.x0 + row.w / 2;
+    row_result(b, row, root, chains_to(b, row.y0, row.x0, row.x0 + row.w - 1, root, w, release), w, release,
+               "allreduce_row_centre");
+  }
+  return b.finish(allreduce_row_centre_formula(p, row.w, w));
+}
+
+Collective allreduce_row_two_level(Plan& plan, const Fabric& f, const CollectiveParams& p, const hw::Rect& row,
+                                   std::uint32_t w, std::int32_t group, std::uint64_t release) {
+  check_row(f, row, w, "allreduce_row_two_level");
+  const std::int32_t P = row.w, g = two_level_group(P, group);
+  Builder b(plan, f, p, "allreduce_row_two_level", release);
+  if (P < 2) return b.finish(0);
+  const std::int32_t G = (P + g - 1) / g, c = G / 2, y = row.y0;
+  const Grid& grid = f.grid();
+  // Phase 1: every group reduces to its middle tile.
+  std::vector<std::int32_t> root(static_cast<std::size_t>(G));
+  std::vector<std::vector<std::uint32_t>> in(static_cast<std::size_t>(G));
+  for (std::int32_t k = 0; k < G; ++k) {
+    const std::int32_t a = row.x0 + k * g, len = std::min(g, P - k * g);
+    root[std::size_t(k)] = a + len / 2;
+    in[std::size_t(k)] = chains_to(b, y, a, a + len - 1, root[std::size_t(k)], w, release);
+  }
+  // Phase 2: the roots' chains from both ends toward the centre root; the tiles between two roots only
+  // forward (one unicast per root-to-root step).
+  auto root_step = [&](std::int32_t from, std::int32_t to, std::int64_t prev) {
+    const Coord s{root[std::size_t(from)], y};
+    Flow fl = unicast_flow(f, s, {root[std::size_t(to)], y}, w);
+    fl.release = release;
+    for (std::uint32_t i : in[std::size_t(from)]) fl.after.push_back(stream_on(i, grid.index(s), p));
+    if (prev >= 0) fl.after.push_back(stream_on(std::uint32_t(prev), grid.index(s), p));
+    return std::int64_t(plan.add(std::move(fl)));
+  };
+  std::int64_t west = -1, east = -1;
+  for (std::int32_t k = 0; k < c; ++k) west = root_step(k, k + 1, west);
+  for (std::int32_t k = G - 1; k > c; --k) east = root_step(k, k - 1, east);
+  // Phase 3: the centre root multicasts the sum over the whole row.
+  std::vector<std::uint32_t> at_root = in[std::size_t(c)];
+  if (west >= 0) at_root.push_back(std::uint32_t(west));
+  if (east >= 0) at_root.push_back(std::uint32_t(east));
+  row_result(b, row, root[std::size_t(c)], at_root, w, release, "allreduce_row_two_level");
+  return b.finish(allreduce_row_two_level_formula(p, P, w, g));
 }
 
 // ---- zero-load evaluation ---------------------------------------------------------------------------
@@ -298,7 +428,7 @@ std::uint64_t ZeroLoad::head_at(std::uint32_t flow, TileIndex t) const {
   throw hw::InputError("plan: tile " + std::to_string(t) + " is not a sink of flow " + std::to_string(flow));
 }
 
-ZeroLoad zero_load(const Plan& plan, const Fabric& f, std::uint32_t hop_latency) {
+ZeroLoad zero_load(const Plan& plan, const Fabric& f, std::uint32_t hop_latency, std::uint32_t ramp_latency) {
   const std::size_t n = plan.flows.size();
   const Grid& g = f.grid();
   ZeroLoad z;
@@ -338,16 +468,19 @@ ZeroLoad zero_load(const Plan& plan, const Fabric& f, std::uint32_t hop_latency)
     z.start[i] = start;
     std::uint64_t wl = fl.wavelets ? fl.wavelets - 1 : 0;
     z.lag[i] = std::max(wl, tail_floor > start ? tail_floor - start : 0);
-    // Head arrival at the end of each edge; a sink's head is the earliest edge ending there.
+    // Head arrival at the router at the end of each edge (the head entered the source's router one ramp
+    // after `start`); a sink's core has it one ramp later, from the earliest edge ending there. A flow
+    // without a route (a tile sending to itself) pays no ramp.
+    const std::uint64_t ramp = fl.route.empty() ? 0 : ramp_latency;
     edge_head.assign(fl.route.size(), 0);
     ends.clear();
     for (std::size_t e = 0; e < fl.route.size(); ++e) {
       const RouteEdge& re = fl.route[e];
-      std::uint64_t base = re.parent == kFromSource ? start : edge_head[std::size_t(re.parent)];
+      std::uint64_t base = re.parent == kFromSource ? start + ramp : edge_head[std::size_t(re.parent)];
       edge_head[e] = base + std::uint64_t(f.link_hops(link_tile(re.link), link_dir(re.link))) * hop_latency;
-      ends.push_back({g.index(hw::step(g.coord(link_tile(re.link)), link_dir(re.link))), edge_head[e]});
+      ends.push_back({g.index(hw::step(g.coord(link_tile(re.link)), link_dir(re.link))), edge_head[e] + ramp});
     }
-    ends.push_back({fl.src, start});
+    ends.push_back({fl.src, start + 2 * ramp});
     std::sort(ends.begin(), ends.end());
     for (TileIndex s : fl.sinks) {
       auto it = std::lower_bound(ends.begin(), ends.end(), std::pair<TileIndex, std::uint64_t>{s, 0});

@@ -5,6 +5,9 @@ wafer_cli_test(unknown_option --exit 2 --one-line-error --stderr "unrecognised o
 wafer_cli_test(describe --stdout "simd_width" --stdout "wse3" --same-output-twice -- ${WAFER_EMU} describe)
 wafer_cli_test(describe_json --file ${OUT}/describe.json --no-file ${OUT}/describe.json.tmp -- ${WAFER_EMU} describe --json ${OUT}/describe.json)
 wafer_cli_test(wafer_file_override --stdout "simd_width +[^ ]+ +16" -- ${WAFER_EMU} describe --wafer ${DATA}/wafer_override.json)
+wafer_cli_test(wafer_file_ramp --stdout "ramp_latency +cycles +0 " -- ${WAFER_EMU} describe --wafer ${DATA}/wafer_ramp.json)
+wafer_cli_test(wafer_ramp_range --exit 2 --one-line-error --stderr "bad_ramp.json: 'ramp_latency' = 1001 is outside \\[0, 1000\\] cycles"
+  -- ${WAFER_EMU} describe --wafer ${DATA}/bad_ramp.json)
 wafer_cli_test(unknown_preset --exit 2 --one-line-error --stderr "unknown wafer preset 'wse9'" -- ${WAFER_EMU} describe --wafer wse9)
 wafer_cli_test(wafer_malformed --exit 2 --one-line-error --stderr "bad_malformed.json: malformed JSON" -- ${WAFER_EMU} describe --wafer ${DATA}/bad_malformed.json)
 wafer_cli_test(wafer_unknown_key --exit 2 --one-line-error --stderr "bad_unknown_key.json: unknown key 'simd_widht'" -- ${WAFER_EMU} describe --wafer ${DATA}/bad_unknown_key.json)

@@ -21,7 +21,13 @@ using firmware::Send;
 using firmware::Task;
 
 // tiny: SIMD-8, 2 x 64-bit reads + 1 x 64-bit write per cycle, task_overhead 10, vector_setup 6, stage 2.
-hw::WaferSpec tiny() { return hw::preset("tiny"); }
+// The cores' rules are pinned here without ramp latency (ramp_latency 0; the meshes' ramps are pinned in
+// tests/noc and, with the cores, tests/sim); Executor.RampsAreACauseOfTheirOwn sets it.
+hw::WaferSpec tiny() {
+  hw::WaferSpec w = hw::preset("tiny");
+  w.ramp_latency = 0;
+  return w;
+}
 
 Image empty_image(hw::Grid g) {
   Image im;
@@ -55,7 +61,7 @@ struct Outcome {
 };
 Outcome run(const hw::WaferSpec& spec, const Image& im, Cycle hop = 1, ExecOptions opt = {}) {
   noc::Fabric fabric = noc::Fabric::perfect(im.grid);
-  testing::FixedNetwork net(im.grid, hop);
+  testing::FixedNetwork net(im.grid, hop, Cycle(spec.ramp_latency));
   Executor ex(spec, im, fabric, net, nullptr, opt);
   Outcome out{ex.run(), {}};
   out.tasks = ex.task_runs();
@@ -215,6 +221,57 @@ TEST(Executor, StreamChainPipelines) {
     EXPECT_EQ(q.r.latency(), setup <= 3 ? 92u : 93u) << setup;
     EXPECT_EQ(sum(q.r.breakdown.cause), q.r.latency());
   }
+}
+
+// Ramps (ramp_latency R) are a cause of their own: 2R per burst on the critical path that leaves its tile,
+// none for a burst a tile sends to itself; the rest of the zero-load network time stays network_transfer.
+//   (0,0) task 0 (injection at 0): start 10, no ops, activates task 1 on its own tile at 10 (no ramps:
+//   trigger 10), which starts 20 and sends 1 wavelet 3 hops east: head 20 + 2R + 3.
+//   StreamChainPipelines' chain with R = 2: the source's head reaches relay 1 at 10 + 2R + 1 = 15, so
+//   relay 1 is bound by its input (15 + 2 = 17 > armed 16) and every relay by the one before (+ 7): relay 6
+//   starts 52, the done tile has the head at 57, the tail at 120; 7 bursts on the path: 28 cycles of ramps.
+TEST(Executor, RampsAreACauseOfTheirOwn) {
+  Image im = empty_image({8, 8});
+  Program p;
+  p.tasks.push_back(task(1, {}, {to(0, 0, 4)}));
+  p.tasks.push_back(task(4, {}, {to(3, 0, 2)}, 1, Task::Start::Complete, 1));
+  place(im, {0, 0}, p);
+  im.start.push_back({{0, 0}, 1, 1});
+  im.done_tile = {3, 0}, im.done_color = 2;
+  for (std::int64_t R : {0, 2, 3}) {
+    hw::WaferSpec spec = tiny();
+    spec.ramp_latency = R;
+    Outcome r = run(spec, im);
+    ASSERT_TRUE(r.r.finished);
+    EXPECT_EQ(r.tasks[1].trigger, 10u) << "the activation on its own tile pays no ramp";
+    EXPECT_EQ(r.r.latency(), 23u + 2 * Cycle(R));
+    EXPECT_EQ(r.r.breakdown.cause[size_t(Cause::Ramp)], 2 * Cycle(R));
+    EXPECT_EQ(r.r.breakdown.cause[size_t(Cause::NetworkTransfer)], 3u);
+    EXPECT_EQ(r.r.breakdown.cause[size_t(Cause::NetworkWait)], 0u);
+    EXPECT_EQ(sum(r.r.breakdown.cause), r.r.latency());
+  }
+  Image chain = empty_image({8, 8});
+  Program src;
+  src.tasks.push_back(task(1, {}, {to(1, 0, 3, 64)}));
+  place(chain, {0, 0}, src);
+  Program relay;
+  relay.tasks.push_back(task(3, {{OpKind::Add, 64}}, {to(1, 0, 3, 64)}, 1, Task::Start::Stream, 2));
+  for (int i = 1; i <= 6; ++i) place(chain, {i, 0}, relay);
+  chain.start.push_back({{0, 0}, 1, 1});
+  chain.done_tile = {7, 0}, chain.done_color = 3;
+  hw::WaferSpec spec = tiny();
+  spec.ramp_latency = 2;
+  Outcome r = run(spec, chain);
+  ASSERT_TRUE(r.r.finished);
+  EXPECT_EQ(r.r.latency(), 120u);
+  EXPECT_EQ(r.tasks[1].start, 17u);
+  EXPECT_EQ(r.tasks[6].start, 52u);
+  const auto& c = r.r.breakdown.cause;
+  EXPECT_EQ(c[size_t(Cause::Ramp)], 28u);
+  EXPECT_EQ(c[size_t(Cause::NetworkTransfer)], 7u + 63u);
+  EXPECT_EQ(c[size_t(Cause::Compute)], 6u * 2);  // the relays' stages
+  EXPECT_EQ(c[size_t(Cause::TaskOverhead)], 10u);
+  EXPECT_EQ(sum(c), r.r.latency());
 }
 
 // collective_sync: a send that starts a collective waits that many cycles after the task's ops; other

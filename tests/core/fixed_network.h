@@ -1,7 +1,8 @@
 #pragma once
 // A trivial noc::Network for unit tests of the cores: a fixed latency per hop (Manhattan distance on the
-// logical grid), no contention, no ramps. Head = at + hops x hop, tail = head + lag. A segment multicast
-// reaches every tile of the segment; its distance is Manhattan from the source.
+// logical grid) and per ramp, no contention. Head = at + 2 x ramp + hops x hop (at for a burst to the
+// sender itself), tail = head + lag. A segment multicast reaches every tile of the segment; its distance is
+// Manhattan from the source. Arrivals are reported at the head's cycle.
 #include <cstdlib>
 #include <queue>
 #include <vector>
@@ -12,14 +13,14 @@ namespace wafer::testing {
 
 class FixedNetwork final : public noc::Network {
  public:
-  FixedNetwork(hw::Grid grid, hw::Cycle hop) : grid_(grid), hop_(hop) {}
+  FixedNetwork(hw::Grid grid, hw::Cycle hop, hw::Cycle ramp = 0) : grid_(grid), hop_(hop), ramp_(ramp) {}
   void set_client(noc::NetworkClient* c) override { client_ = c; }
   void send(const noc::BurstSpec& b, hw::Cycle at) override {
     ++stats_.bursts;
     hw::Coord s = grid_.coord(b.src);
     auto one = [&](hw::Coord d) {
       hw::Cycle hops = hw::Cycle(std::abs(d.x - s.x) + std::abs(d.y - s.y));
-      hw::Cycle head = at + hops * hop_;
+      hw::Cycle head = at + hops * hop_ + (hops ? 2 * ramp_ : 0);
       push({head, seq_++, false, b.tag, grid_.index(d), head + b.lag});
     };
     if (b.dest.kind == noc::Destination::Kind::Tile) one(b.dest.first);
@@ -56,7 +57,7 @@ class FixedNetwork final : public noc::Network {
     q_.push(e);
   }
   hw::Grid grid_;
-  hw::Cycle hop_;
+  hw::Cycle hop_, ramp_;
   noc::NetworkClient* client_ = nullptr;
   std::priority_queue<Ev, std::vector<Ev>, std::greater<>> q_;
   std::uint64_t seq_ = 0;

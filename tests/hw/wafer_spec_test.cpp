@@ -61,3 +61,31 @@ TEST(WaferSpec, ValidateRefusesHugeWafersBeforeAllocating) {
   w.clock_ghz = -1;
   EXPECT_THROW(validate(w, "test"), InputError);
 }
+
+// ramp_latency (core <-> router, each way): a parameter like the others, sourced, 0..1000 cycles, 2 on
+// every preset; validate names the key at limit + 1 on both sides.
+TEST(WaferSpec, RampLatencyIsASourcedParameter) {
+  const ParamInfo* ramp = nullptr;
+  for (const auto& p : wafer_params())
+    if (p.key == "ramp_latency") ramp = &p;
+  ASSERT_NE(ramp, nullptr);
+  EXPECT_EQ(ramp->unit, "cycles");
+  EXPECT_NE(ramp->source.find("2404.15888"), std::string_view::npos) << ramp->source;
+  EXPECT_EQ(ramp->min, 0);
+  EXPECT_EQ(ramp->max, 1000);
+  for (const auto& n : preset_names()) EXPECT_EQ(preset(n).ramp_latency, 2) << n;
+  WaferSpec w = preset("tiny");
+  for (std::int64_t ok : {0, 1000}) {
+    w.ramp_latency = ok;
+    EXPECT_NO_THROW(validate(w, "test")) << ok;
+  }
+  for (std::int64_t bad : {-1, 1001}) {
+    w.ramp_latency = bad;
+    try {
+      validate(w, "test");
+      FAIL() << bad << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("'ramp_latency'"), std::string::npos) << e.what();
+    }
+  }
+}

@@ -134,17 +134,22 @@ TEST(Agreement, Collectives) {
     std::snprintf(what, sizeof what, "allreduce %dx%d", k, k);
     EXPECT_LT(std::abs(compare(what, f, p)), 0.10) << what;
     // And the makespan: the last tail, hand-computed for a contention-free streaming allreduce.
-    auto ta = make_mesh(Fidelity::Approx, f, test::params())->execute(p);
-    auto tc = make_mesh(Fidelity::Cycle, f, test::params())->execute(p);
+    const Cycle R = 2;  // the ramps' latency (test::params' default, spelled out for the hand computation)
+    auto ta = make_mesh(Fidelity::Approx, f, test::params(1, 2, R))->execute(p);
+    auto tc = make_mesh(Fidelity::Cycle, f, test::params(1, 2, R))->execute(p);
     Cycle ea = 0, ec = 0;
     for (const auto& t : ta) ea = std::max(ea, t.tail);
     for (const auto& t : tc) ec = std::max(ec, t.tail);
-    // Hand-computed (hop 1, stage 2, w = 16): the rows' heads reach the east column at (k-2) x 3 + 1; the
-    // column's first stage then waits for the delivery ramp of (k-1, 1), busy with row 1's burst until its
-    // tail (w - 1 more) has passed, + 1; k - 2 more column stages of hop + stage; the bottom-row multicast
-    // starts a stage later and takes k - 1 hops; the column broadcasts likewise; the tail w - 1 behind.
+    // Hand-computed (hop 1, stage 2, ramps R, w = 16): a stage of a chain costs hop + 2R + stage; the rows'
+    // heads reach the east column's routers at (k-2)(3 + 2R) + 1 + R (their cores R later); the column's
+    // first stage leaves a stage after that, reaches (k-1, 1)'s router 2R + 3 after its row burst did
+    // (2R + 3 <= w) and waits there for the delivery ramp, busy with row 1's burst until its tail (w - 1
+    // more) has passed, + 1, then crosses the ramp (R); k - 2 more column stages of hop + 2R + stage; the
+    // bottom-row multicast starts a stage later and takes 2R + k - 1; the column broadcasts likewise; the
+    // tail w - 1 behind.
     const Cycle w = 16;
-    const Cycle expect = Cycle(k - 2) * 3 + 1 + (w - 1) + 1 + Cycle(k - 2) * 3 + 2 + Cycle(k - 1) + 2 + Cycle(k - 1) + (w - 1);
+    const Cycle expect = Cycle(k - 2) * (3 + 2 * R) + 1 + R + (w - 1) + 1 + R + Cycle(k - 2) * (3 + 2 * R) + 2 + 2 * R +
+                         Cycle(k - 1) + 2 + 2 * R + Cycle(k - 1) + (w - 1);
     std::printf("allreduce %dx%d makespan approx %llu cycle %llu hand %llu\n", k, k, (unsigned long long)ea,
                 (unsigned long long)ec, (unsigned long long)expect);
     EXPECT_EQ(ea, expect) << "approx";

@@ -37,8 +37,8 @@ TEST(ApproxLimits, BusyCyclesBeyond32BitsAreExact) {
 TEST(ApproxLimits, LinkLatencyUpTo65535Cycles) {
   Fabric f = Fabric::perfect({3, 1});
   f.set_hops(f.grid().index({0, 0}), Dir::East, 64);  // a repaired link spanning 64 physical hops
-  // 1023 x 64 = 65472 cycles: accepted, and a burst over it takes exactly that.
-  auto m = make_mesh(Fidelity::Approx, f, test::params(1023));
+  // 1023 x 64 = 65472 cycles: accepted, and a burst over it takes exactly that (no ramp latency here).
+  auto m = make_mesh(Fidelity::Approx, f, test::params(1023, 2, 0));
   test::Recorder rec(*m);
   m->send({0, {Destination::Kind::Tile, {1, 0}, 1}, 1, 0, 0, 1}, 0);
   m->run();

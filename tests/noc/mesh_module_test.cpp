@@ -100,10 +100,12 @@ void edge_injection(Fidelity fid) {
   EXPECT_EQ(host.status[0], tlm::TLM_OK_RESPONSE);
   EXPECT_EQ(host.status[1], tlm::TLM_ADDRESS_ERROR_RESPONSE);
   ASSERT_EQ(rec.arrivals.size(), 1u);
-  // Injected at the annotated time 10 + 5 = 15 at the west edge of row 3, 5 hops east: head at 20.
+  // Injected at the annotated time 10 + 5 = 15 at the west edge of row 3 (through that tile's injection
+  // ramp, R = 2), 5 hops east, then the delivery ramp (2): head at 24, tail 7 later.
+  EXPECT_EQ(mesh->params().ramp_latency, 2u);
   EXPECT_EQ(rec.arrivals[0].sink, f.grid().index({5, 3}));
-  EXPECT_EQ(rec.arrivals[0].head, 20u);
-  EXPECT_EQ(rec.arrivals[0].tail, 27u);
+  EXPECT_EQ(rec.arrivals[0].head, 24u);
+  EXPECT_EQ(rec.arrivals[0].tail, 31u);
 }
 
 TEST(MeshModule, EdgeInjectionThroughTlmApprox) { edge_injection(Fidelity::Approx); }

@@ -11,10 +11,13 @@
 
 namespace wafer::noc::test {
 
-inline MeshParams params(std::uint32_t hop = 1, std::uint32_t stage = 2) {
+// ramp: each ramp's latency (core -> router, router -> core); 2 is the wafers' default
+// (WaferSpec::ramp_latency). A test pinning another rule by hand passes 0.
+inline MeshParams params(std::uint32_t hop = 1, std::uint32_t stage = 2, std::uint32_t ramp = 2) {
   MeshParams p;
   p.hop_latency = hop;
   p.stream_stage_latency = stage;
+  p.ramp_latency = ramp;
   p.colors = 4;
   return p;
 }

@@ -56,29 +56,33 @@ const core::TaskRun& run_at(const std::vector<core::TaskRun>& runs, hw::Grid g, 
 }
 
 // GEMV K = 24, N = 16 on a 4 x 3 region of tiny (docs: mapper/kernels.h). Per row K_r = 8 (4 wavelets),
-// per column N_i = 4 (2 wavelets). Column 3 is the residual column E.
-//  (3,r): injection tail 3 -> start 13 -> row multicast of 4 wavelets at 13 (to itself at once, to column
-//         i after 3 - i hops: tail 16 + (3 - i)).
+// per column N_i = 4 (2 wavelets). Column 3 is the residual column E. Ramps of R = 2 at both ends of every
+// burst that leaves its tile (noc/mesh.h), none for the copy a tile delivers to itself.
+//  (3,r): injection tail 3 -> start 13 -> row multicast of 4 wavelets at 13 (to itself at once: tail 16;
+//         to column i < 3 after 2R + 3 - i: tail 20 + (3 - i)).
 //  (i,r): Fmac 32 MACs: 6 + max(ceil(32/8) = 4, ceil(32 x 4 / 16) = 8) = 14; start = tail + 10:
-//         column i ends at 40 + (3 - i) (column 3's core is free at 13, before its trigger at 16).
-//  row 1 (Stream, Add 4 = 6 + 1): armed = Fmac end + 10 + 6 = 56 + (3 - i) > head + 2, so start 56 + (3-i),
-//         end 57 + (3-i), output head at (i,2) 57 + (3-i), tail 58 + (3-i).
-//  row 2 (Complete, Add 4): start 68 + (3-i), end 75 + (3-i); 2 wavelets to the done tile (3,2), 3 - i hops:
-//         tails 76, 78, 80, 82 for columns 3, 2, 1, 0, one after another through the delivery ramp.
+//         column i < 3 ends at 44 + (3 - i), column 3 at 40 (its core is free at 13, before its trigger 16).
+//  row 1 (Stream, Add 4 = 6 + 1): armed = Fmac end + 10 + 6 = 60 + (3 - i) (56 in column 3) > head + 2,
+//         so start 60 + (3-i), end 61 + (3-i), output head at (i,2) 65 + (3-i) (61 and 65 in column 3).
+//  row 2 (Complete, Add 4): start 76 + (3-i), end 83 + (3-i) (72, 79 in column 3); 2 wavelets to the done
+//         tile (3,2): column 3 to itself at 79 (tail 80); columns 2, 1, 0 leave at 84, 85, 86 and reach its
+//         router at 87, 89, 91 (R + 3 - i hops): each finds the delivery ramp just freed by the one before
+//         (2 cycles each), so the heads reach the core at 89, 91, 93 and the last tail at 94.
 TEST(Kernels, GemvExactCycles) {
   hw::WaferSpec spec = tiny();
+  ASSERT_EQ(spec.ramp_latency, 2);
   Image im = mapper::map_gemv(spec, {0, 0, 4, 3}, 24, 16);
   StepResult r = run(spec, im);
-  EXPECT_EQ(r.latency, 82u);
+  EXPECT_EQ(r.latency, 94u);
   const auto& runs = simulator().task_runs()[0];
   EXPECT_EQ(run_at(runs, im.grid, {3, 0}, 0).start, 13u);
-  EXPECT_EQ(run_at(runs, im.grid, {0, 0}, 0).end, 43u);
+  EXPECT_EQ(run_at(runs, im.grid, {0, 0}, 0).end, 47u);
   EXPECT_EQ(run_at(runs, im.grid, {3, 1}, 1).end, 40u);
   EXPECT_EQ(sum(r.breakdown.cause), r.latency);
   EXPECT_EQ(r.wafers[0].step.unclaimed, 0u);
   // One more MAC per tile column (N = 20: columns 0..3 hold 5 outputs: 40 MACs): the Fmac becomes
   // 6 + ceil(40 x 4 / 16) = 16 cycles, 2 more; the partial sums grow to 3 wavelets (+1 on each of the
-  // serialised gathers' tails) -> 82 + 2 + ... measured against the rule, not a constant:
+  // serialised gathers' tails) -> 94 + 2 + ... measured against the rule, not a constant:
   Image im2 = mapper::map_gemv(spec, {0, 0, 4, 3}, 24, 20);
   StepResult r2 = run(spec, im2);
   EXPECT_GT(r2.latency, r.latency);
@@ -88,40 +92,51 @@ TEST(Kernels, GemvExactCycles) {
   EXPECT_NEAR(double(c.latency), double(r.latency), 0.1 * double(r.latency));
 }
 
-// RMSNorm of 32 values down a 1 x 4 column (8 per row, 4 wavelets).
+// RMSNorm of 32 values down a 1 x 4 column (8 per row, 4 wavelets); ramps of R = 2 (a one-hop burst's
+// head lands 2R + 1 = 5 after it leaves).
 //  (0,r): Fmac 8 = 6 + 2 -> starts 13, ends 21; row 0 sends 1 wavelet on color 6 at 21.
-//  (0,1) Stream Add 1: armed 21 + 10 + 6 = 37 > head 22 + 2 -> start 37, output head at (0,2) 38.
-//  (0,2) Stream: armed 37 < head 38 + 2 -> start 40, output head at (0,3) 41, tail 42.
-//  (0,3) Complete: Add 1 (7) + Rsqrt 1 (7): start 52, end 66; multicast up the column at 66.
-//  (0,r) Mul 8 + Mul 8 (8 + 8): start = (66 + (3 - r)) + 10 -> ends 92, 93, 94, 95 for rows 3, 2, 1, 0.
+//  (0,1) Stream Add 1: armed 21 + 10 + 6 = 37 > head 26 + 2 -> start 37, output head at (0,2) 42 (its
+//         tail 43: the one-wavelet output trails its input, lag 1).
+//  (0,2) Stream: armed 37 < head 42 + 2 -> start 44, output head at (0,3) 49, tail 50.
+//  (0,3) Complete: Add 1 (7) + Rsqrt 1 (7): start 60, end 74; multicast up the column at 74 (to itself
+//         at once).
+//  (0,r) Mul 8 + Mul 8 (8 + 8): start = (74 + 2R + (3 - r)) + 10 -> ends 104, 105, 106, 107 for rows 2,
+//         1, 0 (row 3: 74 + 10 + 16 = 100).
 TEST(Kernels, RmsNormExactCycles) {
   hw::WaferSpec spec = tiny();
+  ASSERT_EQ(spec.ramp_latency, 2);
   Image im = mapper::map_rmsnorm(spec, {0, 0, 1, 4}, 32);
   StepResult r = run(spec, im);
   const auto& runs = simulator().task_runs()[0];
   EXPECT_EQ(run_at(runs, im.grid, {0, 0}, 0).end, 21u);
   EXPECT_EQ(run_at(runs, im.grid, {0, 1}, 1).start, 37u);  // armed binds
-  EXPECT_EQ(run_at(runs, im.grid, {0, 2}, 1).start, 40u);  // the stream binds
-  EXPECT_EQ(run_at(runs, im.grid, {0, 3}, 1).end, 66u);
-  EXPECT_EQ(run_at(runs, im.grid, {0, 0}, 1).end, 95u);
-  // The four 4-wavelet results then queue for the done tile's delivery ramp: at least 95 + 3 hops + 3.
-  EXPECT_GE(r.latency, 95u + 3u + 3u);
-  // Hand-computed with the mesh rules (a busy link or delivery ramp holds a head until it frees): the
-  // results from rows 2, 1, 0 queue behind each other on the last links and (0,3)'s delivery ramp:
-  // row 3 (self) ramp 92-95; row 2 96-99; row 1 100-103; row 0 104-107.
-  EXPECT_EQ(r.latency, 107u);
+  EXPECT_EQ(run_at(runs, im.grid, {0, 2}, 1).start, 44u);  // the stream binds
+  EXPECT_EQ(run_at(runs, im.grid, {0, 3}, 1).end, 74u);
+  EXPECT_EQ(run_at(runs, im.grid, {0, 3}, 2).end, 100u);
+  EXPECT_EQ(run_at(runs, im.grid, {0, 0}, 1).end, 107u);
+  // The four 4-wavelet results then queue for the done tile's delivery ramp: at least 107 + 2R + 3 hops
+  // + 3.
+  EXPECT_GE(r.latency, 107u + 4u + 3u + 3u);
+  // Hand-computed with the mesh rules (a busy link or delivery ramp holds a head until it frees; both
+  // ramps serialise at the router's end): row 3 (self) takes its ramp at 100-103 (no ramp latency); row
+  // 2's burst reaches (0,3)'s router at 108 and takes the ramp 108-111 (core 110-113); row 1's waits at
+  // (0,2) for the link row 2 holds until 111, reaches (0,3) at 112, ramp 112-115 (core 114-117); row 0's
+  // waits at (0,1) until 112 and at (0,2) until 115, reaches (0,3) at 116, ramp 116-119 (core 118-121).
+  EXPECT_EQ(r.latency, 121u);
   EXPECT_EQ(sum(r.breakdown.cause), r.latency);
   StepResult c = run(spec, im, noc::Fidelity::Cycle);
   EXPECT_NEAR(double(c.latency), double(r.latency), 0.1 * double(r.latency));
 }
 
 // A reduce-and-forward chain through the SystemC top in both fidelities (tests/core's
-// Executor.StreamChainPipelines, on the meshes): (0,0) sends 64 wavelets east at 10; relays (1..6,0) each
-// forward stream_stage_latency after their input's head (relay 1: armed 10 + 6 = 16 binds; relay i > 1:
-// head + 2 = 16 + 3 (i - 1)), the output trailing the input; the done tile (7,0) gets the head at 32 and
-// the tail 63 later: 95. The cycle reference must stream too: it tells the cores of a unicast when its head
-// is in (noc/cycle.h, report_heads). Hearing of it only at the tail would cost the 64 wavelets at every
-// relay (about 6 x 66 + 95 = 491 cycles).
+// Executor.StreamChainPipelines, on the meshes), with ramps of R = 2: (0,0) sends 64 wavelets east at 10,
+// its head at (1,0)'s core at 10 + 2R + 1 = 15; relays (1..6,0) each forward stream_stage_latency after
+// their input's head (relay 1: head + 2 = 17 binds, armed 10 + 6 = 16 does not; relay i > 1:
+// 17 + 7 (i - 1)), the output trailing the input; the done tile (7,0) gets the head at 52 + 5 = 57 and the
+// tail 63 later: 120. Every burst on the path pays its ramps: 7 x 2R = 28 cycles of `ramp`. Without ramps
+// (R = 0) it is 95 (relay 1 armed-bound at 16, relay 6 at 31). The cycle reference must stream too: it
+// tells the cores of a unicast when its head is in (noc/cycle.h, report_heads). Hearing of it only at the
+// tail would cost the 64 wavelets at every relay (about 6 x 66 + 95 = 491 cycles without ramps).
 TEST(Kernels, StreamChainStreamsInBothFidelities) {
   hw::WaferSpec spec = tiny();
   Image im = idle_image("reduce");
@@ -137,15 +152,22 @@ TEST(Kernels, StreamChainStreamsInBothFidelities) {
   for (int x = 1; x <= 6; ++x) im.tile_program[im.grid.index({x, 0})] = 1;
   im.start.push_back({{0, 0}, 1, 1});
   im.done_tile = {7, 0}, im.done_color = 3;
-  for (noc::Fidelity f : {noc::Fidelity::Approx, noc::Fidelity::Cycle}) {
-    StepResult r = run(spec, im, f);
-    EXPECT_EQ(r.latency, 95u) << noc::to_string(f);
-    const auto& runs = simulator().task_runs()[0];
-    EXPECT_EQ(run_at(runs, im.grid, {1, 0}, 0).start, 16u) << noc::to_string(f);
-    EXPECT_EQ(run_at(runs, im.grid, {6, 0}, 0).start, 31u) << noc::to_string(f);
-    EXPECT_EQ(r.breakdown.cause[size_t(Cause::NetworkWait)], 0u) << noc::to_string(f);
-    EXPECT_EQ(sum(r.breakdown.cause), r.latency) << noc::to_string(f);
-  }
+  for (std::int64_t ramp : {2, 0})
+    for (noc::Fidelity f : {noc::Fidelity::Approx, noc::Fidelity::Cycle}) {
+      spec.ramp_latency = ramp;
+      StepResult r = run(spec, im, f);
+      const std::string what = std::string(noc::to_string(f)) + ", ramp " + std::to_string(ramp);
+      EXPECT_EQ(r.latency, ramp ? 120u : 95u) << what;
+      const auto& runs = simulator().task_runs()[0];
+      EXPECT_EQ(run_at(runs, im.grid, {1, 0}, 0).start, ramp ? 17u : 16u) << what;
+      EXPECT_EQ(run_at(runs, im.grid, {6, 0}, 0).start, ramp ? 52u : 31u) << what;
+      EXPECT_EQ(r.breakdown.cause[size_t(Cause::Ramp)], ramp ? 28u : 0u) << what;
+      // 7 bursts of one hop and the last one's tail; with R = 0 relay 1 waits for its core, not its input
+      // (whose hop then is not on the path).
+      EXPECT_EQ(r.breakdown.cause[size_t(Cause::NetworkTransfer)], ramp ? 7u + 63u : 6u + 63u) << what;
+      EXPECT_EQ(r.breakdown.cause[size_t(Cause::NetworkWait)], 0u) << what;
+      EXPECT_EQ(sum(r.breakdown.cause), r.latency) << what;
+    }
 }
 
 // One attention step: finishes, every task runs, the breakdown sums, and one more position of context
@@ -171,9 +193,10 @@ TEST(Kernels, AttentionStep) {
 // entry (0,3), the nearest to (3,3)). On tiny a channel has 8 rows / 6 channels per edge = 1 row, so
 // lanes = min(ceil(12.5 / 4.4), 1) = 1 and the channel carries min(12.5, 1 x 4.4) = 4.4 GB/s:
 // 1,500,000 / 4.4 = 340,910 ps (the lane's own 375 cycles = 340,909 ps is below it) -> 2,340,910 ps =
-// 2575.001 cycles -> 2576. Fabric leg, analytic: 3 hops x 1 -> the weights' tail at (3,3) is 2579.
-// The task then starts 2589: StreamIn 6 + 1500/8 = 194, Fmac 64 = 22 -> 2805; one hop to the done
-// tile: 2806. A second tile streaming the same at the same time queues behind it on the port.
+// 2575.001 cycles -> 2576. Fabric leg, analytic: 3 hops x 1 + the delivery ramp's 2 -> the weights' tail
+// at (3,3)'s core is 2581. The task then starts 2591: StreamIn 6 + 1500/8 = 194, Fmac 64 = 22 -> 2807;
+// one hop to the done tile with both ramps: 2812. A second tile streaming the same at the same time
+// queues behind it on the port.
 Image streaming_image(int tiles) {
   Image im = idle_image("gemv");
   firmware::Program p;
@@ -197,17 +220,18 @@ TEST(MemoryX, StreamedWeightsCrossThePortThenTheFabric) {
   hw::WaferSpec spec = tiny();
   Image im = streaming_image(1);
   StepResult r = run(spec, im);
-  EXPECT_EQ(r.latency, 2806u);
-  EXPECT_EQ(r.breakdown.cause[size_t(Cause::WeightStreaming)], 2579u);
+  EXPECT_EQ(r.latency, 2812u);
+  EXPECT_EQ(r.breakdown.cause[size_t(Cause::WeightStreaming)], 2581u);
+  EXPECT_EQ(r.breakdown.cause[size_t(Cause::Ramp)], 4u);
   EXPECT_EQ(sum(r.breakdown.cause), r.latency);
   EXPECT_EQ(r.memoryx_bytes, 1500u);
   EXPECT_EQ(r.wafers[0].step.weight_bursts, 1u);
   EXPECT_EQ(r.wafers[0].network.bursts, 1u);  // the result only: no mesh burst for the weights (the injection is a timer)
   // The task waits for the weights' tail, not a cycle less.
   const auto& gemv = run_at(simulator().task_runs()[0], im.grid, {3, 3}, 0);
-  EXPECT_GT(gemv.trigger, 2578u);
-  EXPECT_EQ(gemv.trigger, 2579u);
-  EXPECT_EQ(gemv.start, 2589u);
+  EXPECT_GT(gemv.trigger, 2580u);
+  EXPECT_EQ(gemv.trigger, 2581u);
+  EXPECT_EQ(gemv.start, 2591u);
   EXPECT_EQ(r.channel_rule.lanes, 1u);
   EXPECT_NEAR(r.channel_rule.gbs, 4.4, 1e-9);
   // Two tiles: the second request waits for the first's 10 ns on the port (11 cycles later), enters at
@@ -218,31 +242,33 @@ TEST(MemoryX, StreamedWeightsCrossThePortThenTheFabric) {
   // Twice the latency of the port: + 2000 ns = 2200 cycles.
   hw::WaferSpec slow = spec;
   slow.io_latency_ns = 4000;
-  EXPECT_EQ(run(slow, im).latency, 2806u + 2200u);
+  EXPECT_EQ(run(slow, im).latency, 2812u + 2200u);
   // A channel of 3 lanes (24 rows per channel on a 144-row edge): min(12.5, 13.2) = 12.5 GB/s ->
   // 120,000 ps on the channel (the lane's 340,909 ps binds) -> the same 2,340,909 ps -> 2575.0 -> 2575.
   hw::WaferSpec tall = spec;
   tall.logical_height = 144;
   StepResult r3 = run(tall, im);
   EXPECT_EQ(r3.channel_rule.lanes, 3u);
-  EXPECT_EQ(r3.breakdown.cause[size_t(Cause::WeightStreaming)], 2575u + 3u);
+  EXPECT_EQ(r3.breakdown.cause[size_t(Cause::WeightStreaming)], 2575u + 3u + 2u);
 }
 
 // Two StreamIn ops of one tile share its channel: the second waits for the first's bytes on the channel
-// (FIFO), so its tail is one channel occupancy later (340,910 ps: 2,681,820 ps = 2950.002 -> 2951, + 3).
+// (FIFO), so its tail is one channel occupancy later (340,910 ps: 2,681,820 ps = 2950.002 -> 2951, + 3
+// hops + the delivery ramp's 2).
 TEST(MemoryX, OneChannelQueuesItsRequests) {
   hw::WaferSpec spec = tiny();
   Image im = streaming_image(1);
   im.programs[0].tasks[0].ops = {{firmware::OpKind::StreamIn, 1500}, {firmware::OpKind::StreamIn, 1500},
                                  {firmware::OpKind::Fmac, 64}};
   StepResult r = run(spec, im);
-  EXPECT_EQ(r.breakdown.cause[size_t(Cause::WeightStreaming)], 2954u);
+  EXPECT_EQ(r.breakdown.cause[size_t(Cause::WeightStreaming)], 2956u);
   EXPECT_EQ(sum(r.breakdown.cause), r.latency);
   EXPECT_EQ(r.memoryx_requests, 2u);
 }
 
 // Two wafers: wafer 1 starts when wafer 0's result crossed the link (128 bytes at 150 GB/s: 854 ps,
-// + 2000 ns): 82 cycles = 74,545 ps -> arrives 2,075,399 ps = cycle 2283 (next edge); + 82.
+// + 2000 ns): 94 cycles (Kernels.GemvExactCycles) = 85,455 ps -> arrives 2,086,309 ps = cycle 2294.94 ->
+// 2295 (next edge); + 94.
 TEST(Pipeline, TwoWafersJoinedByALink) {
   hw::WaferSpec spec = tiny();
   Image im = mapper::map_gemv(spec, {0, 0, 4, 3}, 24, 16);
@@ -251,9 +277,9 @@ TEST(Pipeline, TwoWafersJoinedByALink) {
   o.interwafer_bytes = 128;
   StepResult r = simulator().run(spec, f, {&im, &im}, o);
   ASSERT_EQ(r.wafers.size(), 2u);
-  EXPECT_EQ(r.link_cycles.at(0), 2283u - 82u);
-  EXPECT_EQ(r.latency, 2283u + 82u);
-  EXPECT_EQ(r.breakdown.cause[size_t(Cause::InterWafer)], 2283u - 82u);
+  EXPECT_EQ(r.link_cycles.at(0), 2295u - 94u);
+  EXPECT_EQ(r.latency, 2295u + 94u);
+  EXPECT_EQ(r.breakdown.cause[size_t(Cause::InterWafer)], 2295u - 94u);
   EXPECT_EQ(sum(r.breakdown.cause), r.latency);
 }
 
@@ -322,6 +348,23 @@ TEST(Sanity, HalvingHopLatencyNeverSlower) {
   EXPECT_LT(one, two);  // the step does cross links
 }
 
+// Ramps (core <-> router, each way): none is never slower than the default 2, which is never slower than
+// 3; every burst on the critical path that leaves its tile pays exactly 2R of them.
+TEST(Sanity, LongerRampsNeverFaster) {
+  hw::WaferSpec spec = tiny();
+  noc::Fabric f = noc::Fabric::perfect(spec.logical());
+  Cycle prev = 0;
+  for (std::int64_t ramp : {0, 2, 3}) {
+    spec.ramp_latency = ramp;
+    StepResult r = decode(spec, f, 64).result;
+    if (ramp == 0) EXPECT_EQ(r.breakdown.cause[size_t(Cause::Ramp)], 0u);
+    else EXPECT_EQ(r.breakdown.cause[size_t(Cause::Ramp)] % Cycle(2 * ramp), 0u) << ramp;
+    EXPECT_GT(r.latency, prev) << "ramp " << ramp;
+    EXPECT_EQ(sum(r.breakdown.cause), r.latency);
+    prev = r.latency;
+  }
+}
+
 TEST(Sanity, MoreDefectsOnTheRouteNeverFaster) {
   hw::WaferSpec spec = tiny();
   noc::Fabric perfect = noc::Fabric::perfect(spec.logical());
@@ -346,8 +389,8 @@ TEST(Sanity, MoreDefectsOnTheRouteNeverFaster) {
 }
 
 // The kernels agree within 10 % (GEMV and RMSNorm above: within a cycle or two), and so must the whole tiny
-// model (context 64): approx 3810, cycle 3802 cycles (-0.2 %; 3802 and 3794 before route switches were
-// charged). It was 3802 against 4214 (+10.8 %, network wait on the path 434 cycles against 14) while the cycle reference told the cores of a burst only when its tail was in:
+// model (context 64): approx 4126, cycle 4118 cycles (-0.2 %; 3810 and 3802 before the ramps had a
+// latency, 3802 and 3794 before route switches were charged). It was 3802 against 4214 (+10.8 %, network wait on the path 434 cycles against 14) while the cycle reference told the cores of a burst only when its tail was in:
 // each relay of a streamed reduce chain (the embedding's row reduce: 6 relays of 32 wavelets) then sent its
 // output a whole burst late, and the lateness added up along the chain. The cycle reference now reports a
 // unicast at its head (noc/cycle.h, report_heads), as the machine's cores see it;
@@ -362,7 +405,9 @@ TEST(Sanity, ApproxAndCycleAgreeOnTheTinyModel) {
               (unsigned long long)c.latency, 100.0 * error);
   EXPECT_NEAR(double(c.latency), double(a.latency), 0.10 * double(a.latency))
       << "approx " << a.latency << " cycle " << c.latency << " (" << 100.0 * error << " %)";
-  // The cores' work on the path is the same in both fidelities; only the network parts differ.
+  // The cores' work on the path is the same in both fidelities, and so are the ramps on it (2R per burst
+  // leaving its tile); only the network transfer and wait differ.
+  EXPECT_GT(a.breakdown.cause[size_t(Cause::Ramp)], 0u);
   for (std::size_t k = 0; k < core::kCauses; ++k) {
     const Cause cause = Cause(k);
     if (cause == Cause::NetworkTransfer || cause == Cause::NetworkWait) continue;
