@@ -265,7 +265,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       for (std::size_t i = 1; i < specs.size(); ++i) {
         if (!(specs[i].region.rect == specs[0].region.rect))
           throw InputError(fmt::format("--kernel meshgemv runs every stage on one region, time-multiplexed; placement "
-                                       "{} gives {} and {} different regions (use --placement whole-wafer)",
+                                       "{} gives {} and {} different regions (use --placement whole-wafer or square)",
                                        strategy.name(), specs[0].name, specs[i].name));
         specs[i].residual_in = specs[i - 1].kind == StageKind::Layer;
       }

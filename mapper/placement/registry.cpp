@@ -14,6 +14,7 @@ const std::vector<std::unique_ptr<PlacementStrategy>>& table() {
     v.push_back(make_layer_bands());
     v.push_back(make_serpentine_bands());
     v.push_back(make_defect_aware());
+    v.push_back(make_square());
     return v;
   }();
   return t;

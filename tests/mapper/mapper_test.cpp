@@ -42,7 +42,7 @@ std::int64_t sum_elements(const firmware::Image& img, firmware::OpKind kind) {
 TEST(Placement, EveryStrategyIsRegistered) {
   auto names = placement_names();
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()),
-            (std::set<std::string>{"whole-wafer", "layer-bands", "serpentine-bands", "defect-aware"}));
+            (std::set<std::string>{"whole-wafer", "layer-bands", "serpentine-bands", "defect-aware", "square"}));
   for (const auto& n : names) EXPECT_EQ(placement(n).name(), n);
   try {
     placement("random");
@@ -69,13 +69,17 @@ TEST(Placement, BandsPlaceEveryStageInsideTheArrayWithoutOverlap) {
         EXPECT_EQ(r, (hw::Rect{0, 0, 40, 60}));
         continue;
       }
+      if (name == "square") {  // the largest centred square
+        EXPECT_EQ(r, (hw::Rect{0, 10, 40, 40}));
+        continue;
+      }
       for (int y = r.y0; y < r.y0 + r.h; ++y)
         for (int x = r.x0; x < r.x0 + r.w; ++x) {
           EXPECT_EQ(owner[std::size_t(y * 40 + x)], -1) << name << " stage " << s << " overlaps";
           owner[std::size_t(y * 40 + x)] = int(s);
         }
     }
-    if (name != "whole-wafer") {
+    if (name != "whole-wafer" && name != "square") {
       // Layers are equally tall; the heavier embedding and head are taller.
       // (serpentine pairs stages per band row: the embedding's and the head's partners share their height)
       std::size_t first = name == "serpentine-bands" ? 2 : 1, last = regions.size() - (name == "serpentine-bands" ? 2 : 1);
