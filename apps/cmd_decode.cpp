@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "apps/cli.h"
+#include "apps/decode_point.h"
 #include "firmware/program.h"
 #include "hw/defect_map.h"
 #include "hw/error.h"
@@ -179,7 +180,8 @@ int run_decode(const std::vector<std::string>& args) {
     fabric = noc::Fabric::perfect(spec.logical());
   }
 
-  mapper::Mapping mapping = mapper::map_model(spec, fabric, model, mo);
+  DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0};
+  mapper::Mapping mapping = map_point(point, fabric);
   const double mapping_s = since(t_start);
   std::vector<const firmware::Image*> images;
   for (const auto& im : mapping.images) images.push_back(&im);
@@ -194,12 +196,7 @@ int run_decode(const std::vector<std::string>& args) {
   }
 
   sim::Simulator simulator;
-  sim::StepOptions so;
-  so.fidelity = fidelity;
-  so.weight_bytes = mo.weight_bits == 8 ? 1 : 2;
-  so.keep_task_runs = vm.count("trace") > 0;
-  so.interwafer_bytes = std::uint64_t(std::max<std::int64_t>(1, mapping.interwafer_bytes_per_token()));
-  sim::StepResult res = simulator.run(spec, fabric, images, so);
+  sim::StepResult res = emulate_point(simulator, point, fabric, mapping);
 
   // ---- report --------------------------------------------------------------------------------------
   traces::Report rep("decode step");

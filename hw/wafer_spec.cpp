@@ -177,6 +177,12 @@ WaferSpec load_wafer_file(const std::filesystem::path& file) {
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON: {}", f, e.what()));
   }
+  return wafer_from_json(j, f, file.stem().string());
+}
+
+WaferSpec wafer_from_json(const nlohmann::json& j, std::string_view where, std::string name,
+                          std::vector<std::string>* keys) {
+  const std::string f(where);
   if (!j.is_object()) throw InputError(fmt::format("{}: a wafer file is a JSON object", f));
 
   WaferSpec w;
@@ -187,7 +193,7 @@ WaferSpec load_wafer_file(const std::filesystem::path& file) {
     w = preset(it->get<std::string>());
     from_preset = true;
   }
-  w.name = file.stem().string();
+  w.name = std::move(name);
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& key = it.key();
     if (key == "preset") continue;
@@ -228,6 +234,7 @@ WaferSpec load_wafer_file(const std::filesystem::path& file) {
                                    fmt::join(missing, ", ")));
   }
   validate(w, f);
+  if (keys) keys->assign(seen.begin(), seen.end());
   return w;
 }
 

@@ -10,6 +10,8 @@
 #include <variant>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "hw/coord.h"
 
 namespace wafer::hw {
@@ -90,6 +92,12 @@ void validate(const WaferSpec& spec, std::string_view where);
 // every parameter is required. Unknown keys, wrong types, malformed JSON and out-of-range values are
 // InputErrors naming the key and file.
 WaferSpec load_wafer_file(const std::filesystem::path& file);
+
+// The same rules for a wafer object already parsed (a wafer file's content, or a wafer given inline, as in
+// the validation case files): `where` prefixes every error, `name` names the spec unless the object has a
+// "name". When `keys` is given it receives the parameters the object sets (presets and names excluded).
+WaferSpec wafer_from_json(const nlohmann::json& j, std::string_view where, std::string name,
+                          std::vector<std::string>* keys = nullptr);
 
 // `--wafer` argument: a preset name, or a path to a wafer file (anything with '/' or ending in .json).
 WaferSpec resolve_wafer(std::string_view arg);

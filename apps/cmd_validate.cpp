@@ -1,0 +1,200 @@
+// wafer-emu validate: the emulator's absolute numbers against published measurements (a case file), and a
+// least-squares fit of the parameters that have no published value. docs/fidelity.md.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "apps/cli.h"
+#include "apps/validate.h"
+#include "hw/error.h"
+#include "traces/report.h"
+
+namespace wafer::apps {
+namespace {
+
+using namespace validation;
+using Clock = std::chrono::steady_clock;
+
+double error_pct(double predicted, double measured) { return 100.0 * (predicted - measured) / measured; }
+
+double mean_abs(const std::vector<double>& predicted, const std::vector<const Case*>& cases) {
+  double s = 0;
+  for (std::size_t i = 0; i < cases.size(); ++i) s += std::abs(error_pct(predicted[i], cases[i]->measured));
+  return cases.empty() ? 0.0 : s / double(cases.size());
+}
+
+// --only NAME[,NAME...]: exact names, or a prefix ending in '*'.
+std::vector<const Case*> select(const CaseFile& file, const std::string& only) {
+  std::vector<const Case*> out;
+  if (only.empty()) {
+    for (const auto& c : file.cases) out.push_back(&c);
+    return out;
+  }
+  std::vector<std::string> pats;
+  for (std::size_t pos = 0; pos <= only.size();) {
+    std::size_t end = only.find(',', pos);
+    if (end == std::string::npos) end = only.size();
+    pats.push_back(only.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  auto match = [](const std::string& pat, const std::string& name) {
+    if (!pat.empty() && pat.back() == '*') return name.starts_with(pat.substr(0, pat.size() - 1));
+    return name == pat;
+  };
+  for (const auto& p : pats) {
+    if (p.empty()) throw hw::InputError(fmt::format("--only '{}': an empty name", only));
+    bool any = false;
+    for (const auto& c : file.cases) any = any || match(p, c.name);
+    if (!any) throw hw::InputError(fmt::format("--only '{}': no case of {} is named so", p, file.path));
+  }
+  for (const auto& c : file.cases)
+    for (const auto& p : pats)
+      if (match(p, c.name)) {
+        out.push_back(&c);
+        break;
+      }
+  return out;
+}
+
+int run_validate(const std::vector<std::string>& args) {
+  po::options_description opts("validate options");
+  opts.add_options()
+      ("cases", po::value<std::string>()->value_name("FILE"), "case file (docs/fidelity.md), e.g. configs/validation/public.json")
+      ("only", po::value<std::string>()->value_name("NAME,..."), "run only these cases (a name ending in * matches a prefix)")
+      ("check", "check the file and every case's settings, emulate nothing")
+      ("fit", po::value<std::string>()->value_name("PARAM[=START],..."),
+       "fit these parameters (task_overhead, vector_setup, color_switch, collective_sync, stream_stage_latency, "
+       "ramp_latency) by least squares over the cases")
+      ("max-iterations", po::value<int>()->default_value(10)->value_name("N"), "Gauss-Newton iterations before the fit gives up")
+      ("wafer-out", po::value<std::string>()->value_name("PATH"), "with --fit: write the fitted values as a wafer file")
+      ("fidelity", po::value<std::string>()->default_value("approx")->value_name("approx|cycle"), "mesh timing model");
+  po::variables_map vm;
+  if (!parse(args, opts, "validate", "--cases FILE [--only NAME,...] [--check] [--fit PARAM,...] [--wafer-out PATH] "
+                                     "[--fidelity approx|cycle] [--json PATH]", vm))
+    return 0;
+  if (!vm.count("cases")) throw hw::InputError("--cases FILE is required (e.g. configs/validation/public.json)");
+  const noc::Fidelity fidelity = noc::parse_fidelity(vm["fidelity"].as<std::string>());
+  const bool check = vm.count("check") > 0;
+  const int max_iterations = vm["max-iterations"].as<int>();
+  if (max_iterations < 1 || max_iterations > 1000)
+    throw hw::InputError(fmt::format("--max-iterations {} is outside [1, 1000]", max_iterations));
+  if (vm.count("wafer-out") && !vm.count("fit")) throw hw::InputError("--wafer-out needs --fit (it writes the fitted values)");
+  if (check && vm.count("fit")) throw hw::InputError("--check emulates nothing, so it cannot --fit");
+  if (vm.count("wafer-out")) traces::check_writable(vm["wafer-out"].as<std::string>());
+
+  const CaseFile file = load_case_file(vm["cases"].as<std::string>());
+  const std::vector<const Case*> cases = select(file, vm.count("only") ? vm["only"].as<std::string>() : std::string());
+  for (const Case* c : cases) check_case(*c, file.path, fidelity);
+  std::vector<FitParam> params;
+  if (vm.count("fit")) {
+    std::vector<Case> chosen;
+    for (const Case* c : cases) chosen.push_back(*c);
+    params = parse_fit(vm["fit"].as<std::string>(), chosen);
+  }
+  std::string preset;
+  if (vm.count("wafer-out")) {
+    preset = cases.front()->preset;
+    for (const Case* c : cases)
+      if (c->preset.empty() || c->preset != preset)
+        throw hw::InputError(fmt::format("--wafer-out writes {{\"preset\": ..., fitted values}}, but case '{}' {} ; "
+                                         "every case must start from one preset",
+                                         c->name, c->preset.empty() ? "gives no preset" : "starts from " + c->preset));
+  }
+
+  traces::Report rep(fmt::format("validate: {} case(s) of {}", cases.size(), file.path));
+  auto& cfg = rep.section("config", "configuration");
+  cfg.add_text("cases_file", file.path);
+  cfg.add_int("cases", std::int64_t(cases.size()), "cases", fmt::format("of {} in the file", file.cases.size()));
+  cfg.add_text("fidelity", noc::to_string(fidelity));
+
+  if (check) {
+    auto& t = rep.add_table("cases", {"case", "kind", "measured", "unit", "source"}, "checked, not emulated");
+    for (const Case* c : cases)
+      t.rows.push_back({c->name, std::string(info(c->kind).name), c->measured, c->unit, c->source});
+    rep.add_text("check", "ok: the file parses and every case's settings are valid");
+    finish(rep, vm);
+    return 0;
+  }
+
+  // Every case at one parameter vector; progress on stderr once a run takes more than a second.
+  Predictor predictor(fidelity);
+  const auto t0 = Clock::now();
+  int evaluation = 0;
+  auto evaluate = [&](const std::vector<std::int64_t>& values) {
+    ++evaluation;
+    Progress progress(params.empty() ? std::string("validate: cases")
+                                     : fmt::format("validate: fit evaluation {}, cases", evaluation),
+                      std::int64_t(cases.size()));
+    bool shown = false;
+    std::vector<double> out;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const hw::WaferSpec spec = params.empty() ? cases[i]->wafer : with_values(cases[i]->wafer, params, values);
+      out.push_back(predictor.predict(*cases[i], spec, file.path));
+      if (std::chrono::duration<double>(Clock::now() - t0).count() >= 1.0) {
+        progress.tick(std::int64_t(i + 1));
+        shown = true;
+      }
+    }
+    if (shown) progress.done();
+    return out;
+  };
+
+  auto cell_kind = [](const Case* c) { return std::string(info(c->kind).name); };
+  if (params.empty()) {
+    const std::vector<double> predicted = evaluate({});
+    auto& t = rep.add_table("cases", {"case", "kind", "predicted", "measured", "unit", "error [%]"},
+                            "error = (predicted - measured) / measured");
+    for (std::size_t i = 0; i < cases.size(); ++i)
+      t.rows.push_back({cases[i]->name, cell_kind(cases[i]), predicted[i], cases[i]->measured, cases[i]->unit,
+                        error_pct(predicted[i], cases[i]->measured)});
+    rep.add("mean_abs_error", mean_abs(predicted, cases), "%", "mean of |error| over the cases");
+    finish(rep, vm);
+    return 0;
+  }
+
+  std::vector<double> measured;
+  for (const Case* c : cases) measured.push_back(c->measured);
+  const FitResult fr = fit(params, measured, evaluate, max_iterations);
+
+  auto& t = rep.add_table("cases", {"case", "kind", "predicted", "measured", "unit", "error [%]"},
+                          "at the fitted values; error = (predicted - measured) / measured");
+  for (std::size_t i = 0; i < cases.size(); ++i)
+    t.rows.push_back({cases[i]->name, cell_kind(cases[i]), fr.after[i], cases[i]->measured, cases[i]->unit,
+                      error_pct(fr.after[i], cases[i]->measured)});
+  rep.add("mean_abs_error", mean_abs(fr.after, cases), "%", "mean of |error| over the cases, at the fitted values");
+
+  auto& f = rep.section("fit", "least squares over the cases: minimises the sum of squared relative errors");
+  auto& pt = f.add_table("parameters", {"parameter", "unit", "start", "fitted", "min", "max"}, "integers within their range");
+  for (std::size_t j = 0; j < params.size(); ++j)
+    pt.rows.push_back({params[j].key, std::string(params[j].info->unit), params[j].start, fr.values[j], params[j].lo,
+                       params[j].hi});
+  f.add_int("iterations", fr.iterations, "iterations", "Gauss-Newton on forward differences");
+  f.add_int("unit_steps", fr.moves, "steps", "integer search around the Gauss-Newton point");
+  f.add_int("evaluations", fr.evaluations, "evaluations", "parameter vectors emulated, every case each");
+  auto& rt = f.add_table("residuals", {"case", "unit", "measured", "before", "error before [%]", "after", "error after [%]"},
+                         "before: at the start values; after: at the fitted values");
+  for (std::size_t i = 0; i < cases.size(); ++i)
+    rt.rows.push_back({cases[i]->name, cases[i]->unit, cases[i]->measured, fr.before[i],
+                       error_pct(fr.before[i], cases[i]->measured), fr.after[i],
+                       error_pct(fr.after[i], cases[i]->measured)});
+  f.add("mean_abs_error_before", mean_abs(fr.before, cases), "%");
+  f.add("mean_abs_error_after", mean_abs(fr.after, cases), "%");
+  if (vm.count("wafer-out")) {
+    nlohmann::ordered_json w;
+    w["preset"] = preset;
+    for (std::size_t j = 0; j < params.size(); ++j) w[params[j].key] = fr.values[j];
+    traces::write_text_atomic(vm["wafer-out"].as<std::string>(), w.dump(2) + "\n");
+    f.add_text("wafer_out", vm["wafer-out"].as<std::string>(), "the fitted values as a wafer file (--wafer PATH)");
+  }
+  finish(rep, vm);
+  return 0;
+}
+
+const Registrar reg{{"validate",
+                     "emulate published measurements (a case file): predicted vs measured, and fit unpublished parameters",
+                     run_validate, 40}};
+
+}  // namespace
+}  // namespace wafer::apps

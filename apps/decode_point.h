@@ -1,0 +1,51 @@
+#pragma once
+// One decode point as a library call: map a model onto a wafer (mapper::map_model) and emulate one decode
+// step (sim::Simulator). `wafer-emu decode` and `wafer-emu validate` both run through it.
+//
+// SystemC elaborates once per process, so there is one sim::Simulator per process: the caller creates it
+// and passes the same one to every emulate_point / run_point call.
+#include <cstdint>
+
+#include "hw/wafer_spec.h"
+#include "mapper/mapper.h"
+#include "mapper/model_config.h"
+#include "noc/mesh.h"
+#include "noc/routing/fabric.h"
+#include "sim/simulator.h"
+
+namespace wafer::apps {
+
+struct DecodePoint {
+  hw::WaferSpec spec;
+  mapper::ModelConfig model;
+  mapper::MapOptions options;
+  noc::Fidelity fidelity = noc::Fidelity::Approx;
+  bool keep_task_runs = false;  // keep every task run (for a Chrome trace)
+};
+
+// Maps the point onto `fabric` (the wafer's repaired logical mesh). Throws hw::InputError with the
+// mapper's reason when it refuses.
+mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric);
+
+// Emulates one decode step of `mapping` (made by map_point for the same point and fabric).
+sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric,
+                              const mapper::Mapping& mapping);
+
+// Critical-path cycles attributed to the decoder layers (the stages named "layer 0" .. "layer N-1"), all
+// causes summed; the embedding, the head and inter-wafer links are not included.
+hw::Cycle decoder_layer_cycles(const sim::StepResult& r);
+
+struct DecodeRun {
+  mapper::Mapping mapping;
+  sim::StepResult step;
+  hw::Cycle layer_cycles_total = 0;  // decoder_layer_cycles(step)
+  // Mean critical-path cycles of one decoder layer: the layers' share of the path over the layers emulated.
+  double layer_cycles() const {
+    return mapping.model.layers > 0 ? double(layer_cycles_total) / double(mapping.model.layers) : 0.0;
+  }
+};
+
+// map_point + emulate_point on a perfect (defect-free) fabric of the wafer's logical size.
+DecodeRun run_point(sim::Simulator& simulator, const DecodePoint& p);
+
+}  // namespace wafer::apps
