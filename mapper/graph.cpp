@@ -32,6 +32,18 @@ std::int64_t LayerGraph::parameters() const {
   for (const Node& n : nodes) s += n.parameters;
   return s;
 }
+std::int64_t LayerGraph::stage_held(const std::string& stage) const {
+  std::int64_t s = 0;
+  for (const Node& n : nodes)
+    if (n.stage == stage) s += n.held;
+  return s;
+}
+std::int64_t LayerGraph::stage_kv_values(const std::string& stage) const {
+  std::int64_t s = 0;
+  for (const Node& n : nodes)
+    if (n.stage == stage) s += n.kv_values;
+  return s;
+}
 std::int64_t LayerGraph::macs() const {
   std::int64_t s = 0;
   for (const Node& n : nodes) s += n.macs;
@@ -49,6 +61,7 @@ LayerGraph build_graph(const ModelConfig& m, std::int64_t batch, std::int64_t co
                  std::int64_t params, std::int64_t macs) -> Node& {
     Node nd;
     nd.kind = kind, nd.name = std::move(name), nd.stage = stage, nd.k = k, nd.n = n, nd.parameters = params;
+    nd.held = params;
     nd.macs = macs;
     g.nodes.push_back(nd);
     return g.nodes.back();
@@ -68,7 +81,7 @@ LayerGraph build_graph(const ModelConfig& m, std::int64_t batch, std::int64_t co
     add(NodeKind::RmsNorm, "layernorm", st, H, H, H, H * B);
     gemv("qkv_proj", st, H, m.q_dim() + 2 * m.kv_dim(), m.qkv_bias, 1, 1);
     add(NodeKind::Rope, "rotary_emb", st, m.q_dim() + m.kv_dim(), m.q_dim() + m.kv_dim(), 0, 0);
-    add(NodeKind::KvAppend, "rotary_emb", st, 2 * m.kv_dim(), 2 * m.kv_dim(), 0, 0);
+    add(NodeKind::KvAppend, "rotary_emb", st, 2 * m.kv_dim(), 2 * m.kv_dim(), 0, 0).kv_values = 2 * m.kv_dim() * context * B;
     auto attn = [&](NodeKind kind, std::int64_t macs) -> Node& {
       Node& nd = add(kind, "attention", st, m.head_dim, context, 0, macs);
       nd.context = context, nd.heads = m.heads, nd.kv_heads = m.kv_heads, nd.head_dim = m.head_dim;
@@ -95,7 +108,9 @@ LayerGraph build_graph(const ModelConfig& m, std::int64_t batch, std::int64_t co
   }
   g.stages.push_back("head");
   add(NodeKind::RmsNorm, "final_layernorm", "head", H, H, H, H * B);
-  gemv("lm_head", "head", H, m.vocab, false, 1, m.tie_embeddings ? 0 : 1);
+  // A tied LM head shares the embedding's parameters, but the wafer holds the table a second time, in the
+  // LM head's layout.
+  gemv("lm_head", "head", H, m.vocab, false, 1, m.tie_embeddings ? 0 : 1).held = H * m.vocab;
   add(NodeKind::Argmax, "sampler", "head", m.vocab, 1, 0, 0);
   return g;
 }

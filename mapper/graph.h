@@ -43,6 +43,8 @@ struct Node {
   std::int64_t head_dim = 0;
   std::int64_t repeat = 1;     // MoE experts computed per token (top-k) for expert GEMVs
   std::int64_t parameters = 0; // weights this node holds (all experts for MoE)
+  std::int64_t held = 0;       // weights the wafer stores for it: its parameters, and a tied LM head's table again
+  std::int64_t kv_values = 0;  // values of the KV cache it keeps (KvAppend: 2 kv_dim x context x batch)
   std::int64_t macs = 0;       // multiply-accumulates per decode step (all sequences)
 };
 
@@ -51,6 +53,9 @@ struct LayerGraph {
   std::vector<Node> nodes;           // in data-flow order
   std::vector<std::string> stages;   // "embedding", "layer 0", ..., "head"
   std::int64_t parameters() const;   // sum over nodes (tied embeddings counted once)
+  // What one stage stores: weights (held parameters) and KV-cache values; the mapper sizes stages by it.
+  std::int64_t stage_held(const std::string& stage) const;
+  std::int64_t stage_kv_values(const std::string& stage) const;
   std::int64_t macs() const;
 };
 

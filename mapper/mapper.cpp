@@ -189,12 +189,12 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
 
   // ---- stages and their bytes -------------------------------------------------------------------------
   const LayerGraph graph = build_graph(model, opt.batch, opt.context);
+  // Stages and what each stores, from the layer graph.
   std::vector<StagePlan> plans;
-  const std::int64_t kv_layer = 2 * opt.context * model.kv_dim() * kActivationBytes * opt.batch;
-  plans.push_back({StageKind::Embedding, "embedding", model.vocab * model.hidden * ep.weight_bytes, 0});
-  for (std::int64_t l = 0; l < model.layers; ++l)
-    plans.push_back({StageKind::Layer, fmt::format("layer {}", l), model.layer_parameters() * ep.weight_bytes, kv_layer});
-  plans.push_back({StageKind::Head, "head", (model.vocab * model.hidden + model.hidden) * ep.weight_bytes, 0});
+  for (const std::string& st : graph.stages) {
+    const StageKind kind = st == "embedding" ? StageKind::Embedding : st == "head" ? StageKind::Head : StageKind::Layer;
+    plans.push_back({kind, st, graph.stage_held(st) * ep.weight_bytes, graph.stage_kv_values(st) * kActivationBytes});
+  }
   std::int64_t total_bytes = 0, total_weights = 0;
   for (const auto& p : plans) total_bytes += p.weight_bytes + p.kv_bytes, total_weights += p.weight_bytes;
   const double wafer_sram = double(spec.sram_bytes) * double(spec.logical_tiles());
@@ -432,7 +432,6 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
   }
   if (model.tie_embeddings)
     out.notes.push_back("tied embeddings: the table is held twice, in the lookup layout and the LM-head layout");
-  (void)graph;
   return out;
 }
 }  // namespace
