@@ -4,33 +4,7 @@
 #include <numeric>
 #include <string_view>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <pthread.h>
-#include <sanitizer/common_interface_defs.h>
-#endif
-
 namespace wafer::apps {
-
-namespace {
-// AddressSanitizer builds only. SystemC announces its coroutine switches to ASan, but when a step returns to
-// the caller's stack ASan is left with wrong bounds for it (its top at 0); an exception thrown later on this
-// thread then trips a false stack-buffer-overflow while unwinding. Announcing the thread's real stack again
-// after every step puts the bookkeeping right. Nothing at all in other builds.
-void reannounce_stack_to_asan() {
-#if defined(__SANITIZE_ADDRESS__)
-  pthread_attr_t attr;
-  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
-  void* addr = nullptr;
-  std::size_t size = 0;
-  const bool ok = pthread_attr_getstack(&attr, &addr, &size) == 0;
-  pthread_attr_destroy(&attr);
-  if (!ok) return;
-  void* fake = nullptr;
-  __sanitizer_start_switch_fiber(&fake, addr, size);
-  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
-#endif
-}
-}  // namespace
 
 mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric) {
   return mapper::map_model(p.spec, fabric, p.model, p.options);
@@ -45,9 +19,7 @@ sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, c
   so.weight_bytes = p.options.weight_bits == 8 ? 1 : 2;
   so.keep_task_runs = p.keep_task_runs;
   so.interwafer_bytes = std::uint64_t(std::max<std::int64_t>(1, mapping.interwafer_bytes_per_token()));
-  sim::StepResult r = simulator.run(p.spec, fabric, images, so);
-  reannounce_stack_to_asan();
-  return r;
+  return simulator.run(p.spec, fabric, images, so);
 }
 
 hw::Cycle decoder_layer_cycles(const sim::StepResult& r) {
