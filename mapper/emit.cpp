@@ -650,6 +650,15 @@ void Emitter::add_classes(const hw::Rect& r, const std::vector<std::uint32_t>& r
 }
 
 namespace {
+bool same_code(const Fragment& a, const Fragment& b) {
+  if (a.tasks.size() != b.tasks.size()) return false;
+  for (std::size_t i = 0; i < a.tasks.size(); ++i) {
+    firmware::Task t = b.tasks[i];
+    t.layer = a.tasks[i].layer;
+    if (!(t == a.tasks[i])) return false;
+  }
+  return true;
+}
 std::size_t hash_program(const firmware::Program& p) {
   Fragment f{p.tasks, p.sram, 0, 0};
   return hash_fragment(f);
@@ -673,14 +682,20 @@ firmware::Image Emitter::finish(std::vector<std::string> layer_names) {
       chain.clear();
       for (std::uint32_t c = q; c != 0; c = parent_[c]) chain.push_back(frag_of_[c]);
       firmware::Program prog;
+      std::vector<std::uint32_t> code_held;  // fragments whose code the tile holds (one copy per distinct code)
       for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
         const Fragment& f = frags_[*it];
         prog.tasks.insert(prog.tasks.end(), f.tasks.begin(), f.tasks.end());
         sat_add(prog.sram.weights, f.sram.weights);
         sat_add(prog.sram.kv_cache, f.sram.kv_cache);
         prog.sram.activations = std::max(prog.sram.activations, f.sram.activations);  // buffers are reused
+        // Time-multiplexed decoder layers run the same code: fragments that differ only in the layer their
+        // tasks report share one copy.
+        if (std::none_of(code_held.begin(), code_held.end(), [&](std::uint32_t h) { return same_code(frags_[h], f); })) {
+          code_held.push_back(*it);
+          sat_add(prog.sram.code, f.code);
+        }
       }
-      sat_add(prog.sram.code, program_bytes(prog));
       auto& bucket = buckets[hash_program(prog) % buckets.size()];
       for (std::uint32_t id : bucket)
         if (img.programs[id] == prog) pi = id;

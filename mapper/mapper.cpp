@@ -172,6 +172,8 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     if (opt.wafers > 1)
       throw InputError(fmt::format("--kernel meshgemv runs the model on one wafer; --wafers {} needs --kernel bands",
                                    opt.wafers));
+    if (opt.weights == WeightMode::Stream)
+      throw InputError("--kernel meshgemv keeps every weight resident; --weights stream needs --kernel bands");
   }
   if (fabric.grid().width != spec.logical_width || fabric.grid().height != spec.logical_height)
     throw InputError(fmt::format("the fabric is {} x {} but wafer '{}' is {} x {}", fabric.grid().width,
@@ -231,6 +233,12 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     return fmt::format("more than {} (no count up to 64 maps)", std::min<std::size_t>(64, plans.size()));
   };
 
+  // What to try when the weights do not fit. The meshgemv kernel runs resident on one wafer only.
+  auto remedy = [&]() -> std::string {
+    if (mesh) return "--kernel bands (with --weights stream or more wafers), or a shorter --context";
+    return fmt::format("--weights stream or --wafers {}", suggest_wafers());
+  };
+
   for (int w = 0; w < opt.wafers; ++w) {
     const std::size_t s0 = first_stage[std::size_t(w)], s1 = first_stage[std::size_t(w) + 1];
     std::vector<StageShape> shapes;
@@ -286,13 +294,19 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       if (!placed) groups.push_back({i});
     }
     std::vector<detail::StageNeed> needs(specs.size());
+    // Stages sharing tiles add their weights and KV cache; activation buffers are reused; the decoder
+    // layers run the same code (their programs differ only in the layer they report), held once.
     auto group_need = [&](const std::vector<std::size_t>& gr) {
       firmware::SramUse u;
+      std::uint32_t layer_code = 0;
       for (std::size_t i : gr) {
         const auto& n = needs[i].worst;
-        detail::sat_add(u.weights, n.weights), detail::sat_add(u.kv_cache, n.kv_cache), detail::sat_add(u.code, n.code);
+        detail::sat_add(u.weights, n.weights), detail::sat_add(u.kv_cache, n.kv_cache);
+        if (specs[i].kind == StageKind::Layer) layer_code = std::max(layer_code, n.code);
+        else detail::sat_add(u.code, n.code);
         u.activations = std::max(u.activations, n.activations);
       }
+      detail::sat_add(u.code, layer_code);
       return u;
     };
     const std::uint32_t cap = std::uint32_t(spec.sram_bytes);
@@ -324,10 +338,10 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       if (opt.weights == WeightMode::Resident) {
         throw InputError(fmt::format(
             "{} at context {}, batch {} ({}); a tile has {}{}. The model's weights are {} at {}-bit against {} of "
-            "SRAM on one wafer; try --weights stream or --wafers {}",
+            "SRAM on one wafer; try {}",
             where, opt.context, opt.batch, parts, kb(cap),
             over > gr.size() ? fmt::format(" ({} of {} stages on this wafer do not fit)", over, specs.size()) : "",
-            gb(double(total_weights)), opt.weight_bits, gb(wafer_sram), suggest_wafers()));
+            gb(double(total_weights)), opt.weight_bits, gb(wafer_sram), remedy()));
       }
       // Stream the heaviest stages of the group until it fits.
       std::vector<std::size_t> order = gr;
@@ -404,8 +418,8 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     wr.io_channels_used = std::min<std::int64_t>(spec.io_channels, streamed_stages);
     wr.egress_bytes_per_token = w + 1 < opt.wafers ? model.hidden * opt.batch * kActivationBytes : 0;
     if (wr.sram_max > spec.sram_bytes)
-      throw InputError(fmt::format("wafer {}: a tile needs {} of SRAM; a tile has {}; try --weights stream or --wafers {}",
-                                   w, kb(double(wr.sram_max)), kb(cap), suggest_wafers()));
+      throw InputError(fmt::format("wafer {}: a tile needs {} of SRAM; a tile has {}; try {}", w,
+                                   kb(double(wr.sram_max)), kb(cap), remedy()));
     if (wr.colors_used > spec.colors)
       throw InputError(fmt::format("the mapping needs {} colors on one tile but wafer '{}' routes {}; use a wafer "
                                    "with more colors",

@@ -150,6 +150,9 @@ TEST(MeshGemv, RefusesWhatItDoesNotMap) {
   o.wafers = 2;
   EXPECT_NE(error("tiny-llama", o).find("one wafer"), std::string::npos);
   o.wafers = 1;
+  o.weights = WeightMode::Stream;
+  EXPECT_NE(error("tiny-llama", o).find("--weights stream needs --kernel bands"), std::string::npos);
+  o.weights = WeightMode::Resident;
   o.placement = "layer-bands";
   EXPECT_NE(error("tiny-llama", o).find("use --placement whole-wafer"), std::string::npos);
   EXPECT_THROW(parse_kernel("meshgem"), hw::InputError);
@@ -177,4 +180,24 @@ TEST(MeshGemv, TheTreesGroupSizeChangesTheProgramsNotTheWork) {
   };
   EXPECT_EQ(weights(a), weights(b));
   EXPECT_NE(a.wafers[0].task_runs, b.wafers[0].task_runs);
+}
+
+// Time-multiplexed layers run one copy of their code: a tile's code does not grow with the layer count.
+TEST(MeshGemv, LayersShareTheirCode) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  const noc::Fabric fabric = noc::Fabric::perfect(tiny.logical());
+  ModelConfig m = load_model("tiny-llama");
+  MapOptions o;
+  o.placement = "whole-wafer", o.kernel = Kernel::MeshGemv, o.context = 64;
+  auto code = [&](std::int64_t layers) {
+    m.layers = layers;
+    const Mapping mp = map_model(tiny, fabric, m, o);
+    std::uint32_t c = 0;
+    for (const auto& p : mp.images[0].programs) c = std::max(c, p.sram.code);
+    return c;
+  };
+  const std::uint32_t two = code(2), three = code(3), six = code(6);
+  EXPECT_GT(two, 0u);
+  EXPECT_EQ(three, two);  // layer 0 (no residual input) and one copy of the others' code
+  EXPECT_EQ(six, two);
 }
