@@ -10,6 +10,7 @@
 
 #include "apps/cli.h"
 #include "apps/decode_point.h"
+#include "apps/search.h"
 #include "firmware/program.h"
 #include "hw/defect_map.h"
 #include "hw/error.h"
@@ -105,7 +106,8 @@ int run_decode(const std::vector<std::string>& args) {
        "a shipped model name or a HuggingFace config.json")
       ("context", po::value<std::int64_t>()->default_value(4096)->value_name("N"), "KV-cache length (tokens attended)")
       ("batch", po::value<std::int64_t>()->default_value(1)->value_name("B"), "sequences decoded together")
-      ("placement", po::value<std::string>()->default_value("layer-bands")->value_name("NAME"), "placement strategy")
+      ("placement", po::value<std::string>()->default_value("layer-bands")->value_name("NAME|auto"),
+       "placement strategy, or auto: search placements x kernels x allreduces x group sizes")
       ("kernel", po::value<std::string>()->default_value("bands")->value_name("bands|meshgemv"),
        "how a region computes a layer (docs/mapping.md)")
       ("allreduce", po::value<std::string>()->default_value("tree")->value_name("chain|centre|tree"),
@@ -180,6 +182,15 @@ int run_decode(const std::vector<std::string>& args) {
     fabric = noc::Fabric::perfect(spec.logical());
   }
 
+  // --placement auto: search the mapping space first (apps/search.h), then run the chosen mapping.
+  std::optional<sim::Simulator> simulator;
+  std::optional<SearchResult> searched;
+  if (mo.placement == "auto") {
+    simulator.emplace();
+    DecodePoint base{spec, model, mo, fidelity, false};
+    searched = search(*simulator, base, fabric);
+    mo = searched->candidates[std::size_t(searched->chosen)].options;
+  }
   DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0};
   mapper::Mapping mapping = map_point(point, fabric);
   const double mapping_s = since(t_start);
@@ -195,8 +206,8 @@ int run_decode(const std::vector<std::string>& args) {
     return 0;
   }
 
-  sim::Simulator simulator;
-  sim::StepResult res = emulate_point(simulator, point, fabric, mapping);
+  if (!simulator) simulator.emplace();
+  sim::StepResult res = emulate_point(*simulator, point, fabric, mapping);
 
   // ---- report --------------------------------------------------------------------------------------
   traces::Report rep("decode step");
@@ -290,13 +301,28 @@ int run_decode(const std::vector<std::string>& args) {
   io.add_int("interwafer_bytes_per_token", mapping.interwafer_bytes_per_token(), "bytes", "per link");
   io.add_int("interwafer_links", std::int64_t(res.link_cycles.size()), "links");
 
+  if (searched) {
+    auto& se = rep.section("search", "--placement auto: every candidate mapping, closed form first, the best few emulated");
+    const auto& ch = searched->candidates[std::size_t(searched->chosen)];
+    se.add_text("chosen", ch.label);
+    se.add_text("chosen_by", searched->chosen_by_formula ? "closed form (no candidate fitted the emulation budget)"
+                                                        : "the lowest emulated latency");
+    auto& st = se.add_table("candidates", {"candidate", "task runs", "predicted [cycles]", "emulated [cycles]", "status"},
+                            "predicted: closed form (meshgemv only; -1: none); emulated: -1 when not emulated");
+    for (const auto& c : searched->candidates) {
+      std::string status = !c.rejected.empty() ? "rejected: " + c.rejected : !c.skipped.empty() ? c.skipped : "emulated";
+      if (&c == &ch) status = "chosen; " + status;
+      st.rows.push_back({c.label, c.task_runs, std::int64_t(std::llround(c.predicted)), std::int64_t(std::llround(c.emulated)),
+                         status});
+    }
+  }
   auto& wall = rep.section("wall_time", "where the wall time went (not deterministic)");
   wall.add("mapping", mapping_s, "s");
   wall.add("elaboration", res.elaboration_s, "s", "SystemC top, mesh model, core state");
   wall.add("emulation", res.emulation_s, "s");
   for (std::size_t i = 0; i < mapping.notes.size(); ++i) rep.add_text(fmt::format("note_{}", i + 1), mapping.notes[i]);
 
-  if (vm.count("trace")) write_trace(vm["trace"].as<std::string>(), simulator, res, images, spec);
+  if (vm.count("trace")) write_trace(vm["trace"].as<std::string>(), *simulator, res, images, spec);
   finish(rep, vm);
   return 0;
 }

@@ -69,3 +69,8 @@ wafer_cli_test(decode_bad_allreduce --exit 2 --one-line-error --stderr "--allred
   -- ${WAFER_EMU} decode ${TINY} --kernel meshgemv --allreduce ring)
 wafer_cli_test(decode_bad_group --exit 2 --one-line-error --stderr "--group -1"
   -- ${WAFER_EMU} decode ${TINY} --kernel meshgemv --group -1)
+
+# --placement auto (apps/search.h): the candidate table, the choice, the reported step is the chosen one.
+add_test(NAME cli.decode_auto COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/auto_check.py ${WAFER_EMU} ${OUT}/auto)
+wafer_cli_test(decode_auto_table --stdout "chosen +meshgemv" --stdout "not emulated: the 2 best closed forms were"
+  --stdout "bands / layer-bands" -- ${WAFER_EMU} decode ${TINY} --placement auto)

@@ -1,0 +1,165 @@
+#include "apps/search.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/costs.h"
+#include "hw/error.h"
+#include "mapper/meshgemv.h"
+#include "mapper/placement.h"
+
+namespace wafer::apps {
+
+using mapper::AllreduceAlgo;
+using mapper::Kernel;
+
+std::vector<SearchCandidate> enumerate_candidates(const DecodePoint& base, const noc::Fabric& fabric) {
+  std::vector<SearchCandidate> out;
+  auto add = [&](mapper::MapOptions o, std::string label) {
+    SearchCandidate c;
+    c.options = o;
+    c.label = std::move(label);
+    out.push_back(std::move(c));
+  };
+  for (const auto& name : mapper::placement_names()) {
+    if (name == "square" && fabric.grid().width == fabric.grid().height) continue;
+    mapper::MapOptions o = base.options;
+    o.placement = name, o.kernel = Kernel::Bands;
+    add(o, fmt::format("bands / {}", name));
+  }
+  // The meshgemv kernel on the placements that give every stage one region.
+  const hw::Grid g = fabric.grid();
+  for (const char* name : {"whole-wafer", "square"}) {
+    if (std::string_view(name) == "square" && g.width == g.height) continue;  // the whole wafer already is one
+    const std::int32_t side = std::string_view(name) == "square" ? std::min(g.width, g.height) : std::max(g.width, g.height);
+    const std::int32_t root = mapper::detail::tree_group(side, 0);
+    for (AllreduceAlgo a : {AllreduceAlgo::Chain, AllreduceAlgo::Centre}) {
+      mapper::MapOptions o = base.options;
+      o.placement = name, o.kernel = Kernel::MeshGemv, o.allreduce = a, o.group = 0;
+      add(o, fmt::format("meshgemv / {} / {}", name, mapper::to_string(a)));
+    }
+    std::vector<std::int32_t> groups{0};  // round(sqrt(n)) of each line
+    for (std::int32_t gs : {std::max(1, root / 2), root * 2})
+      if (gs != root && std::find(groups.begin(), groups.end(), gs) == groups.end()) groups.push_back(gs);
+    for (std::int32_t gs : groups) {
+      mapper::MapOptions o = base.options;
+      o.placement = name, o.kernel = Kernel::MeshGemv, o.allreduce = AllreduceAlgo::Tree, o.group = gs;
+      add(o, gs == 0 ? fmt::format("meshgemv / {} / tree, groups of sqrt(line)", name)
+                     : fmt::format("meshgemv / {} / tree, groups of {}", name, gs));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Zero-load network cycles of one allreduce of `wl` wavelets along a line of n tiles, as the meshgemv
+// kernel runs it (docs/mapping.md section 3b): the longest chain into the final root (stream stages of
+// hop + 2 ramps + stage each), a blocking phase (the sum's tail, an activation and a vector setup) per
+// level, then the broadcast to the farthest tile.
+double line_cycles(const hw::WaferSpec& s, AllreduceAlgo a, std::int32_t n, std::int32_t group, double wl) {
+  if (n <= 1) return 0;
+  const double h = double(s.hop_latency), R = double(s.ramp_latency), st = double(s.stream_stage_latency);
+  const double stage = h + 2 * R + st, block = (wl - 1) + double(s.task_overhead + s.vector_setup);
+  const double bcast = 2 * R + (wl - 1);
+  const std::int32_t root = mapper::detail::final_position(n, a, group);
+  const double far = double(std::max(root, n - 1 - root)) * h;
+  switch (a) {
+    case AllreduceAlgo::Chain: return double(n - 1) * stage + block + far + bcast;
+    case AllreduceAlgo::Centre: return double(std::max(root, n - 1 - root)) * stage + block + far + bcast;
+    case AllreduceAlgo::Tree: {
+      const std::int32_t g = mapper::detail::tree_group(n, group), G = (n + g - 1) / g, c = G / 2;
+      return double(g / 2) * stage + block + double(c) * (double(g) * h + 2 * R + st) + block + far + bcast;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+double meshgemv_closed_form(const hw::WaferSpec& spec, const mapper::Mapping& m) {
+  const firmware::Image& im = m.images.at(0);
+  const firmware::Program* p = im.program_at(im.done_tile);
+  if (!p) return -1;
+  const core::CostModel costs(spec, std::uint32_t(m.options.weight_bits / 8));
+  double cycles = 0;
+  for (const auto& t : p->tasks) {
+    cycles += double(spec.task_overhead);
+    for (const auto& op : t.ops) cycles += double(costs.cycles(op));
+    for (const auto& s : t.sends)
+      if (s.dest.kind != firmware::Dest::Kind::Tile)
+        cycles += line_cycles(spec, m.options.allreduce, s.dest.span, m.options.group, double(s.wavelets));
+  }
+  return cycles;
+}
+
+SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const noc::Fabric& fabric,
+                    const SearchBudget& budget) {
+  SearchResult r;
+  r.candidates = enumerate_candidates(base, fabric);
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+    SearchCandidate& c = r.candidates[i];
+    DecodePoint p = base;
+    p.options = c.options;
+    try {
+      const mapper::Mapping m = map_point(p, fabric);
+      c.task_runs = 0;
+      for (const auto& w : m.wafers) c.task_runs += w.task_runs;
+      if (c.options.kernel == Kernel::MeshGemv) c.predicted = meshgemv_closed_form(base.spec, m);
+      order.push_back(i);
+    } catch (const hw::InputError& e) {
+      c.rejected = e.what();
+    }
+  }
+  if (order.empty()) {
+    std::string why;
+    for (const auto& c : r.candidates) why += fmt::format("; {}: {}", c.label, c.rejected);
+    throw hw::InputError(fmt::format("--placement auto: no candidate maps{}", why));
+  }
+  // Closed forms first (cheapest predicted), then the kernels without one, cheapest to emulate first.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto &ca = r.candidates[a], &cb = r.candidates[b];
+    if ((ca.predicted >= 0) != (cb.predicted >= 0)) return ca.predicted >= 0;
+    if (ca.predicted >= 0) return ca.predicted < cb.predicted;
+    return ca.task_runs < cb.task_runs;
+  });
+  // Emulated, within the budget of task runs: the best `formula_slots` by closed form, and the kernels
+  // without one (they can only be compared by emulating them), cheapest first.
+  std::int64_t left = budget.task_runs;
+  int emulated = 0, by_formula = 0;
+  for (std::size_t i : order) {
+    SearchCandidate& c = r.candidates[i];
+    if (c.predicted >= 0 && by_formula >= budget.formula_slots) {
+      c.skipped = fmt::format("not emulated: the {} best closed forms were", budget.formula_slots);
+      continue;
+    }
+    if (emulated >= budget.emulations) {
+      c.skipped = fmt::format("not emulated: {} candidates already were", budget.emulations);
+      continue;
+    }
+    if (c.task_runs > left) {
+      c.skipped = fmt::format("not emulated: {} task runs, {} left of the budget", c.task_runs, left);
+      continue;
+    }
+    DecodePoint p = base;
+    p.options = c.options;
+    p.keep_task_runs = false;
+    const mapper::Mapping m = map_point(p, fabric);
+    c.emulated = double(emulate_point(simulator, p, fabric, m).latency);
+    left -= c.task_runs;
+    ++emulated;
+    by_formula += c.predicted >= 0;
+    if (r.chosen < 0 || c.emulated < r.candidates[std::size_t(r.chosen)].emulated) r.chosen = int(i);
+  }
+  if (r.chosen < 0) {  // nothing fitted the budget: the best closed form, else the cheapest to emulate
+    r.chosen = int(order.front());
+    r.chosen_by_formula = true;
+  }
+  return r;
+}
+
+}  // namespace wafer::apps
