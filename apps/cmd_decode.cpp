@@ -113,6 +113,8 @@ int run_decode(const std::vector<std::string>& args) {
       ("allreduce", po::value<std::string>()->default_value("tree")->value_name("chain|centre|tree"),
        "allreduce algorithm of the meshgemv kernel")
       ("group", po::value<int>()->default_value(0)->value_name("G"), "tree allreduce: tiles per group (0: sqrt of the line)")
+      ("search-budget", po::value<std::int64_t>()->default_value(SearchBudget{}.task_runs)->value_name("N"),
+       "--placement auto: tile task runs the emulated candidates may take together")
       ("defects", po::value<std::string>()->value_name("FILE"), "defect map (CSV or JSON, physical coordinates)")
       ("density", po::value<double>()->value_name("D"), "generate defects at D per cm^2 (Poisson) instead of a file")
       ("seed", po::value<std::uint64_t>()->default_value(1)->value_name("S"), "seed of the generated defect map")
@@ -188,7 +190,10 @@ int run_decode(const std::vector<std::string>& args) {
   if (mo.placement == "auto") {
     simulator.emplace();
     DecodePoint base{spec, model, mo, fidelity, false};
-    searched = search(*simulator, base, fabric);
+    SearchBudget budget;
+    budget.task_runs = vm["search-budget"].as<std::int64_t>();
+    if (budget.task_runs < 0) throw hw::InputError(fmt::format("--search-budget {} must be at least 0", budget.task_runs));
+    searched = search(*simulator, base, fabric, budget);
     mo = searched->candidates[std::size_t(searched->chosen)].options;
   }
   DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0};
@@ -307,6 +312,7 @@ int run_decode(const std::vector<std::string>& args) {
     se.add_text("chosen", ch.label);
     se.add_text("chosen_by", searched->chosen_by_formula ? "closed form (no candidate fitted the emulation budget)"
                                                         : "the lowest emulated latency");
+    if (!searched->note.empty()) se.add_text("note", searched->note);
     auto& st = se.add_table("candidates", {"candidate", "task runs", "predicted [cycles]", "emulated [cycles]", "status"},
                             "predicted: closed form (meshgemv only; -1: none); emulated: -1 when not emulated");
     for (const auto& c : searched->candidates) {

@@ -33,6 +33,7 @@ struct SearchResult {
   std::vector<SearchCandidate> candidates;  // in enumeration order
   int chosen = -1;                          // index into candidates; -1: nothing maps (InputError thrown)
   bool chosen_by_formula = false;           // no candidate could be emulated within the budget
+  std::string note;                         // a candidate predicted faster than the choice but not emulated
 };
 
 // The candidates for `base` (its placement is ignored). Throws hw::InputError with every candidate's

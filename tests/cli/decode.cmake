@@ -74,3 +74,8 @@ wafer_cli_test(decode_bad_group --exit 2 --one-line-error --stderr "--group -1"
 add_test(NAME cli.decode_auto COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/auto_check.py ${WAFER_EMU} ${OUT}/auto)
 wafer_cli_test(decode_auto_table --stdout "chosen +meshgemv" --stdout "not emulated: the 2 best closed forms were"
   --stdout "bands / layer-bands" -- ${WAFER_EMU} decode ${TINY} --placement auto)
+wafer_cli_test(decode_auto_bad_budget --exit 2 --one-line-error --stderr "--search-budget -3 must be at least 0"
+  -- ${WAFER_EMU} decode ${TINY} --placement auto --search-budget -3)
+# With no budget nothing is emulated: the best closed form is chosen, and says so.
+wafer_cli_test(decode_auto_no_budget --stdout "chosen_by +closed form" --stdout "chosen +meshgemv"
+  -- ${WAFER_EMU} decode ${TINY} --placement auto --search-budget 0)
