@@ -27,6 +27,36 @@ std::int64_t split(std::int64_t n, std::int64_t parts, std::int64_t k) {
   return n / parts + (k < n % parts ? 1 : 0);
 }
 
+FragmentBuilder::Ix FragmentBuilder::task(firmware::Color c, std::int64_t arrivals, Task::Start st) {
+  Task t;
+  t.trigger = c;
+  t.arrivals = std::uint16_t(std::clamp<std::int64_t>(arrivals, 1, 0xFFFF));
+  t.start = st;
+  t.layer = layer_;
+  t.op = op_;
+  f_.tasks.push_back(std::move(t));
+  return f_.tasks.size() - 1;
+}
+
+std::uint32_t FragmentBuilder::u32(std::int64_t v) {
+  if (v > 0xFFFFFFFFll)
+    throw hw::InputError(fmt::format("one tile would process {} elements in one operation (at most 4294967295): "
+                                     "the region is far too small for the model; use more tiles or a smaller batch",
+                                     v));
+  return std::uint32_t(v);
+}
+
+void FragmentBuilder::op(Ix t, OpKind k, std::int64_t elements) {
+  if (elements > 0) f_.tasks[t].ops.push_back({k, u32(elements * B_)});
+}
+
+void FragmentBuilder::acts(std::int64_t values) { sat_add(f_.sram.activations, values * B_ * kActivationBytes); }
+
+Fragment FragmentBuilder::finish() {
+  f_.code = program_bytes(firmware::Program{f_.tasks, {}});
+  return std::move(f_);
+}
+
 namespace {
 
 // Attention columns: S = min(w, kv_heads) segments of adjacent columns; segment s holds split(kv, S, s) KV
@@ -92,10 +122,10 @@ namespace {
 
 constexpr std::int64_t kStreamBuffer = 4096;  // bytes: double-buffered chunks of streamed weights per tile
 
-class Builder {
+class Builder : FragmentBuilder {
  public:
   Builder(const StageSpec& s, const EmitParams& p, const RowKey& rk, const ColKey& ck)
-      : s_(s), p_(p), B_(p.batch), h_(s.region.rect.h), w_(s.region.rect.w) {
+      : FragmentBuilder(s.layer, p.batch), s_(s), p_(p), h_(s.region.rect.h), w_(s.region.rect.w) {
     top_ = rk.v[0], bot_ = rk.v[1], Hr_ = rk.v[2], pos_ = rk.v[3], arr_ = rk.v[4];
     out_.kind = Dest::Kind(rk.v[5]), out_.dx = std::int32_t(rk.v[6]), out_.dy = std::int32_t(rk.v[7]);
     out_.span = std::int32_t(rk.v[8]), collect_dy_ = rk.v[9];
@@ -114,36 +144,11 @@ class Builder {
       case StageKind::Attention: attention_kernel(); break;
     }
     if (streamed_weights_ > 0) sat_add(f_.sram.activations, std::min(streamed_weights_, kStreamBuffer));
-    f_.code = program_bytes(firmware::Program{f_.tasks, {}});
-    return std::move(f_);
+    return finish();
   }
 
  private:
-  using Ix = std::size_t;
-
   // ---- primitives ------------------------------------------------------------------------------------
-  Ix task(firmware::Color c, std::int64_t arrivals = 1, Task::Start st = Task::Start::Complete) {
-    Task t;
-    t.trigger = c;
-    t.arrivals = std::uint16_t(std::clamp<std::int64_t>(arrivals, 1, 0xFFFF));
-    t.start = st;
-    t.layer = s_.layer;
-    t.op = cur_op_;
-    f_.tasks.push_back(std::move(t));
-    return f_.tasks.size() - 1;
-  }
-  static std::uint32_t u32(std::int64_t v) {
-    if (v > 0xFFFFFFFFll)
-      throw hw::InputError(fmt::format("one tile would process {} elements in one operation (at most 4294967295): "
-                                       "the region is far too small for the model; use more tiles or a smaller batch",
-                                       v));
-    return std::uint32_t(v);
-  }
-  // Per-sequence elements (multiplied by the batch).
-  void op(Ix t, OpKind k, std::int64_t elements) {
-    if (elements <= 0) return;
-    f_.tasks[t].ops.push_back({k, u32(elements * B_)});
-  }
   // Weight bytes streamed in before an operator (--weights stream), not multiplied by the batch.
   void stream_in(Ix t, std::int64_t params) {
     if (!s_.streamed || params <= 0) return;
@@ -156,7 +161,6 @@ class Builder {
     if (!s_.streamed) sat_add(f_.sram.weights, params * p_.weight_bytes);
   }
   void norm_weights(std::int64_t params) { sat_add(f_.sram.weights, params * p_.weight_bytes); }  // stay resident
-  void acts(std::int64_t values) { sat_add(f_.sram.activations, values * B_ * kActivationBytes); }
   // Mirrors a local-frame destination into the global frame.
   Dest local(Dest d) const {
     if (!s_.region.mirrored) return d;
@@ -234,7 +238,7 @@ class Builder {
         const std::int64_t H = p_.model->hidden;
         if (h_ == 1) return send(t, color::kDone, H, self());
         if (top_) return send(t, color::kGather, H, tile(0, 1), true);
-        cur_op_ = kOpEgress;
+        op_ = kOpEgress;
         Ix g = task(color::kGather, 1, bot_ ? Task::Start::Complete : Task::Start::Stream);
         send(g, bot_ ? color::kDone : color::kGather, H, bot_ ? self() : tile(0, 1));
         break;
@@ -247,7 +251,7 @@ class Builder {
   void attention(const std::function<void(Ix)>& end) {
     const ModelConfig& m = *p_.model;
     const std::int64_t G = m.group();
-    cur_op_ = kOpAttention;
+    op_ = kOpAttention;
     sat_add(f_.sram.kv_cache, 2 * pos_ * dims_ * B_ * kActivationBytes);
     const std::int64_t sv = pos_ * G * kvh_;  // scores of this row's positions, for the segment's query heads
     acts(sv + G * dims_);
@@ -277,7 +281,7 @@ class Builder {
   }
 
   void embedding() {
-    cur_op_ = kOpEmbedding;
+    op_ = kOpEmbedding;
     if (s_.streamed) {
       // Streamed table: MemoryX delivers the token's row, slice by slice, to the residual column.
       if (!res_) return;
@@ -305,12 +309,12 @@ class Builder {
     acts(2 * Hr_ + Nq + 2 * Ii_ * k);
     // Input RMSNorm on the residual column, then x along every row.
     if (res_) {
-      cur_op_ = kOpLayernorm;
+      op_ = kOpLayernorm;
       Ix t = rms_norm(task(color::kResIn, arr_));
       send(t, color::kRowIn, Hr_, row_all());
     }
     // QKV: rows split the hidden dimension, columns the (q, k, v) outputs of their attention slice.
-    cur_op_ = kOpQkv;
+    op_ = kOpQkv;
     Ix t = task(color::kRowIn);
     stream_in(t, Hr_ * Nq);
     weights(Hr_ * Nq + (bot_ && m.qkv_bias ? Nq : 0));
@@ -320,12 +324,12 @@ class Builder {
       send(e, color::kLocal, 1, self());
     });
     if (bot_) {
-      cur_op_ = kOpRotary;
+      op_ = kOpRotary;
       rope_and_append(task(color::kLocal));
     }
     attention([&](Ix e) { send(e, color::kColIn, G * dims_, col_all()); });
     // Output projection: columns split the attention output, rows the hidden outputs; reduced along rows.
-    cur_op_ = kOpOproj;
+    op_ = kOpOproj;
     t = task(color::kColIn);
     stream_in(t, G * dims_ * Hr_);
     weights(G * dims_ * Hr_);
@@ -335,11 +339,11 @@ class Builder {
       send(e, color::kLocal, 1, self());
     });
     if (res_) {
-      cur_op_ = kOpLayernorm;
+      op_ = kOpLayernorm;
       Ix n = rms_norm(task(color::kLocal));
       if (m.moe()) {
         send(n, color::kLocal, 1, self());
-        cur_op_ = kOpRouter;
+        op_ = kOpRouter;
         Ix r = task(color::kLocal);
         weights(Hr_ * m.experts);
         op(r, OpKind::Fmac, Hr_ * m.experts);
@@ -352,21 +356,21 @@ class Builder {
       }
     }
     // Gated MLP: gate and up side by side per column (so SiLU * up is local), then down reduced along rows.
-    cur_op_ = kOpGateUp;
+    op_ = kOpGateUp;
     t = task(color::kRowIn);
     stream_in(t, Hr_ * 2 * Ii_ * k);
     weights(Hr_ * 2 * Ii_ * copies);
     op(t, OpKind::Fmac, Hr_ * 2 * Ii_ * k);
     col_reduce(t, 2 * Ii_ * k, [&](Ix e) { send(e, color::kLocal, 1, self()); });
     if (bot_) {
-      cur_op_ = kOpAct;
+      op_ = kOpAct;
       Ix a = task(color::kLocal);
       op(a, OpKind::Silu, Ii_ * k);
       op(a, OpKind::Mul, Ii_ * k);
       if (m.moe()) op(a, OpKind::Mul, Ii_ * k);  // routing weight
       send(a, color::kColIn, Ii_ * k, col_all());
     }
-    cur_op_ = kOpDown;
+    op_ = kOpDown;
     t = task(color::kColIn);
     stream_in(t, Ii_ * k * Hr_);
     weights(Ii_ * copies * Hr_);
@@ -380,18 +384,18 @@ class Builder {
   void head() {
     acts(2 * Hr_ + Vi_);
     if (res_) {
-      cur_op_ = kOpFinalNorm;
+      op_ = kOpFinalNorm;
       Ix t = rms_norm(task(color::kResIn, arr_));
       send(t, color::kRowIn, Hr_, row_all());
     }
-    cur_op_ = kOpLmHead;
+    op_ = kOpLmHead;
     Ix t = task(color::kRowIn);
     stream_in(t, Hr_ * Vi_);
     weights(Hr_ * Vi_);
     op(t, OpKind::Fmac, Hr_ * Vi_);
     col_reduce(t, Vi_, [&](Ix e) { send(e, color::kLocal, 1, self()); });
     if (!bot_) return;
-    cur_op_ = kOpSampler;
+    op_ = kOpSampler;
     Ix a = task(color::kLocal);
     op(a, OpKind::Argmax, Vi_);
     // (value, index) pairs, two 32-bit words per sequence, reduced along the bottom row.
@@ -404,7 +408,7 @@ class Builder {
 
   // Kernels for the hand-computed tests (mapper/kernels.h).
   void gemv() {
-    cur_op_ = kOpGemv;
+    op_ = kOpGemv;
     weights(Hr_ * Ni_);
     if (res_) {
       Ix t = task(color::kResIn, arr_);
@@ -416,7 +420,7 @@ class Builder {
   }
   void norm_kernel() {
     if (!res_) return;
-    cur_op_ = kOpRmsNorm;
+    op_ = kOpRmsNorm;
     acts(Hr_);
     Ix t = rms_norm(task(color::kResIn, arr_));
     send(t, color::kDone, Hr_, tile(0, std::int32_t(collect_dy_)));
@@ -424,7 +428,7 @@ class Builder {
   void attention_kernel() {
     const std::int64_t G = p_.model->group();
     if (bot_) {
-      cur_op_ = kOpRotary;
+      op_ = kOpRotary;
       rope_and_append(task(color::kLocal));
     }
     attention([&](Ix e) { send(e, color::kDone, G * dims_, tile(std::int32_t(collect_dx_), 0)); });
@@ -432,15 +436,13 @@ class Builder {
 
   const StageSpec& s_;
   const EmitParams& p_;
-  std::int64_t B_, h_, w_;
+  std::int64_t h_, w_;
   bool top_ = false, bot_ = false, first_ = false, res_ = false, seg_first_ = false, seg_last_ = false;
   std::int64_t Hr_ = 0, pos_ = 0, arr_ = 1, collect_dy_ = 0, segw_ = 1, kvh_ = 0, dims_ = 0, Ii_ = 0, Vi_ = 0;
   std::int64_t Ni_ = 0, collect_dx_ = 0;
   Dest out_;
   firmware::Color out_color_ = color::kResIn;
-  std::uint16_t cur_op_ = 0;
   std::int64_t streamed_weights_ = 0;
-  Fragment f_;
 };
 
 std::size_t hash_fragment(const Fragment& f) {
@@ -574,7 +576,7 @@ void Emitter::add(const StageSpec& s) {
   constexpr std::uint32_t kUnbuilt = 0xFFFFFFFFu, kEmpty = 0xFFFFFFFEu;
   std::vector<std::uint32_t> table(rows.keys.size() * nc, kUnbuilt), table_red(rows_reduced.keys.size() * nc, kUnbuilt);
   for (std::int32_t y = 0; y < r.h; ++y) {
-    std::uint32_t last_seq = kUnbuilt, last_frag = kUnbuilt, last_child = 0;
+    Run run;
     for (std::int32_t i = 0; i < r.w; ++i) {
       const ColKey& ckey = cols.keys[ck[std::size_t(i)]];
       const bool res = ckey.v[1] != 0;
@@ -589,15 +591,7 @@ void Emitter::add(const StageSpec& s) {
         }
       }
       if (f == kEmpty) continue;
-      hw::TileIndex t = grid_.index({global_x(s.region, i), r.y0 + y});
-      std::uint32_t& q = seq_[t];
-      if (q == last_seq && f == last_frag) {
-        q = last_child;
-      } else {
-        last_seq = q, last_frag = f;
-        q = last_child = child(q, f);
-      }
-      stream_bytes_ += frags_[f].stream_bytes;
+      extend(grid_.index({global_x(s.region, i), r.y0 + y}), f, run);
     }
   }
   // Relays of the stage input (see StageSpec::relay_in): one small fragment on the relaying tile.
@@ -620,6 +614,17 @@ void Emitter::add(const StageSpec& s) {
   }
 }
 
+void Emitter::extend(hw::TileIndex t, std::uint32_t f, Run& run) {
+  std::uint32_t& q = seq_[t];
+  if (q == run.seq && f == run.frag) {  // along a row, neighbours mostly extend the same sequence alike
+    q = run.child;
+  } else {
+    run.seq = q, run.frag = f;
+    q = run.child = child(q, f);
+  }
+  stream_bytes_ += frags_[f].stream_bytes;
+}
+
 void Emitter::add_classes(const hw::Rect& r, const std::vector<std::uint32_t>& row_class,
                           const std::vector<std::uint32_t>& col_class,
                           const std::function<Fragment(std::uint32_t, std::uint32_t)>& build) {
@@ -628,7 +633,7 @@ void Emitter::add_classes(const hw::Rect& r, const std::vector<std::uint32_t>& r
   const std::uint32_t nr = row_class.empty() ? 1 : *std::max_element(row_class.begin(), row_class.end()) + 1;
   std::vector<std::uint32_t> table(std::size_t(nr) * nc, kUnbuilt);
   for (std::int32_t y = 0; y < r.h; ++y) {
-    std::uint32_t last_seq = kUnbuilt, last_frag = kUnbuilt, last_child = 0;
+    Run run;
     for (std::int32_t x = 0; x < r.w; ++x) {
       const std::uint32_t rc = row_class[std::size_t(y)], cc = col_class[std::size_t(x)];
       std::uint32_t& f = table[std::size_t(rc) * nc + cc];
@@ -637,14 +642,7 @@ void Emitter::add_classes(const hw::Rect& r, const std::vector<std::uint32_t>& r
         f = fr.tasks.empty() ? kEmpty : intern_fragment(std::move(fr));
       }
       if (f == kEmpty) continue;
-      std::uint32_t& q = seq_[grid_.index({r.x0 + x, r.y0 + y})];
-      if (q == last_seq && f == last_frag) {
-        q = last_child;
-      } else {
-        last_seq = q, last_frag = f;
-        q = last_child = child(q, f);
-      }
-      stream_bytes_ += frags_[f].stream_bytes;
+      extend(grid_.index({r.x0 + x, r.y0 + y}), f, run);
     }
   }
 }

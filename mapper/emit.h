@@ -104,6 +104,28 @@ struct Fragment {
 };
 Fragment build_fragment(const StageSpec& s, const EmitParams& p, const RowKey& rk, const ColKey& ck);
 
+// What every kernel's fragment builder does the same way: tasks stamped with the stage's layer and the
+// current operator, ops with per-sequence element counts (times the batch), activation buffers, SRAM
+// figures that saturate instead of wrapping.
+class FragmentBuilder {
+ protected:
+  using Ix = std::size_t;
+  FragmentBuilder(std::uint16_t layer, std::int64_t batch) : layer_(layer), B_(batch) {}
+
+  Ix task(firmware::Color c, std::int64_t arrivals = 1, firmware::Task::Start st = firmware::Task::Start::Complete);
+  // InputError when one op would process more than 2^32 - 1 elements.
+  static std::uint32_t u32(std::int64_t v);
+  void op(Ix t, firmware::OpKind k, std::int64_t elements);  // per sequence; nothing when elements <= 0
+  void acts(std::int64_t values);                             // per-sequence activation values held
+  // The fragment, its code size filled in.
+  Fragment finish();
+
+  std::uint16_t layer_;
+  std::int64_t B_;
+  std::uint16_t op_ = 0;  // index into op_names(): the operator the next tasks report
+  Fragment f_;
+};
+
 // Largest SRAM need of one stage's tiles (all row/column classes), with the parts of the worst tile.
 struct StageNeed {
   firmware::SramUse worst;  // code included
@@ -128,6 +150,11 @@ class Emitter {
 
  private:
   std::uint32_t intern_fragment(Fragment f);
+  struct Run {  // the last extension made along a row
+    std::uint32_t seq = 0xFFFFFFFFu, frag = 0xFFFFFFFFu, child = 0;
+  };
+  // Appends fragment f to tile t's sequence.
+  void extend(hw::TileIndex t, std::uint32_t f, Run& run);
   std::uint32_t child(std::uint32_t seq, std::uint32_t frag);
   EmitParams p_;
   hw::Grid grid_;

@@ -76,7 +76,6 @@ struct RowFacts {
   std::int64_t pos = 0;      // context positions of the KV cache it holds (sequence along Y)
   bool newest = false;       // holds position C-1: appends the new k and v
   LineRole y;                // its role in the column allreduces
-  bool argmax_row = false;   // the row of the columns' final roots: the head's argmax runs along it
   friend bool operator==(const RowFacts&, const RowFacts&) = default;
 };
 // What a column (x) holds and does.
@@ -112,7 +111,6 @@ Layout layout(const StageSpec& s, const EmitParams& p) {
   const ModelConfig& m = *p.model;
   const std::int32_t w = s.region.rect.w, h = s.region.rect.h;
   Layout L;
-  const std::int32_t ry = final_position(h, p.allreduce, p.group);
   std::int64_t last_pos_row = 0;
   for (std::int32_t r = 0; r < h; ++r)
     if (split(p.context, h, r) > 0) last_pos_row = r;
@@ -121,7 +119,6 @@ Layout layout(const StageSpec& s, const EmitParams& p) {
     f.hidden = split(m.hidden, h, r);
     if (s.kind == StageKind::Layer) f.pos = split(p.context, h, r), f.newest = r == last_pos_row;
     f.y = line_role(h, r, p.allreduce, p.group);
-    f.argmax_row = s.kind == StageKind::Head && r == ry;
     L.rows.push_back(f);
   }
   const std::int64_t S = std::min<std::int64_t>(w, m.kv_heads);
@@ -153,10 +150,10 @@ constexpr Colors kY{mesh_color::kYChain, mesh_color::kYRoot, mesh_color::kYBcast
 constexpr Colors kX{mesh_color::kXChain, mesh_color::kXRoot, mesh_color::kXBcast};
 constexpr Colors kSeg{mesh_color::kSChain, mesh_color::kSRoot, mesh_color::kSBcast};
 
-class Builder {
+class Builder : FragmentBuilder {
  public:
   Builder(const StageSpec& s, const EmitParams& p, const RowFacts& r, const ColFacts& c)
-      : s_(s), p_(p), r_(r), c_(c), B_(p.batch), w_(s.region.rect.w) {}
+      : FragmentBuilder(s.layer, p.batch), s_(s), p_(p), r_(r), c_(c), w_(s.region.rect.w) {}
 
   Fragment build() {
     switch (s_.kind) {
@@ -165,36 +162,13 @@ class Builder {
       case StageKind::Head: head(); break;
       default: throw std::logic_error("meshgemv: kernel stages are built by the bands emitter");
     }
-    f_.code = program_bytes(firmware::Program{f_.tasks, {}});
-    return std::move(f_);
+    return finish();
   }
 
  private:
-  using Ix = std::size_t;
   enum class Axis { Y, X };
 
-  Ix task(Color c, std::int64_t arrivals = 1, Task::Start st = Task::Start::Complete) {
-    Task t;
-    t.trigger = c;
-    t.arrivals = std::uint16_t(std::clamp<std::int64_t>(arrivals, 1, 0xFFFF));
-    t.start = st;
-    t.layer = s_.layer;
-    t.op = op_;
-    f_.tasks.push_back(std::move(t));
-    return f_.tasks.size() - 1;
-  }
-  static std::uint32_t u32(std::int64_t v) {
-    if (v > 0xFFFFFFFFll)
-      throw hw::InputError(fmt::format("one tile would process {} elements in one operation (at most 4294967295): "
-                                       "the region is far too small for the model",
-                                       v));
-    return std::uint32_t(v);
-  }
-  void op(Ix t, OpKind k, std::int64_t elements) {  // per sequence
-    if (elements > 0) f_.tasks[t].ops.push_back({k, u32(elements * B_)});
-  }
   void weights(std::int64_t params) { sat_add(f_.sram.weights, params * p_.weight_bytes); }
-  void acts(std::int64_t values) { sat_add(f_.sram.activations, values * B_ * kActivationBytes); }
   void send(Ix t, Color c, std::int64_t values, Dest d, bool starts = false) {
     const std::int64_t bytes = values * B_ * kActivationBytes;
     const std::int64_t wl = std::max<std::int64_t>(1, (bytes + p_.spec->wavelet_bytes - 1) / p_.spec->wavelet_bytes);
@@ -367,9 +341,7 @@ class Builder {
   const EmitParams& p_;
   const RowFacts& r_;
   const ColFacts& c_;
-  std::int64_t B_, w_;
-  std::uint16_t op_ = 0;
-  Fragment f_;
+  std::int64_t w_;
 };
 
 }  // namespace
