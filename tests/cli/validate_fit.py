@@ -5,8 +5,9 @@ validate_fit.py WAFER_EMU CASES OUTDIR
 
 The cases' "measured" values are generated here, with the emulator, at known parameter values (so the test
 does not go stale when the timing model changes); the fit then starts elsewhere and must find them:
-  1. task_overhead = 17, fitted from the default (10) and from 40 and 0;
-  2. task_overhead = 17 and vector_setup = 9 together (nearly collinear on these cases: a narrow valley);
+  1. task_overhead = 17, fitted from the default (read from `describe`) and from 40 and 0;
+  2. task_overhead = 17 and vector_setup = 9 together from (10, 6) (nearly collinear on these cases: a narrow
+     valley);
   3. --wafer-out writes {"preset": "tiny", "task_overhead": 17}, which `describe --wafer` accepts;
   4. --max-iterations 1 stops before convergence: one-line error naming the parameter, exit 2, no output.
 """
@@ -48,6 +49,14 @@ def fitted(exe, path, fit, outdir, tag, extra=()):
     return {p["parameter"]: p for p in j["fit"]["parameters"]}, j
 
 
+def default(exe, outdir, param):
+    out = os.path.join(outdir, "describe_tiny.json")
+    r = run(exe, "describe", "--wafer", "tiny", "--json", out)
+    if r.returncode != 0:
+        sys.exit(f"FAIL: describe: exit {r.returncode}\n{r.stderr}")
+    return [p for p in json.load(open(out))["parameters"] if p["parameter"] == param][0]["tiny"]
+
+
 def main():
     exe, cases_file, outdir = sys.argv[1:4]
     os.makedirs(outdir, exist_ok=True)
@@ -59,7 +68,7 @@ def main():
     for start in ("", "=40", "=0"):
         params, j = fitted(exe, path, "task_overhead" + start, outdir, "t17" + start.strip("="))
         p = params["task_overhead"]
-        want_start = {"": 10, "=40": 40, "=0": 0}[start]
+        want_start = {"": default(exe, outdir, "task_overhead"), "=40": 40, "=0": 0}[start]
         if p["start"] != want_start:
             fails.append(f"task_overhead{start}: started at {p['start']}, expected {want_start}")
         if p["fitted"] != 17:
@@ -74,7 +83,7 @@ def main():
 
     # 2. Two parameters at once.
     path2 = generate(exe, cases, outdir, {"task_overhead": 17, "vector_setup": 9}, "t17v9")
-    params, j = fitted(exe, path2, "task_overhead,vector_setup", outdir, "t17v9")
+    params, j = fitted(exe, path2, "task_overhead=10,vector_setup=6", outdir, "t17v9")
     got = (params["task_overhead"]["fitted"], params["vector_setup"]["fitted"])
     if got != (17, 9):
         fails.append(f"task_overhead,vector_setup: fitted {got}, expected (17, 9)")

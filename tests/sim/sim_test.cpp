@@ -26,7 +26,14 @@ Simulator& simulator() {
   return s;
 }
 
-hw::WaferSpec tiny() { return hw::preset("tiny"); }
+// The hand computations below use these fixed costs (and the preset's ramp latency of 2), whatever the
+// preset's other defaults are.
+hw::WaferSpec tiny() {
+  hw::WaferSpec w = hw::preset("tiny");
+  w.ramp_latency = 2;
+  w.task_overhead = 10, w.vector_setup = 6, w.stream_stage_latency = 2;
+  return w;
+}
 
 StepResult run(const hw::WaferSpec& spec, const Image& im, noc::Fidelity f = noc::Fidelity::Approx,
                const noc::Fabric* fabric = nullptr) {
