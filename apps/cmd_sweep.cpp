@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <numeric>
 #include <variant>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "apps/cli.h"
@@ -151,8 +153,8 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
     csv += "\n";
     t.rows.push_back(std::move(row));
   }
-  traces::write_text_atomic(dir / "summary.csv", csv);
-  traces::write_json_atomic(dir / "summary.json", rep.to_json());
+  write_shared(dir / "summary.csv", csv);
+  write_shared(dir / "summary.json", rep.to_json().dump(2) + "\n");
   return rep;
 }
 
@@ -167,6 +169,25 @@ std::pair<std::int64_t, std::int64_t> parse_shard(const std::string& s) {
       !num(std::string_view(s).substr(slash + 1), n) || n < 1 || n > 1'000'000 || k < 0 || k >= n)
     throw hw::InputError(fmt::format("--shard '{}': expected K/N with 0 <= K < N", s));
   return {k, n};
+}
+
+// Under an MPI launcher (`mpirun -n N`, Open MPI or MPICH) every rank is a process of its own: it takes shard
+// rank/size from the launcher's environment. No MPI library is linked: the ranks share only DIR/points.jsonl.
+std::optional<std::pair<std::int64_t, std::int64_t>> launcher_shard() {
+  for (auto [rank_var, size_var] : {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, std::pair{"PMI_RANK", "PMI_SIZE"}}) {
+    const char* r = std::getenv(rank_var);
+    const char* n = std::getenv(size_var);
+    if (!r || !n) continue;
+    const std::string text = fmt::format("{}/{}", r, n);
+    try {
+      const auto shard = parse_shard(text);
+      if (shard.second > 1) return shard;
+      return std::nullopt;
+    } catch (const hw::InputError&) {
+      throw hw::InputError(fmt::format("{}={} / {}={}: not a rank and a size of an MPI launcher", rank_var, r, size_var, n));
+    }
+  }
+  return std::nullopt;
 }
 
 std::string self_exe() {
@@ -251,8 +272,12 @@ int run_sweep(const std::vector<std::string>& args) {
   const std::int64_t jobs = vm["jobs"].as<std::int64_t>();
   if (jobs < 1 || jobs > 1024) throw hw::InputError(fmt::format("--jobs {} is outside [1, 1024]", jobs));
   if (vm.count("point") && vm.count("shard")) throw hw::InputError("give --point I or --shard K/N, not both");
-  const bool partial = vm.count("point") || vm.count("shard");
-  if (partial && !vm["jobs"].defaulted()) throw hw::InputError("--jobs spreads a whole study; it does not apply with --point or --shard");
+  std::optional<std::pair<std::int64_t, std::int64_t>> rank;
+  if (!vm.count("point") && !vm.count("shard")) rank = launcher_shard();
+  const bool partial = vm.count("point") || vm.count("shard") || rank;
+  if (partial && !vm["jobs"].defaulted())
+    throw hw::InputError(rank ? "--jobs does not apply under an MPI launcher (every rank is a worker)"
+                              : "--jobs spreads a whole study; it does not apply with --point or --shard");
 
   const std::string spec_arg = vm["spec"].as<std::string>(), out = vm["out"].as<std::string>();
   const Study study = load_study(spec_arg);
@@ -266,6 +291,7 @@ int run_sweep(const std::vector<std::string>& args) {
   } else {
     std::int64_t k = 0, n = 1;
     if (vm.count("shard")) std::tie(k, n) = parse_shard(vm["shard"].as<std::string>());
+    if (rank) std::tie(k, n) = *rank;
     for (std::int64_t i = k; i < total; i += n) mine.push_back(i);
   }
   if (vm.count("json")) traces::check_writable(vm["json"].as<std::string>());
@@ -301,10 +327,17 @@ int run_sweep(const std::vector<std::string>& args) {
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
 
   if (partial) {
-    traces::Report rep(fmt::format("study {}: {} point(s) of {}", study.hash, mine.size(), total));
+    traces::Report rep(fmt::format("study {}: {} point(s) of {}{}", study.hash, mine.size(), total,
+                                   rank ? fmt::format(" (rank {} of {})", rank->first, rank->second) : std::string()));
     rep.add_int("selected", std::int64_t(mine.size()), "points");
     rep.add_int("run", std::int64_t(pending.size()), "points", "the others were already in points.jsonl");
     rep.add("wall_time", wall, "s");
+    // Whichever part finishes the study writes the summary files (a job array needs no last job).
+    pf.refresh();
+    if (pf.count() == total) {
+      summarize(dir, study, pf.read_all());
+      rep.add_text("summary", (dir / "summary.csv").string(), "the study is complete: summary.csv and summary.json written");
+    }
     finish(rep, vm);
     return 0;
   }

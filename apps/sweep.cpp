@@ -555,15 +555,21 @@ void prepare_dir(const std::filesystem::path& dir, const Study& study) {
   out["source"] = study.path;
   out["points"] = study.points();
   out["spec"] = study.spec;
-  // A name of its own per process: shards of a job array may start together.
-  const fs::path tmp = dir / fmt::format("spec.json.tmp.{}", ::getpid());
+  write_shared(spec, out.dump(2) + "\n");
+}
+
+void write_shared(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::path tmp = path;
+  tmp += fmt::format(".tmp.{}", ::getpid());
   {
     std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-    o << out.dump(2) << "\n";
-    if (!o) throw InputError(fmt::format("{}: cannot write", tmp.string()));
+    o << text;
+    o.flush();
+    if (!o) throw InputError(fmt::format("{}: cannot write output file", path.string()));
   }
-  fs::rename(tmp, spec, ec);
-  if (ec) throw InputError(fmt::format("{}: cannot write ({})", spec.string(), ec.message()));
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw InputError(fmt::format("{}: cannot write output file: {}", path.string(), ec.message()));
 }
 
 Study read_dir_study(const std::filesystem::path& dir) {

@@ -111,6 +111,9 @@ class PointsFile {
 // Prepares DIR for the study: creates it (its parent must exist) and writes DIR/spec.json, or checks that
 // the DIR/spec.json there is this study's. InputError when DIR holds another study.
 void prepare_dir(const std::filesystem::path& dir, const Study& study);
+// Writes PATH through a temporary file of this process's own (PATH.tmp.PID) and a rename: processes of one
+// study may write the same file at once, and a reader never sees a partial one.
+void write_shared(const std::filesystem::path& path, const std::string& text);
 // Reads DIR/spec.json back (for --summarize).
 Study read_dir_study(const std::filesystem::path& dir);
 

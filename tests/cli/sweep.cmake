@@ -2,12 +2,19 @@
 # (configs/studies/tiny.json: tiny-llama on the 8 x 8 tiny wafer, 24 points, half of them refused by the mapper).
 set(STUDY ${PROJECT_SOURCE_DIR}/configs/studies/tiny.json)
 set(SWEEP_CHECK python3 ${CMAKE_CURRENT_SOURCE_DIR}/sweep_check.py)
+set(SERR --exit 2 --one-line-error)
 
 # End to end; --jobs 1 and --jobs 2 agree; a finished study runs nothing; another study is refused.
 add_test(NAME cli.sweep_jobs COMMAND ${SWEEP_CHECK} jobs ${WAFER_EMU} ${STUDY} ${OUT}/sweep_jobs ${DATA}/sweep_other.json)
 # Killed after a few points (SIGKILL), a half-written line added, restarted: every point exactly once.
 # (tests/cli/data/sweep_long.json: 400 points on the tiny wafer, about 2 s, so that the kill lands part way.)
 add_test(NAME cli.sweep_resume COMMAND ${SWEEP_CHECK} resume ${WAFER_EMU} ${DATA}/sweep_long.json ${OUT}/sweep_resume)
+# As under `mpirun -n 3` (no MPI library: the ranks read the launcher's environment and share DIR/points.jsonl).
+add_test(NAME cli.sweep_ranks COMMAND ${SWEEP_CHECK} ranks ${WAFER_EMU} ${STUDY} ${OUT}/sweep_ranks)
+wafer_cli_test(sweep_ranks_jobs ${SERR} --stderr "--jobs does not apply under an MPI launcher" --no-file ${OUT}/sweep_bad
+  -- env OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 ${WAFER_EMU} sweep --spec ${STUDY} --out ${OUT}/sweep_bad --jobs 2)
+wafer_cli_test(sweep_ranks_bad ${SERR} --stderr "PMI_RANK=2 / PMI_SIZE=2: not a rank and a size" --no-file ${OUT}/sweep_bad
+  -- env PMI_RANK=2 PMI_SIZE=2 ${WAFER_EMU} sweep --spec ${STUDY} --out ${OUT}/sweep_bad)
 # A point's numbers equal `wafer-emu decode`'s for the same settings.
 add_test(NAME cli.sweep_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${STUDY} ${OUT}/sweep_decode)
 # The summary's statistics on a known set of point results.
@@ -18,7 +25,6 @@ wafer_cli_test(sweep_defect_yield_checks --exit 2 --one-line-error --stderr "--p
   --no-file ${OUT}/sweep_dy -- ${WAFER_EMU} sweep --spec ${PROJECT_SOURCE_DIR}/configs/studies/defect-yield.json --out ${OUT}/sweep_dy --point 400)
 
 # Bad input: one line naming the file and the key, exit 2, nothing written.
-set(SERR --exit 2 --one-line-error)
 wafer_cli_test(sweep_point_range ${SERR} --stderr "--point 24: the study .*tiny.json has points 0 to 23" --no-file ${OUT}/sweep_bad
   -- ${WAFER_EMU} sweep --spec ${STUDY} --out ${OUT}/sweep_bad --point 24)
 wafer_cli_test(sweep_point_negative ${SERR} --stderr "--point -1: the study" --no-file ${OUT}/sweep_bad

@@ -9,6 +9,8 @@ sweep_check.py MODE WAFER_EMU STUDY OUTDIR [OTHER_STUDY]
   resume   a sweep killed (SIGKILL) after a few points, a half-written last line added, then restarted:
            every point exactly once, the same lines as an uninterrupted run.
   decode   every good point's numbers equal `wafer-emu decode`'s for the same settings; --point I gives the same lines.
+  ranks    three processes as an MPI launcher starts them (rank and size in the environment) share the study
+           out; the one that finishes it writes the summary.
   stats    the summary of a known set of point results: mean, p5, p50, p95, max, failures by reason.
 """
 import json, math, os, shutil, signal, subprocess, sys, time
@@ -82,6 +84,9 @@ def mode_jobs(exe, study, out, other):
             if sum(l["breakdown_cycles"].values()) != l["latency_cycles"]:
                 raise SystemExit(f"FAIL: point {l['index']}: the breakdown does not sum to the latency")
         print(f"--jobs {jobs}: {len(lines)} points, {len(ok)} ok, {len(bad)} failed")
+    csvs = [open(os.path.join(out, f"jobs{j}", "summary.csv")).read() for j in (1, 2)]
+    if csvs[0] != csvs[1]:
+        raise SystemExit("FAIL: summary.csv differs between --jobs 1 and --jobs 2")
     if got[1] != got[2]:
         for a, b in zip(got[1], got[2]):
             if a != b:
@@ -134,6 +139,33 @@ def mode_resume(exe, study, out):
     if comparable(lines) != want:
         raise SystemExit("FAIL: the restarted study differs from an uninterrupted one")
     print(f"restarted: {len(lines)} points, each once, as an uninterrupted run")
+    print("ok")
+
+
+def mode_ranks(exe, study, out):
+    # As under `mpirun -n 3`: three processes started together, each told its rank by the launcher's environment.
+    ref = fresh(os.path.join(out, "reference"))
+    run([exe, "sweep", "--spec", study, "--out", ref])
+    d = fresh(os.path.join(out, "ranks"))
+    procs = []
+    for rank in range(3):
+        env = dict(os.environ, OMPI_COMM_WORLD_RANK=str(rank), OMPI_COMM_WORLD_SIZE="3")
+        procs.append(subprocess.Popen([exe, "sweep", "--spec", study, "--out", d], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=600) for p in procs]
+    for rank, (p, (o, e)) in enumerate(zip(procs, outs)):
+        if p.returncode != 0:
+            raise SystemExit(f"FAIL: rank {rank}: exit {p.returncode}\n{o}\n{e}")
+        if f"(rank {rank} of 3)" not in o:
+            raise SystemExit(f"FAIL: rank {rank} does not say which rank it ran:\n{o}")
+    want = comparable(lines_of(ref))
+    lines = lines_of(d)
+    exactly_once(lines, len(want), "three ranks")
+    if comparable(lines) != want:
+        raise SystemExit("FAIL: three ranks give other lines than one process")
+    if open(os.path.join(d, "summary.csv")).read() != open(os.path.join(ref, "summary.csv")).read():
+        raise SystemExit("FAIL: the summary written by the rank that finished the study differs")
+    print(f"three ranks: {len(lines)} points, each once, the same lines and summary as one process")
     print("ok")
 
 
@@ -257,6 +289,8 @@ def main():
         mode_resume(exe, study, out)
     elif mode == "decode":
         mode_decode(exe, study, out)
+    elif mode == "ranks":
+        mode_ranks(exe, study, out)
     elif mode == "stats":
         mode_stats(exe, study, out)
     else:
