@@ -51,6 +51,17 @@ def exactly_once(lines, total, what):
         raise SystemExit(f"FAIL: {what}: indices {idx}, expected each of 0..{total - 1} exactly once")
 
 
+def fnv1a(text):
+    h = 1469598103934665603
+    for b in text.encode():
+        h = ((h ^ b) * 1099511628211) % (1 << 64)
+    return f"{h:016x}"
+
+
+def compact(j):
+    return json.dumps(j, separators=(",", ":"), ensure_ascii=False)
+
+
 def mode_jobs(exe, study, out, other):
     total = None
     got = {}
@@ -61,6 +72,25 @@ def mode_jobs(exe, study, out, other):
         total = spec["points"]
         lines = lines_of(d)
         exactly_once(lines, total, f"--jobs {jobs}")
+        # The hashes are FNV-1a over compact JSON: the study's without "note", a point's over its settings.
+        spec_in = json.load(open(study))
+        spec_in.pop("note", None)
+        if spec["study"] != fnv1a(compact(spec_in)):
+            raise SystemExit(f"FAIL: study hash {spec['study']}, expected {fnv1a(compact(spec_in))}")
+        axes = []
+        for k, v in spec_in.get("axes", {}).items():
+            axes.append((k, [v["from"] + i for i in range(v["count"])] if isinstance(v, dict) else v))
+        for l in lines:
+            want, rest = dict(spec_in.get("fixed", {})), l["index"]
+            picks = []
+            for k, vs in reversed(axes):
+                picks.append((k, vs[rest % len(vs)]))
+                rest //= len(vs)
+            want.update(reversed(picks))
+            if list(l["settings"].items()) != list(want.items()):
+                raise SystemExit(f"FAIL: point {l['index']}: settings {l['settings']}, expected {want} (last axis fastest)")
+            if l["hash"] != fnv1a(compact(l["settings"])) or l["study"] != spec["study"]:
+                raise SystemExit(f"FAIL: point {l['index']}: hash {l['hash']}, expected {fnv1a(compact(l['settings']))}")
         got[jobs] = comparable(lines)
         for f in ("summary.csv", "summary.json"):
             if not os.path.exists(os.path.join(d, f)):
