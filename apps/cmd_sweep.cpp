@@ -314,15 +314,16 @@ int run_sweep(const std::vector<std::string>& args) {
   } else if (!pending.empty()) {
     sim::Simulator simulator;
     Resolver resolver(study);
-    SweepProgress progress(partial ? std::int64_t(mine.size()) : total, partial ? 0 : pf.count(), quiet);
+    const auto before = std::int64_t(mine.size() - pending.size());
+    SweepProgress progress(partial ? std::int64_t(mine.size()) : total, partial ? before : pf.count(), quiet);
     std::int64_t ran = 0;
     for (auto i : pending) {
       if (pf.done(i)) continue;
       pf.append(run_point(simulator, resolver, study, i));
       ++ran;
-      progress.tick(partial ? ran : pf.count(), pf.failed());
+      progress.tick(partial ? before + ran : pf.count(), pf.failed());
     }
-    progress.tick(partial ? ran : pf.count(), pf.failed(), true);
+    progress.tick(partial ? before + ran : pf.count(), pf.failed(), true);
   }
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
 
