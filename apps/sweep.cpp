@@ -155,6 +155,8 @@ Study parse_study(const ojson& j, const std::string& where, const std::filesyste
         const std::int64_t c = count->get<std::int64_t>();
         if (c < 1 || c > kMaxPoints) fail(where, path + ".count", fmt::format("{} is outside [1, {}]", c, kMaxPoints));
         const std::int64_t f0 = from->get<std::int64_t>();
+        constexpr std::int64_t kLimit = std::int64_t(1) << 53;
+        if (f0 < -kLimit || f0 > kLimit) fail(where, path + ".from", fmt::format("{} is outside [-2^53, 2^53]", f0));
         for (std::int64_t i = 0; i < c; ++i) values.emplace_back(f0 + i);
       } else if (it->is_array()) {
         if (it->empty()) fail(where, path, "is empty: an axis needs at least one value");

@@ -53,6 +53,7 @@ foreach(case
     "seed_alone|sweep_bad_seed_alone.json: key 'axes.seed \\(point 0\\)': applies to generated defects"
     "type|sweep_bad_type.json: key 'axes.batch\\[0\\]': \"2\" must be a whole number"
     "range|sweep_bad_range.json: key 'axes.seed.count': 0 is outside"
+    "range_from|sweep_bad_range_from.json: key 'axes.seed.from': 9223372036854775807 is outside"
     "axis_scalar|sweep_bad_axis_scalar.json: key 'axes.batch': 2 must be a list"
     "context|sweep_bad_context.json: key 'axes.context \\(point 1\\)': 513 is beyond tiny-llama's max_position_embeddings 512"
     "twice|sweep_bad_twice.json: key 'axes.batch\\[2\\]': 1 is listed twice"
