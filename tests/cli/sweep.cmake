@@ -15,6 +15,14 @@ wafer_cli_test(sweep_ranks_jobs ${SERR} --stderr "--jobs does not apply under an
   -- env OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 ${WAFER_EMU} sweep --spec ${STUDY} --out ${OUT}/sweep_bad --jobs 2)
 wafer_cli_test(sweep_ranks_bad ${SERR} --stderr "PMI_RANK=2 / PMI_SIZE=2: not a rank and a size" --no-file ${OUT}/sweep_bad
   -- env PMI_RANK=2 PMI_SIZE=2 ${WAFER_EMU} sweep --spec ${STUDY} --out ${OUT}/sweep_bad)
+# Under a real Open MPI mpirun, when one is installed (openmpi-bin; nothing is linked against MPI).
+find_program(WAFER_MPIRUN NAMES mpirun)
+if(WAFER_MPIRUN)
+  execute_process(COMMAND ${WAFER_MPIRUN} --version OUTPUT_VARIABLE WAFER_MPIRUN_VERSION ERROR_QUIET)
+  if(WAFER_MPIRUN_VERSION MATCHES "Open MPI|OpenRTE")
+    add_test(NAME cli.sweep_mpirun COMMAND ${SWEEP_CHECK} mpirun ${WAFER_EMU} ${STUDY} ${OUT}/sweep_mpirun ${WAFER_MPIRUN})
+  endif()
+endif()
 # A point's numbers equal `wafer-emu decode`'s for the same settings.
 add_test(NAME cli.sweep_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${STUDY} ${OUT}/sweep_decode)
 # The summary's statistics on a known set of point results.

@@ -11,6 +11,7 @@ sweep_check.py MODE WAFER_EMU STUDY OUTDIR [OTHER_STUDY]
   decode   every good point's numbers equal `wafer-emu decode`'s for the same settings; --point I gives the same lines.
   ranks    three processes as an MPI launcher starts them (rank and size in the environment) share the study
            out; the one that finishes it writes the summary.
+  mpirun   the same under a real `mpirun -n 3` (Open MPI; MPIRUN as the 5th argument).
   stats    the summary of a known set of point results: mean, p5, p50, p95, max, failures by reason.
 """
 import json, math, os, shutil, signal, subprocess, sys, time
@@ -199,6 +200,26 @@ def mode_ranks(exe, study, out):
     print("ok")
 
 
+def mode_mpirun(exe, study, out, mpirun):
+    # A real launcher: Open MPI's mpirun with 3 ranks (run as root, on fewer cores than ranks in CI).
+    ref = fresh(os.path.join(out, "reference"))
+    run([exe, "sweep", "--spec", study, "--out", ref])
+    d = fresh(os.path.join(out, "mpirun"))
+    r = run([mpirun, "--allow-run-as-root", "--oversubscribe", "-n", "3", exe, "sweep", "--spec", study, "--out", d])
+    for rank in range(3):
+        if f"(rank {rank} of 3)" not in r.stdout:
+            raise SystemExit(f"FAIL: rank {rank} of mpirun -n 3 did not run its shard:\n{r.stdout}\n{r.stderr}")
+    want = comparable(lines_of(ref))
+    lines = lines_of(d)
+    exactly_once(lines, len(want), "mpirun -n 3")
+    if comparable(lines) != want:
+        raise SystemExit("FAIL: mpirun -n 3 gives other lines than one process")
+    if open(os.path.join(d, "summary.csv")).read() != open(os.path.join(ref, "summary.csv")).read():
+        raise SystemExit("FAIL: the summary under mpirun differs")
+    print(f"mpirun -n 3: {len(lines)} points, each once, the same lines and summary as one process")
+    print("ok")
+
+
 def decode_args(s):
     args = []
     for k, opt in (("wafer", "--wafer"), ("model", "--model"), ("context", "--context"), ("batch", "--batch"),
@@ -321,6 +342,8 @@ def main():
         mode_decode(exe, study, out)
     elif mode == "ranks":
         mode_ranks(exe, study, out)
+    elif mode == "mpirun":
+        mode_mpirun(exe, study, out, sys.argv[5])
     elif mode == "stats":
         mode_stats(exe, study, out)
     else:
