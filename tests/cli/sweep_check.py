@@ -145,21 +145,25 @@ def mode_resume(exe, study, out):
     ref = fresh(os.path.join(out, "reference"))
     run([exe, "sweep", "--spec", study, "--out", ref])
     want = comparable(lines_of(ref))
-    d = fresh(os.path.join(out, "killed"))
-    p = subprocess.Popen([exe, "sweep", "--spec", study, "--out", d], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    d = os.path.join(out, "killed")
     path = os.path.join(d, "points.jsonl")
-    deadline = time.time() + 120
-    while time.time() < deadline and p.poll() is None:
-        if os.path.exists(path) and open(path).read().count("\n") >= 3:
+    for attempt in range(3):  # a loaded machine may let the sweep finish before the test looks: try again
+        fresh(d)
+        p = subprocess.Popen([exe, "sweep", "--spec", study, "--out", d], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 120
+        while time.time() < deadline and p.poll() is None:
+            if os.path.exists(path) and open(path).read().count("\n") >= 3:
+                break
+            time.sleep(0.002)
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+        p.wait()
+        n = open(path).read().count("\n")
+        if p.returncode == -signal.SIGKILL and n < len(want):
             break
-        time.sleep(0.002)
-    if p.poll() is not None:
-        raise SystemExit(f"FAIL: the sweep finished (exit {p.returncode}) before the test could kill it")
-    p.send_signal(signal.SIGKILL)
-    p.wait()
-    n = open(path).read().count("\n")
-    if n >= len(want):
-        raise SystemExit("FAIL: every point was done before the kill")
+        print(f"attempt {attempt + 1}: the sweep ended (exit {p.returncode}, {n} points) before the kill")
+    else:
+        raise SystemExit("FAIL: the sweep always finished before the test could kill it")
     # A writer killed mid-line leaves a partial last line: the restart must cut it off.
     with open(path, "a") as f:
         f.write('{"study": "' + json.load(open(os.path.join(d, "spec.json")))["study"] + '", "index": 0, "sta')
