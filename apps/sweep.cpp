@@ -1,0 +1,617 @@
+#include "apps/sweep.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include "hw/error.h"
+#include "hw/repair.h"
+#include "mapper/placement.h"
+#include "noc/routing/fabric.h"
+
+namespace wafer::apps::sweep {
+
+using hw::InputError;
+
+namespace {
+
+// The settings a study may fix or sweep, besides the wafer parameters of `wafer-emu describe`.
+const std::vector<std::string_view> kKeys = {"wafer",   "model",     "context", "batch",        "placement", "kernel",
+                                             "allreduce", "group",   "weights", "weight_bits",  "wafers",    "fidelity",
+                                             "density", "defect_model", "alpha", "seed",        "repair"};
+const std::vector<std::string_view> kTopKeys = {"schema", "name", "note", "fixed", "axes"};
+
+bool is_key(std::string_view k) { return std::find(kKeys.begin(), kKeys.end(), k) != kKeys.end(); }
+const hw::ParamInfo* param(std::string_view k) {
+  for (const auto& p : hw::wafer_params())
+    if (p.key == k) return &p;
+  return nullptr;
+}
+std::string join(const std::vector<std::string_view>& v) {
+  std::string s;
+  for (auto k : v) s += (s.empty() ? "" : ", ") + std::string(k);
+  return s;
+}
+bool path_like(std::string_view s) { return s.find('/') != std::string_view::npos || s.ends_with(".json"); }
+
+[[noreturn]] void fail(const std::string& where, const std::string& key, const std::string& what) {
+  throw InputError(fmt::format("{}: key '{}': {}", where, key, what));
+}
+
+std::string slurp(const std::filesystem::path& file, const char* what) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open {}", file.string(), what));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A value of the right JSON type for its key (names and ranges are check_value's).
+void check_type(const std::string& where, const std::string& path, const std::string& key, const ojson& v) {
+  static const std::vector<std::string_view> text = {"wafer",   "model",    "placement",    "kernel", "allreduce",
+                                                     "weights", "fidelity", "defect_model", "repair"};
+  static const std::vector<std::string_view> number = {"density", "alpha"};
+  if (std::find(text.begin(), text.end(), key) != text.end()) {
+    if (!v.is_string() || v.get<std::string>().empty()) fail(where, path, fmt::format("{} must be a non-empty string", v.dump()));
+  } else if (std::find(number.begin(), number.end(), key) != number.end() || param(key)) {
+    if (!v.is_number()) fail(where, path, fmt::format("{} must be a number", v.dump()));
+  } else {
+    if (!v.is_number()) fail(where, path, fmt::format("{} must be a whole number", v.dump()));
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || std::floor(d) != d) fail(where, path, fmt::format("{} must be a whole number", v.dump()));
+    if (key == "seed" && (d < 0 || d > 9007199254740992.0))
+      fail(where, path, fmt::format("{} is outside [0, 2^53]", v.dump()));
+  }
+}
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+std::string hash_text(const std::string& s) { return fmt::format("{:016x}", fnv1a(s)); }
+
+std::int64_t Study::points() const {
+  std::int64_t n = 1;
+  for (const auto& a : axes) n *= std::int64_t(a.second.size());
+  return n;
+}
+
+ojson Study::settings(std::int64_t index) const {
+  ojson s = ojson::object();
+  for (const auto& [k, v] : fixed) s[k] = v;
+  std::vector<std::size_t> pick(axes.size());
+  for (std::size_t a = axes.size(); a-- > 0;) {
+    const auto n = std::int64_t(axes[a].second.size());
+    pick[a] = std::size_t(index % n);
+    index /= n;
+  }
+  for (std::size_t a = 0; a < axes.size(); ++a) s[axes[a].first] = axes[a].second[pick[a]];
+  return s;
+}
+
+Study parse_study(const ojson& j, const std::string& where, const std::filesystem::path& dir) {
+  Study st;
+  st.path = where;
+  st.dir = dir;
+  st.spec = j;
+  if (!j.is_object()) throw InputError(fmt::format("{}: a study is a JSON object {{\"schema\": 1, \"fixed\": ..., \"axes\": ...}}", where));
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (std::find(kTopKeys.begin(), kTopKeys.end(), it.key()) == kTopKeys.end())
+      fail(where, it.key(), fmt::format("unknown key (known here: {})", join(kTopKeys)));
+  auto sch = j.find("schema");
+  if (sch == j.end()) fail(where, "schema", fmt::format("missing (give {})", kSchema));
+  if (!sch->is_number_integer() || sch->get<std::int64_t>() != kSchema)
+    fail(where, "schema", fmt::format("{} is not a schema this build reads ({})", sch->dump(), kSchema));
+  for (const char* k : {"name", "note"})
+    if (auto it = j.find(k); it != j.end() && !it->is_string()) fail(where, k, "must be a string");
+  st.name = j.value("name", std::string());
+  ojson hashed = j;
+  hashed.erase("note");
+  st.hash = hash_text(hashed.dump());
+
+  auto key_ok = [&](const std::string& path, const std::string& k) {
+    if (!is_key(k) && !param(k))
+      fail(where, path, fmt::format("unknown setting (known: {}, or a wafer parameter of `wafer-emu describe`)", join(kKeys)));
+  };
+  if (auto f = j.find("fixed"); f != j.end()) {
+    if (!f->is_object()) fail(where, "fixed", "must be a JSON object {\"setting\": value}");
+    for (auto it = f->begin(); it != f->end(); ++it) {
+      const std::string path = "fixed." + it.key();
+      key_ok(path, it.key());
+      if (it->is_array() || it->is_object()) fail(where, path, "a fixed setting is one value (sweep a list under \"axes\")");
+      check_type(where, path, it.key(), *it);
+      st.fixed.emplace_back(it.key(), *it);
+    }
+  }
+  if (auto a = j.find("axes"); a != j.end()) {
+    if (!a->is_object()) fail(where, "axes", "must be a JSON object {\"setting\": [values]}");
+    for (auto it = a->begin(); it != a->end(); ++it) {
+      const std::string path = "axes." + it.key();
+      key_ok(path, it.key());
+      for (const auto& [k, v] : st.fixed)
+        if (k == it.key()) fail(where, path, "is also under \"fixed\" (give it in one place)");
+      std::vector<ojson> values;
+      if (it->is_object()) {  // a range of whole numbers
+        for (auto r = it->begin(); r != it->end(); ++r)
+          if (r.key() != "from" && r.key() != "count")
+            fail(where, path + "." + r.key(), "unknown key (a range is {\"from\": N, \"count\": K})");
+        auto from = it->find("from"), count = it->find("count");
+        if (from == it->end() || !from->is_number_integer()) fail(where, path + ".from", "missing or not a whole number");
+        if (count == it->end() || !count->is_number_integer()) fail(where, path + ".count", "missing or not a whole number");
+        const std::int64_t c = count->get<std::int64_t>();
+        if (c < 1 || c > kMaxPoints) fail(where, path + ".count", fmt::format("{} is outside [1, {}]", c, kMaxPoints));
+        const std::int64_t f0 = from->get<std::int64_t>();
+        constexpr std::int64_t kLimit = std::int64_t(1) << 53;
+        if (f0 < -kLimit || f0 > kLimit) fail(where, path + ".from", fmt::format("{} is outside [-2^53, 2^53]", f0));
+        for (std::int64_t i = 0; i < c; ++i) values.emplace_back(f0 + i);
+      } else if (it->is_array()) {
+        if (it->empty()) fail(where, path, "is empty: an axis needs at least one value");
+        for (const auto& v : *it) values.push_back(v);
+      } else {
+        fail(where, path, fmt::format("{} must be a list of values or a range {{\"from\": N, \"count\": K}}", it->dump()));
+      }
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        check_type(where, fmt::format("{}[{}]", path, i), it.key(), values[i]);
+        for (std::size_t k = 0; k < i; ++k)
+          if (values[k] == values[i]) fail(where, fmt::format("{}[{}]", path, i), fmt::format("{} is listed twice", values[i].dump()));
+      }
+      st.axes.emplace_back(it.key(), std::move(values));
+      if (double(st.points()) > double(kMaxPoints))
+        fail(where, path, fmt::format("the study would have more than {} points", kMaxPoints));
+    }
+  }
+  return st;
+}
+
+hw::WaferSpec Resolver::wafer(const std::string& arg, const std::string& key) {
+  auto it = wafers_.find(arg);
+  if (it != wafers_.end()) return it->second;
+  try {
+    std::string a = arg;
+    if (path_like(arg) && std::filesystem::path(arg).is_relative()) a = (study_.dir / arg).string();
+    return wafers_.emplace(arg, hw::resolve_wafer(a)).first->second;
+  } catch (const InputError& e) {
+    fail(study_.path, key, e.what());
+  }
+}
+
+const mapper::ModelConfig& Resolver::model(const std::string& arg, const std::string& key) {
+  auto it = models_.find(arg);
+  if (it != models_.end()) return it->second;
+  try {
+    std::string a = arg;
+    if (path_like(arg) && std::filesystem::path(arg).is_relative()) a = (study_.dir / arg).string();
+    return models_.emplace(arg, mapper::load_model(a)).first->second;
+  } catch (const InputError& e) {
+    fail(study_.path, key, e.what());
+  }
+}
+
+void Resolver::check_value(const std::string& key, const ojson& v, const std::string& path) {
+  const std::string& w = study_.path;
+  auto one_of = [&](std::initializer_list<std::string_view> names) {
+    const std::string s = v.get<std::string>();
+    if (std::find(names.begin(), names.end(), s) == names.end())
+      fail(w, path, fmt::format("'{}' is not one of {}", s, join(std::vector<std::string_view>(names))));
+  };
+  auto range = [&](double lo, double hi) {
+    const double d = v.get<double>();
+    if (!(d >= lo && d <= hi)) fail(w, path, fmt::format("{} is outside [{}, {}]", v.dump(), lo, hi));
+  };
+  try {
+    if (key == "wafer") wafer(v.get<std::string>(), path);
+    else if (key == "model") model(v.get<std::string>(), path);
+    else if (key == "placement") {
+      if (v.get<std::string>() == "auto") fail(w, path, "'auto' is decode's search, not one point; list the placements to sweep");
+      mapper::placement(v.get<std::string>());
+    } else if (key == "repair") hw::repair_scheme(v.get<std::string>());
+    else if (key == "kernel") one_of({"bands", "meshgemv"});
+    else if (key == "allreduce") one_of({"chain", "centre", "tree"});
+    else if (key == "weights") one_of({"resident", "stream"});
+    else if (key == "fidelity") one_of({"approx", "cycle"});
+    else if (key == "defect_model") one_of({"poisson", "negbin"});
+    else if (key == "context") range(1, double(std::int64_t(1) << 26));
+    else if (key == "batch") range(1, 65536);
+    else if (key == "group") range(0, 8192);
+    else if (key == "wafers") range(1, 64);
+    else if (key == "weight_bits") {
+      if (v.get<double>() != 8 && v.get<double>() != 16) fail(w, path, fmt::format("{} is not 16 or 8", v.dump()));
+    } else if (key == "density") range(0, 1e4);
+    else if (key == "alpha") range(1e-6, 1e6);
+    else if (const hw::ParamInfo* p = param(key)) {
+      range(p->min, p->max);
+      if (std::holds_alternative<std::int64_t hw::WaferSpec::*>(p->member) && std::floor(v.get<double>()) != v.get<double>())
+        fail(w, path, fmt::format("{} must be a whole number", v.dump()));
+    }
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    if (msg.starts_with(w + ": key ")) throw;
+    fail(w, path, msg);
+  }
+}
+
+Resolved Resolver::resolve(const ojson& s, std::int64_t index) {
+  const std::string& w = study_.path;
+  auto where = [&](const std::string& key) {
+    for (const auto& [k, v] : study_.fixed)
+      if (k == key) return "fixed." + key;
+    for (const auto& [k, v] : study_.axes)
+      if (k == key) return "axes." + key + fmt::format(" (point {})", index);
+    return key + " (not given: decode's default)";
+  };
+  auto text = [&](const char* k, const char* dflt) { return s.contains(k) ? s[k].get<std::string>() : std::string(dflt); };
+  auto integer = [&](const char* k, std::int64_t dflt) { return s.contains(k) ? std::int64_t(s[k].get<double>()) : dflt; };
+  Resolved r;
+  const std::string wafer_arg = text("wafer", "wse3");
+  hw::WaferSpec spec = wafer(wafer_arg, where("wafer"));
+  std::string last_param;
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    const hw::ParamInfo* p = param(it.key());
+    if (!p) continue;
+    last_param = it.key();
+    std::visit(
+        [&](auto m) {
+          using T = std::remove_reference_t<decltype(spec.*m)>;
+          spec.*m = T(it->template get<double>());
+        },
+        p->member);
+  }
+  if (!last_param.empty()) {
+    try {
+      hw::validate(spec, spec.name);
+    } catch (const InputError& e) {
+      fail(w, where(last_param), e.what());
+    }
+  }
+  mapper::MapOptions& mo = r.point.options;
+  mo.context = integer("context", 4096);
+  mo.batch = integer("batch", 1);
+  mo.placement = text("placement", "layer-bands");
+  mo.weights = mapper::parse_weight_mode(text("weights", "resident"));
+  mo.wafers = int(integer("wafers", 1));
+  mo.weight_bits = int(integer("weight_bits", 16));
+  mo.kernel = mapper::parse_kernel(text("kernel", "bands"));
+  mo.allreduce = mapper::parse_allreduce(text("allreduce", "tree"));
+  mo.group = int(integer("group", 0));
+  r.point.fidelity = noc::parse_fidelity(text("fidelity", "approx"));
+  if (r.point.fidelity == noc::Fidelity::Cycle &&
+      (spec.logical_width > noc::kCycleMaxSide || spec.logical_height > noc::kCycleMaxSide))
+    fail(w, where("fidelity"), fmt::format("cycle handles meshes up to {0}x{0}; wafer '{1}' is {2}x{3} (use approx)",
+                                           noc::kCycleMaxSide, spec.name, spec.logical_width, spec.logical_height));
+  const mapper::ModelConfig& m = model(text("model", "llama-3.1-8b"), where("model"));
+  if (m.max_position > 0 && mo.context > m.max_position)
+    fail(w, where("context"), fmt::format("{} is beyond {}'s max_position_embeddings {}", mo.context, m.name, m.max_position));
+  r.point.model = m;
+  r.defects = s.contains("density");
+  r.gen.model = hw::parse_defect_model(text("defect_model", "poisson"));
+  if (s.contains("density")) r.gen.density_per_cm2 = s["density"].get<double>();
+  if (s.contains("alpha")) r.gen.alpha = s["alpha"].get<double>();
+  if (!r.defects)
+    for (const char* k : {"defect_model", "alpha", "seed"})
+      if (s.contains(k)) fail(w, where(k), "applies to generated defects: give \"density\" too");
+  if (r.defects) {
+    try {
+      hw::validate(r.gen, spec);
+    } catch (const InputError& e) {
+      fail(w, where("density"), e.what());
+    }
+  }
+  r.seed = std::uint64_t(integer("seed", 1));
+  r.repair = text("repair", "row-shift");
+  r.point.spec = std::move(spec);
+  return r;
+}
+
+void check_study(const Study& study) {
+  Resolver res(study);
+  for (const auto& [k, v] : study.fixed) res.check_value(k, v, "fixed." + k);
+  for (const auto& [k, vs] : study.axes)
+    for (std::size_t i = 0; i < vs.size(); ++i) res.check_value(k, vs[i], fmt::format("axes.{}[{}]", k, i));
+  for (std::int64_t i = 0; i < study.points(); ++i) res.resolve(study.settings(i), i);
+}
+
+Study load_study(const std::filesystem::path& file) {
+  const std::string f = file.string();
+  ojson j;
+  try {
+    j = ojson::parse(slurp(file, "study file"));
+  } catch (const ojson::parse_error& e) {
+    throw InputError(fmt::format("{}: malformed JSON at byte {}", f, e.byte));
+  }
+  Study st = parse_study(j, f, file.parent_path());
+  check_study(st);
+  return st;
+}
+
+// ---- one point ---------------------------------------------------------------------------------------------
+
+ojson run_point(sim::Simulator& simulator, Resolver& resolver, const Study& study, std::int64_t index) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  const ojson settings = study.settings(index);
+  Resolved r = resolver.resolve(settings, index);
+  const hw::WaferSpec& spec = r.point.spec;
+  ojson line;
+  line["study"] = study.hash;
+  line["index"] = index;
+  line["hash"] = hash_text(settings.dump());
+  line["settings"] = settings;
+
+  // Defects -> repair -> fabric, as `wafer-emu decode --density D --seed S --repair R` does.
+  noc::Fabric fabric;
+  ojson rep;
+  std::int64_t usable = spec.logical_tiles();
+  if (r.defects) {
+    const hw::DefectMap map = hw::generate_defects(spec, r.gen, r.seed);
+    const hw::RepairResult rr = hw::repair_scheme(r.repair).repair(spec, map);
+    fabric = noc::Fabric::from_repair(rr);
+    usable = rr.usable.area();
+    std::int64_t links = 0, no_path = 0, extra = 0;
+    const hw::Grid& g = rr.logical;
+    for (std::int32_t y = 0; y < g.height; ++y)
+      for (std::int32_t x = 0; x < g.width; ++x) {
+        const std::size_t i = std::size_t(y) * std::size_t(g.width) + std::size_t(x);
+        if (rr.log_to_phys[i] == hw::kNoTile) continue;
+        auto count = [&](std::size_t j, std::uint16_t h) {
+          if (rr.log_to_phys[j] == hw::kNoTile) return;
+          ++links;
+          if (h == 0) ++no_path;
+          else extra += h - 1;
+        };
+        if (x + 1 < g.width) count(i + 1, rr.hops_east[i]);
+        if (y + 1 < g.height) count(i + std::size_t(g.width), rr.hops_south[i]);
+      }
+    rep["defects"] = map.size();
+    rep["failed_tiles"] = map.dead_tiles();
+    rep["scheme"] = rr.scheme;
+    rep["complete"] = rr.complete;
+    if (!rr.complete) rep["reason"] = rr.reason;
+    rep["extra_hops"] = extra;
+    rep["links_without_path"] = no_path;
+  } else {
+    fabric = noc::Fabric::perfect(spec.logical());
+    rep["defects"] = 0;
+    rep["scheme"] = "not needed";
+    rep["complete"] = true;
+    rep["extra_hops"] = 0;
+    rep["links_without_path"] = 0;
+  }
+  line["repair"] = rep;
+  line["usable_tiles"] = usable;
+  line["extra_hops"] = rep["extra_hops"];
+
+  const auto t_map = Clock::now();
+  std::string stage = "map";
+  double mapping_s = 0;
+  try {
+    const mapper::Mapping mapping = map_point(r.point, fabric);
+    mapping_s = since(t_map);
+    stage = "emulate";
+    const sim::StepResult res = emulate_point(simulator, r.point, fabric, mapping);
+    const double us = res.latency_us;
+    line["status"] = "ok";
+    line["latency_cycles"] = std::int64_t(res.latency);
+    line["latency_us"] = us;
+    line["tokens_per_s"] = us > 0 ? 1e6 / us : 0.0;
+    line["tokens_per_s_aggregate"] = us > 0 ? 1e6 * double(r.point.options.batch) / us : 0.0;
+    ojson bd = ojson::object();
+    for (std::size_t c = 0; c < core::kCauses; ++c) bd[core::to_string(core::Cause(c))] = std::int64_t(res.breakdown.cause[c]);
+    line["breakdown_cycles"] = bd;
+    line["tiles_used"] = mapping.tiles_used();
+    line["wall_s"] = {{"total", since(t0)}, {"mapping", mapping_s}, {"elaboration", res.elaboration_s}, {"emulation", res.emulation_s}};
+  } catch (const InputError& e) {
+    line["status"] = "failed";
+    line["failure"] = {{"stage", stage}, {"reason", e.what()}};
+    line["wall_s"] = {{"total", since(t0)}, {"mapping", stage == "map" ? since(t_map) : mapping_s}};
+  }
+  return line;
+}
+
+// ---- DIR/points.jsonl --------------------------------------------------------------------------------------
+
+namespace {
+class Lock {
+ public:
+  explicit Lock(int fd) : fd_(fd) {
+    while (flock(fd_, LOCK_EX) != 0)
+      if (errno != EINTR) throw std::runtime_error(fmt::format("flock: {}", std::strerror(errno)));
+  }
+  ~Lock() { flock(fd_, LOCK_UN); }
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+
+ private:
+  int fd_;
+};
+}  // namespace
+
+PointsFile::PointsFile(const std::filesystem::path& dir, std::string study_hash, std::int64_t points)
+    : path_(dir / "points.jsonl"), study_(std::move(study_hash)), points_(points) {
+  fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw InputError(fmt::format("{}: cannot open ({})", path_.string(), std::strerror(errno)));
+}
+
+PointsFile::~PointsFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void PointsFile::refresh() {
+  Lock lock(fd_);
+  refresh_locked();
+}
+
+void PointsFile::refresh_locked() {
+  const off_t end = ::lseek(fd_, 0, SEEK_END);
+  if (end < 0) throw std::runtime_error(fmt::format("{}: lseek: {}", path_.string(), std::strerror(errno)));
+  if (end < offset_) throw InputError(fmt::format("{}: the file shrank while the study ran", path_.string()));
+  std::string buf(std::size_t(end - offset_), '\0');
+  std::size_t got = 0;
+  while (got < buf.size()) {
+    const ssize_t n = ::pread(fd_, buf.data() + got, buf.size() - got, offset_ + off_t(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error(fmt::format("{}: read: {}", path_.string(), std::strerror(errno)));
+    got += std::size_t(n);
+  }
+  std::size_t pos = 0;
+  while (pos < buf.size()) {
+    const std::size_t nl = buf.find('\n', pos);
+    ojson j;
+    bool whole = nl != std::string::npos;
+    if (whole) {
+      try {
+        j = ojson::parse(buf.substr(pos, nl - pos));
+      } catch (const ojson::parse_error&) {
+        whole = false;
+      }
+    }
+    if (!whole) {
+      // Only the last line may be cut short (a writer killed mid-line): cut it off; anything else is damage.
+      if (nl != std::string::npos && nl + 1 < buf.size())
+        throw InputError(fmt::format("{}: byte {}: a line that is not JSON before the last line; the file is damaged",
+                                     path_.string(), offset_ + std::int64_t(pos)));
+      if (::ftruncate(fd_, off_t(offset_ + std::int64_t(pos))) != 0)
+        throw std::runtime_error(fmt::format("{}: truncate: {}", path_.string(), std::strerror(errno)));
+      break;
+    }
+    if (!j.is_object() || !j.contains("study") || !j.contains("index") || !j["index"].is_number_integer())
+      throw InputError(fmt::format("{}: byte {}: not a point line", path_.string(), offset_ + std::int64_t(pos)));
+    if (j["study"] != study_)
+      throw InputError(fmt::format("{}: holds points of study {}, not {}; never mixed (use another --out)", path_.string(),
+                                   j["study"].dump(), study_));
+    const std::int64_t i = j["index"].get<std::int64_t>();
+    if (i < 0 || i >= points_)
+      throw InputError(fmt::format("{}: point {} is outside the study's {} points", path_.string(), i, points_));
+    if (done_.insert(i).second && j.value("status", std::string()) != "ok") ++failed_;
+    pos = nl + 1;
+  }
+  offset_ += std::int64_t(pos);
+}
+
+void PointsFile::append(const ojson& line) {
+  Lock lock(fd_);
+  refresh_locked();
+  if (done(line["index"].get<std::int64_t>())) return;
+  const std::string text = line.dump() + "\n";
+  std::size_t put = 0;
+  while (put < text.size()) {
+    const ssize_t n = ::write(fd_, text.data() + put, text.size() - put);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error(fmt::format("{}: write: {}", path_.string(), std::strerror(errno)));
+    put += std::size_t(n);
+  }
+  if (::fsync(fd_) != 0) throw std::runtime_error(fmt::format("{}: fsync: {}", path_.string(), std::strerror(errno)));
+  refresh_locked();
+}
+
+std::map<std::int64_t, ojson> PointsFile::read_all() {
+  Lock lock(fd_);
+  refresh_locked();
+  std::map<std::int64_t, ojson> out;
+  std::ifstream in(path_, std::ios::binary);
+  std::string l;
+  std::int64_t pos = 0;
+  while (pos < offset_ && std::getline(in, l)) {
+    pos += std::int64_t(l.size()) + 1;
+    ojson j = ojson::parse(l);
+    out.emplace(j["index"].get<std::int64_t>(), std::move(j));
+  }
+  return out;
+}
+
+// ---- DIR ---------------------------------------------------------------------------------------------------
+
+void prepare_dir(const std::filesystem::path& dir, const Study& study) {
+  namespace fs = std::filesystem;
+  const fs::path spec = dir / "spec.json";
+  std::error_code ec;
+  if (fs::exists(spec, ec)) {
+    const Study old = read_dir_study(dir);
+    if (old.hash != study.hash)
+      throw InputError(fmt::format("{}: holds study {} ({}), not this one ({}: {}); never mixed (use another --out)",
+                                   dir.string(), old.hash, old.path, study.path, study.hash));
+    return;
+  }
+  if (fs::exists(dir / "points.jsonl", ec))
+    throw InputError(fmt::format("{}: has points.jsonl but no spec.json: points of an unknown study (use another --out)",
+                                 dir.string()));
+  if (!fs::is_directory(dir, ec) && !fs::create_directory(dir, ec))
+    throw InputError(fmt::format("{}: cannot create the study directory ({})", dir.string(), ec ? ec.message() : "exists"));
+  ojson out;
+  out["schema"] = kSchema;
+  out["study"] = study.hash;
+  out["source"] = study.path;
+  out["points"] = study.points();
+  out["spec"] = study.spec;
+  write_shared(spec, out.dump(2) + "\n");
+}
+
+void write_shared(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::path tmp = path;
+  tmp += fmt::format(".tmp.{}", ::getpid());
+  {
+    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+    o << text;
+    o.flush();
+    if (!o) throw InputError(fmt::format("{}: cannot write output file", path.string()));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw InputError(fmt::format("{}: cannot write output file: {}", path.string(), ec.message()));
+}
+
+Study read_dir_study(const std::filesystem::path& dir) {
+  const std::filesystem::path f = dir / "spec.json";
+  ojson j;
+  try {
+    j = ojson::parse(slurp(f, "study directory's spec (is it a sweep --out directory?)"));
+  } catch (const ojson::parse_error& e) {
+    throw InputError(fmt::format("{}: malformed JSON at byte {}", f.string(), e.byte));
+  }
+  if (!j.is_object() || !j.contains("schema") || j["schema"] != kSchema || !j.contains("spec") || !j.contains("study"))
+    throw InputError(fmt::format("{}: not a spec.json of this build's studies (schema {})", f.string(), kSchema));
+  Study st = parse_study(j["spec"], f.string(), dir);
+  if (st.hash != j["study"]) throw InputError(fmt::format("{}: its spec does not match its hash (edited?)", f.string()));
+  st.path = j.value("source", f.string());
+  return st;
+}
+
+// ---- statistics --------------------------------------------------------------------------------------------
+
+double percentile(const std::vector<double>& x, double p) {
+  if (x.empty()) return 0;
+  const double h = p / 100.0 * double(x.size() - 1);
+  const auto lo = std::size_t(std::floor(h));
+  if (lo + 1 >= x.size()) return x.back();
+  return x[lo] + (h - double(lo)) * (x[lo + 1] - x[lo]);
+}
+
+std::string reason_class(const std::string& reason) {
+  std::string out;
+  for (std::size_t i = 0; i < reason.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(reason[i]))) {
+      auto digit = [&](std::size_t k) { return k < reason.size() && std::isdigit(static_cast<unsigned char>(reason[k])); };
+      while (digit(i + 1) || (i + 2 < reason.size() && reason[i + 1] == '.' && digit(i + 2))) ++i;
+      out += '#';
+    } else {
+      out += reason[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace wafer::apps::sweep

@@ -1,0 +1,125 @@
+#pragma once
+// `wafer-emu sweep`: a study of many decode points (docs/studies.md). A study file names fixed settings and
+// axes; the points are their cross product, each with a stable index and hash. Finished points are
+// appended, one JSON line each, to DIR/points.jsonl, so a study resumes where it stopped.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "apps/decode_point.h"
+#include "hw/defect_map.h"
+#include "sim/simulator.h"
+
+namespace wafer::apps::sweep {
+
+using ojson = nlohmann::ordered_json;
+
+inline constexpr std::int64_t kSchema = 1;
+inline constexpr std::int64_t kMaxPoints = 10'000'000;
+
+// A study file, parsed. Keys and value types are checked by parse_study; names (models, placements, ...)
+// by check_study.
+struct Study {
+  std::string path;              // the study file as given (prefixes every message)
+  std::filesystem::path dir;     // its folder: relative wafer and model paths start there
+  ojson spec;                    // the file's content
+  std::string hash;              // 16 hex digits over the content without "note"
+  std::string name;
+  std::vector<std::pair<std::string, ojson>> fixed;                  // in file order
+  std::vector<std::pair<std::string, std::vector<ojson>>> axes;      // in file order; the last varies fastest
+  std::int64_t points() const;
+  // The settings of point `index`: the fixed ones, then one value per axis, in file order.
+  ojson settings(std::int64_t index) const;
+};
+
+// Keys, types, axes (non-empty lists or {"from", "count"} ranges), no key twice. `where` names the file.
+Study parse_study(const ojson& j, const std::string& where, const std::filesystem::path& dir);
+// Reads the file, parses it and checks every value and every point (check_study).
+Study load_study(const std::filesystem::path& file);
+
+// FNV-1a, 64 bits, as 16 hex digits.
+std::string hash_text(const std::string& s);
+
+// One point's settings resolved to what `decode` would run.
+struct Resolved {
+  DecodePoint point;
+  bool defects = false;  // "density" given: generate a map and repair it
+  hw::DefectGenParams gen;
+  std::uint64_t seed = 1;
+  std::string repair = "row-shift";
+};
+
+// Resolves settings; wafers and models are loaded once. InputError naming the file, the key and the point.
+class Resolver {
+ public:
+  explicit Resolver(const Study& study) : study_(study) {}
+  Resolved resolve(const ojson& settings, std::int64_t index);
+  // One value of one key, as the study gives it (names known, ranges): InputError "FILE: key 'K': ...".
+  void check_value(const std::string& key, const ojson& v, const std::string& path);
+
+ private:
+  hw::WaferSpec wafer(const std::string& arg, const std::string& key);
+  const mapper::ModelConfig& model(const std::string& arg, const std::string& key);
+  const Study& study_;
+  std::map<std::string, hw::WaferSpec> wafers_;
+  std::map<std::string, mapper::ModelConfig> models_;
+};
+
+// Every value checked and every point resolved; nothing is mapped or emulated.
+void check_study(const Study& study);
+
+// Runs point `index`: defects, repair, map, emulate. A mapper or emulator refusal is recorded in the line
+// ("status": "failed"), not thrown. The line has no trailing newline.
+ojson run_point(sim::Simulator& simulator, Resolver& resolver, const Study& study, std::int64_t index);
+
+// DIR/points.jsonl: appended under an exclusive lock, each line written whole and fsync'ed. A last line that
+// is not complete JSON (a writer killed mid-line) is cut off before anything is read or appended.
+class PointsFile {
+ public:
+  PointsFile(const std::filesystem::path& dir, std::string study_hash, std::int64_t points);
+  ~PointsFile();
+  PointsFile(const PointsFile&) = delete;
+  PointsFile& operator=(const PointsFile&) = delete;
+
+  // Reads the lines written since the last call (other processes append too).
+  void refresh();
+  bool done(std::int64_t index) const { return done_.count(index) > 0; }
+  std::int64_t count() const { return std::int64_t(done_.size()); }
+  std::int64_t failed() const { return failed_; }
+  // Appends the line unless its point is already there (another process finished it first).
+  void append(const ojson& line);
+  // Every point line, by index (first line of an index wins).
+  std::map<std::int64_t, ojson> read_all();
+
+ private:
+  void refresh_locked();
+  std::filesystem::path path_;
+  std::string study_;
+  std::int64_t points_;
+  int fd_ = -1;
+  std::int64_t offset_ = 0;  // bytes read so far
+  std::set<std::int64_t> done_;
+  std::int64_t failed_ = 0;
+};
+
+// Prepares DIR for the study: creates it (its parent must exist) and writes DIR/spec.json, or checks that
+// the DIR/spec.json there is this study's. InputError when DIR holds another study.
+void prepare_dir(const std::filesystem::path& dir, const Study& study);
+// Writes PATH through a temporary file of this process's own (PATH.tmp.PID) and a rename: processes of one
+// study may write the same file at once, and a reader never sees a partial one.
+void write_shared(const std::filesystem::path& path, const std::string& text);
+// Reads DIR/spec.json back (for --summarize).
+Study read_dir_study(const std::filesystem::path& dir);
+
+// Percentile p (0..100) of sorted values, linear between closest ranks: x[h] with h = p / 100 x (n - 1).
+double percentile(const std::vector<double>& sorted, double p);
+// "3 rows, 12 tiles" -> "# rows, # tiles": failures that differ only in numbers are counted together.
+std::string reason_class(const std::string& reason);
+
+}  // namespace wafer::apps::sweep

@@ -1,0 +1,75 @@
+# wafer-emu sweep: studies of many decode points (docs/studies.md), on the tiny study only
+# (configs/studies/tiny.json: tiny-llama on the 8 x 8 tiny wafer, 24 points, half of them refused by the mapper).
+set(STUDY ${PROJECT_SOURCE_DIR}/configs/studies/tiny.json)
+set(SWEEP_CHECK python3 ${CMAKE_CURRENT_SOURCE_DIR}/sweep_check.py)
+set(SERR --exit 2 --one-line-error)
+
+# End to end; --jobs 1 and --jobs 2 agree; a finished study runs nothing; another study is refused.
+add_test(NAME cli.sweep_jobs COMMAND ${SWEEP_CHECK} jobs ${WAFER_EMU} ${STUDY} ${OUT}/sweep_jobs ${DATA}/sweep_other.json)
+# Killed after a few points (SIGKILL), a half-written line added, restarted: every point exactly once.
+# (tests/cli/data/sweep_long.json: 400 points on the tiny wafer, about 2 s, so that the kill lands part way.)
+add_test(NAME cli.sweep_resume COMMAND ${SWEEP_CHECK} resume ${WAFER_EMU} ${DATA}/sweep_long.json ${OUT}/sweep_resume)
+# As under `mpirun -n 3` (no MPI library: the ranks read the launcher's environment and share DIR/points.jsonl).
+add_test(NAME cli.sweep_ranks COMMAND ${SWEEP_CHECK} ranks ${WAFER_EMU} ${STUDY} ${OUT}/sweep_ranks)
+wafer_cli_test(sweep_ranks_jobs ${SERR} --stderr "--jobs does not apply under an MPI launcher" --no-file ${OUT}/sweep_bad
+  -- env OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 ${WAFER_EMU} sweep --spec ${STUDY} --out ${OUT}/sweep_bad --jobs 2)
+wafer_cli_test(sweep_ranks_bad ${SERR} --stderr "PMI_RANK=2 / PMI_SIZE=2: not a rank and a size" --no-file ${OUT}/sweep_bad
+  -- env PMI_RANK=2 PMI_SIZE=2 ${WAFER_EMU} sweep --spec ${STUDY} --out ${OUT}/sweep_bad)
+# Under a real Open MPI mpirun, when one is installed (openmpi-bin; nothing is linked against MPI).
+find_program(WAFER_MPIRUN NAMES mpirun)
+if(WAFER_MPIRUN)
+  execute_process(COMMAND ${WAFER_MPIRUN} --version OUTPUT_VARIABLE WAFER_MPIRUN_VERSION ERROR_QUIET)
+  if(WAFER_MPIRUN_VERSION MATCHES "Open MPI|OpenRTE")
+    add_test(NAME cli.sweep_mpirun COMMAND ${SWEEP_CHECK} mpirun ${WAFER_EMU} ${STUDY} ${OUT}/sweep_mpirun ${WAFER_MPIRUN})
+  endif()
+endif()
+# A point's numbers equal `wafer-emu decode`'s for the same settings.
+add_test(NAME cli.sweep_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${STUDY} ${OUT}/sweep_decode)
+# The summary's statistics on a known set of point results.
+add_test(NAME cli.sweep_stats COMMAND ${SWEEP_CHECK} stats ${WAFER_EMU} ${STUDY} ${OUT}/sweep_stats)
+wafer_cli_test(sweep_help --stdout "[-]-spec" --stdout "[-]-jobs" --stdout "[-]-summarize" -- ${WAFER_EMU} sweep --help)
+# The shipped big study checks out (nothing is run: --point out of range is refused after the whole study is checked).
+wafer_cli_test(sweep_defect_yield_checks --exit 2 --one-line-error --stderr "--point 400: the study .*defect-yield.json has points 0 to 399"
+  --no-file ${OUT}/sweep_dy -- ${WAFER_EMU} sweep --spec ${PROJECT_SOURCE_DIR}/configs/studies/defect-yield.json --out ${OUT}/sweep_dy --point 400)
+
+# Bad input: one line naming the file and the key, exit 2, nothing written.
+wafer_cli_test(sweep_point_range ${SERR} --stderr "--point 24: the study .*tiny.json has points 0 to 23" --no-file ${OUT}/sweep_bad
+  -- ${WAFER_EMU} sweep --spec ${STUDY} --out ${OUT}/sweep_bad --point 24)
+wafer_cli_test(sweep_point_negative ${SERR} --stderr "--point -1: the study" --no-file ${OUT}/sweep_bad
+  -- ${WAFER_EMU} sweep --spec ${STUDY} --out ${OUT}/sweep_bad --point -1)
+wafer_cli_test(sweep_jobs_zero ${SERR} --stderr "--jobs 0 is outside" --no-file ${OUT}/sweep_bad -- ${WAFER_EMU} sweep --spec ${STUDY} --out ${OUT}/sweep_bad --jobs 0)
+wafer_cli_test(sweep_shard ${SERR} --stderr "--shard '3/3': expected K/N" --no-file ${OUT}/sweep_bad -- ${WAFER_EMU} sweep --spec ${STUDY} --out ${OUT}/sweep_bad --shard 3/3)
+wafer_cli_test(sweep_no_spec ${SERR} --stderr "--spec FILE is required" -- ${WAFER_EMU} sweep --out ${OUT}/sweep_bad)
+wafer_cli_test(sweep_no_out ${SERR} --stderr "--out DIR is required" -- ${WAFER_EMU} sweep --spec ${STUDY})
+wafer_cli_test(sweep_missing_file ${SERR} --stderr "nope.json: cannot open study file" --no-file ${OUT}/sweep_bad -- ${WAFER_EMU} sweep --spec ${DATA}/nope.json --out ${OUT}/sweep_bad)
+wafer_cli_test(sweep_summarize_nothing ${SERR} --stderr "sweep_nothing/spec.json: cannot open" -- ${WAFER_EMU} sweep --summarize ${OUT}/sweep_nothing)
+wafer_cli_test(sweep_out_parent ${SERR} --stderr "no-such-dir/d: cannot create the study directory" -- ${WAFER_EMU} sweep --spec ${STUDY} --out ${OUT}/no-such-dir/d)
+foreach(case
+    "top_key|sweep_bad_top_key.json: key 'colour': unknown key"
+    "setting|sweep_bad_setting.json: key 'axes.placment': unknown setting"
+    "empty_axis|sweep_bad_empty_axis.json: key 'axes.placement': is empty"
+    "placement|sweep_bad_placement.json: key 'axes.placement\\[1\\]': unknown placement 'nowhere'"
+    "kernel|sweep_bad_kernel.json: key 'axes.kernel\\[1\\]': 'gemm' is not one of bands, meshgemv"
+    "model|sweep_bad_model.json: key 'axes.model\\[1\\]': unknown model 'gpt-9'"
+    "repair|sweep_bad_repair.json: key 'axes.repair\\[0\\]': unknown repair scheme 'glue'"
+    "allreduce|sweep_bad_allreduce.json: key 'axes.allreduce\\[0\\]': 'ring' is not one of chain, centre, tree"
+    "wafer|sweep_bad_wafer.json: key 'fixed.wafer': unknown wafer preset 'wse9'"
+    "param|sweep_bad_param.json: key 'axes.hop_latency\\[1\\]': 100000 is outside"
+    "malformed|sweep_bad_malformed.json: malformed JSON at byte"
+    "schema|sweep_bad_schema.json: key 'schema': 2 is not a schema this build reads"
+    "both|sweep_bad_both.json: key 'axes.context': is also under \"fixed\""
+    "seed_alone|sweep_bad_seed_alone.json: key 'axes.seed \\(point 0\\)': applies to generated defects"
+    "type|sweep_bad_type.json: key 'axes.batch\\[0\\]': \"2\" must be a whole number"
+    "range|sweep_bad_range.json: key 'axes.seed.count': 0 is outside"
+    "range_from|sweep_bad_range_from.json: key 'axes.seed.from': 9223372036854775807 is outside"
+    "axis_scalar|sweep_bad_axis_scalar.json: key 'axes.batch': 2 must be a list"
+    "context|sweep_bad_context.json: key 'axes.context \\(point 1\\)': 513 is beyond tiny-llama's max_position_embeddings 512"
+    "twice|sweep_bad_twice.json: key 'axes.batch\\[2\\]': 1 is listed twice"
+    "fixed_list|sweep_bad_fixed_list.json: key 'fixed.context': a fixed setting is one value"
+    "auto|sweep_bad_auto.json: key 'axes.placement\\[0\\]': 'auto' is decode's search")
+  string(REPLACE "|" ";" parts "${case}")
+  list(GET parts 0 name)
+  list(GET parts 1 rx)
+  wafer_cli_test(sweep_bad_${name} ${SERR} --stderr "${rx}" --no-file ${OUT}/sweep_bad_${name}
+    -- ${WAFER_EMU} sweep --spec ${DATA}/sweep_bad_${name}.json --out ${OUT}/sweep_bad_${name})
+endforeach()
