@@ -89,6 +89,25 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
     }
   }
   prog0_[image_.programs.size()] = std::uint32_t(tinfo_.size());
+  // The claim groups (see group_of_).
+  for (const auto& prog : image_.programs)
+    for (const Task& t : prog.tasks) trigger_colors_ = std::max<std::uint32_t>(trigger_colors_, t.trigger + 1u);
+  group_of_.assign(image_.programs.size() * trigger_colors_, kNoGroup);
+  pgroup0_.resize(image_.programs.size());
+  for (std::size_t p = 0; p < image_.programs.size(); ++p) {
+    const auto& tasks = image_.programs[p].tasks;
+    if (tasks.size() > 0xFFFF) throw hw::InputError(fmt::format("firmware: program {} has more than 65535 tasks", p));
+    pgroup0_[p] = std::uint32_t(groups_.size());
+    std::uint16_t* gof = group_of_.data() + p * trigger_colors_;
+    for (const Task& t : tasks) {
+      if (gof[t.trigger] != kNoGroup) continue;
+      gof[t.trigger] = std::uint16_t(groups_.size() - pgroup0_[p]);
+      const std::uint32_t begin = std::uint32_t(group_tasks_.size());
+      for (std::size_t k = 0; k < tasks.size(); ++k)
+        if (tasks[k].trigger == t.trigger) group_tasks_.push_back(std::uint16_t(k));
+      groups_.push_back({begin, std::uint32_t(group_tasks_.size()) - begin});
+    }
+  }
   if (streams && !weights_)
     throw hw::InputError("the firmware streams weights (StreamIn ops) but no MemoryX port is attached");
   const std::size_t n = grid_.size();
@@ -113,6 +132,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   core_free_.assign(n, 0);
   last_slot_.assign(n, kNone);
   slots_.assign(slots, Slot{0, 0, kNever, kNever, kNone, kNone, 0, 0, 0, 0});
+  cursor_.assign(slots, 0);
   done_tile_ = grid_.index(image_.done_tile);
   if (costs_.color_switch > 0) {
     for (std::size_t t = 0; t < n; ++t) {
@@ -330,16 +350,22 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
     claimed = true;
   }
   const std::uint32_t p = image_.tile_program[sink];
-  if (p != firmware::kIdle) {
-    const TaskInfo* ti = tinfo_.data() + prog0_[p];
-    const std::uint32_t n = prog0_[p + 1] - prog0_[p];
-    const std::uint32_t s0 = slot0_[sink];
-    for (std::uint32_t k = 0; k < n; ++k) {
-      if (ti[k].trigger != b.color || slots_[s0 + k].count >= ti[k].arrivals) continue;
-      Cycle when = ti[k].stream ? head - b.vshift + costs_.stream_stage_latency : tail;
-      credit(s0 + k, sink, k, when, tail, id);
-      claimed = true;
-      break;
+  if (p != firmware::kIdle && b.color < trigger_colors_) {
+    // The first task, in program order, waiting on the color that still needs arrivals (see group_of_).
+    const std::uint16_t g = group_of_[std::size_t(p) * trigger_colors_ + b.color];
+    if (g != kNoGroup) {
+      const TaskInfo* ti = tinfo_.data() + prog0_[p];
+      const std::uint32_t s0 = slot0_[sink];
+      const Group& gr = groups_[pgroup0_[p] + g];
+      const std::uint16_t* list = group_tasks_.data() + gr.begin;
+      std::uint16_t& cur = cursor_[s0 + g];
+      while (cur < gr.size && slots_[s0 + list[cur]].count >= ti[list[cur]].arrivals) ++cur;
+      if (cur < gr.size) {
+        const std::uint32_t k = list[cur];
+        Cycle when = ti[k].stream ? head - b.vshift + costs_.stream_stage_latency : tail;
+        credit(s0 + k, sink, k, when, tail, id);
+        claimed = true;
+      }
     }
   }
   if (!claimed) ++unclaimed_;

@@ -206,6 +206,21 @@ class Executor final : public noc::NetworkClient {
 
   std::vector<TaskInfo> tinfo_;        // flat: program p's tasks at prog0_[p] ..
   std::vector<std::uint32_t> prog0_;
+  // Claiming an arrival without scanning the program: per program and trigger color a group, the list of
+  // the tasks with that trigger in program order (group_of_[p * trigger_colors_ + c]: the group's index
+  // among p's, kNoGroup when no task waits on c; pgroup0_[p]: p's first group in groups_). Per tile and
+  // group a cursor (cursor_[slot0_[tile] + group]: a program has no more groups than tasks) at the first
+  // task of the list that still needs arrivals; the tasks before it are full, and counts only grow.
+  struct Group {
+    std::uint32_t begin, size;  // in group_tasks_
+  };
+  static constexpr std::uint16_t kNoGroup = 0xFFFF;
+  std::uint32_t trigger_colors_ = 0;
+  std::vector<std::uint16_t> group_of_;
+  std::vector<std::uint32_t> pgroup0_;
+  std::vector<Group> groups_;
+  std::vector<std::uint16_t> group_tasks_;
+  std::vector<std::uint16_t> cursor_;
   // Per tile.
   std::vector<std::uint32_t> slot0_;   // first slot (size tiles + 1)
   std::vector<Cycle> core_free_;
