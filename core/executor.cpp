@@ -132,7 +132,6 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   core_free_.assign(n, 0);
   last_slot_.assign(n, kNone);
   slots_.assign(slots, Slot{0, 0, kNever, kNever, kNone, kNone, 0, 0, 0, 0});
-  cursor_.assign(slots, 0);
   done_tile_ = grid_.index(image_.done_tile);
   if (costs_.color_switch > 0) {
     for (std::size_t t = 0; t < n; ++t) {
@@ -358,10 +357,10 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
       const std::uint32_t s0 = slot0_[sink];
       const Group& gr = groups_[pgroup0_[p] + g];
       const std::uint16_t* list = group_tasks_.data() + gr.begin;
-      std::uint16_t& cur = cursor_[s0 + g];
-      while (cur < gr.size && slots_[s0 + list[cur]].count >= ti[list[cur]].arrivals) ++cur;
-      if (cur < gr.size) {
-        const std::uint32_t k = list[cur];
+      std::uint32_t i = 0;
+      while (i < gr.size && slots_[s0 + list[i]].count >= ti[list[i]].arrivals) ++i;
+      if (i < gr.size) {
+        const std::uint32_t k = list[i];
         Cycle when = ti[k].stream ? head - b.vshift + costs_.stream_stage_latency : tail;
         credit(s0 + k, sink, k, when, tail, id);
         claimed = true;

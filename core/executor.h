@@ -206,11 +206,12 @@ class Executor final : public noc::NetworkClient {
 
   std::vector<TaskInfo> tinfo_;        // flat: program p's tasks at prog0_[p] ..
   std::vector<std::uint32_t> prog0_;
-  // Claiming an arrival without scanning the program: per program and trigger color a group, the list of
-  // the tasks with that trigger in program order (group_of_[p * trigger_colors_ + c]: the group's index
-  // among p's, kNoGroup when no task waits on c; pgroup0_[p]: p's first group in groups_). Per tile and
-  // group a cursor (cursor_[slot0_[tile] + group]: a program has no more groups than tasks) at the first
-  // task of the list that still needs arrivals; the tasks before it are full, and counts only grow.
+  // Claiming an arrival without scanning the whole program: per program and trigger color a group, the
+  // list of the tasks with that trigger in program order (group_of_[p * trigger_colors_ + c]: the group's
+  // index among p's, kNoGroup when no task waits on c; pgroup0_[p]: p's first group in groups_). An
+  // arrival walks its color's list to the first task that still needs arrivals (the mapper's programs have
+  // up to 24 tasks, a color's list up to 4; a cursor per tile and group, an array of its own, was measured
+  // slower on wse3: one more cache miss per arrival).
   struct Group {
     std::uint32_t begin, size;  // in group_tasks_
   };
@@ -220,7 +221,6 @@ class Executor final : public noc::NetworkClient {
   std::vector<std::uint32_t> pgroup0_;
   std::vector<Group> groups_;
   std::vector<std::uint16_t> group_tasks_;
-  std::vector<std::uint16_t> cursor_;
   // Per tile.
   std::vector<std::uint32_t> slot0_;   // first slot (size tiles + 1)
   std::vector<Cycle> core_free_;
