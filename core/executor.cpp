@@ -388,6 +388,52 @@ void Executor::credit(std::uint32_t slot, TileIndex tile, std::uint32_t k, Cycle
 bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
   const noc::Target target = noc::resolve(fabric_, src, d);
   bool changed = false;
+  const std::size_t n = grid_.size();
+  std::uint8_t* const routes = routes_.data() + std::size_t(c) * kInPorts * n;  // this color's (input port, tile)
+  // Sets one router's route (its cell), noting whether a route configured before changed.
+  auto set = [&](std::size_t cell, std::uint8_t out) __attribute__((always_inline)) {
+    std::uint8_t& cfg = routes[cell];
+    if (cfg != out) {
+      changed |= cfg != kUnrouted;
+      cfg = out;
+    }
+  };
+  constexpr std::uint8_t kDeliver = 1u << unsigned(hw::Dir::Ramp);
+  // The two common shapes walked without the general tree walk below (each router of a route is visited
+  // once, so the order of the visits does not matter): a unicast's path, hop by hop ...
+  if (target.kind == noc::Destination::Kind::Tile) {
+    Coord here = grid_.coord(src);
+    hw::Dir in = hw::Dir::Ramp;
+    for (;;) {
+      const hw::Dir out = noc::next_port(fabric_, here, target.dst_c, in);
+      const std::size_t cell = std::size_t(unsigned(in)) * n + grid_.index(here);
+      if (out == hw::Dir::Ramp) {
+        set(cell, kDeliver);
+        return changed;
+      }
+      set(cell, std::uint8_t(1u << unsigned(out)));
+      here = hw::step(here, out), in = out;
+    }
+  }
+  // ... and a segment holding its source: the source sends both ways along it, every other tile of it
+  // receives the burst and passes it on in the direction it travels (noc::route_step).
+  if (target.along) {
+    const bool row = target.kind == noc::Destination::Kind::RowSegment;
+    const std::int32_t v = row ? target.src.x : target.src.y;
+    const std::int32_t lo = row ? target.region.x0 : target.region.y0;
+    const std::int32_t hi = lo + (row ? target.region.w : target.region.h) - 1;
+    const hw::Dir back = row ? hw::Dir::West : hw::Dir::North, fwd = row ? hw::Dir::East : hw::Dir::South;
+    const std::uint8_t back_bit = std::uint8_t(1u << unsigned(back)), fwd_bit = std::uint8_t(1u << unsigned(fwd));
+    const std::size_t stride = row ? 1 : std::size_t(grid_.width);
+    const std::size_t at = grid_.index(target.src);
+    set(std::size_t(unsigned(hw::Dir::Ramp)) * n + at, std::uint8_t((v > lo ? back_bit : 0) | (v < hi ? fwd_bit : 0)));
+    const std::size_t back_cells = std::size_t(unsigned(back)) * n, fwd_cells = std::size_t(unsigned(fwd)) * n;
+    for (std::int32_t u = v - 1; u >= lo; --u)
+      set(back_cells + at - std::size_t(v - u) * stride, std::uint8_t((u > lo ? back_bit : 0) | kDeliver));
+    for (std::int32_t u = v + 1; u <= hi; ++u)
+      set(fwd_cells + at + std::size_t(u - v) * stride, std::uint8_t((u < hi ? fwd_bit : 0) | kDeliver));
+    return changed;
+  }
   walk_.clear();
   walk_.push_back({grid_.coord(src), hw::Dir::Ramp});
   while (!walk_.empty()) {
