@@ -386,7 +386,6 @@ void Executor::credit(std::uint32_t slot, TileIndex tile, std::uint32_t k, Cycle
 }
 
 bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
-  const noc::Target target = noc::resolve(fabric_, src, d);
   bool changed = false;
   const std::size_t n = grid_.size();
   std::uint8_t* const routes = routes_.data() + std::size_t(c) * kInPorts * n;  // this color's (input port, tile)
@@ -401,11 +400,13 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
   constexpr std::uint8_t kDeliver = 1u << unsigned(hw::Dir::Ramp);
   // The two common shapes walked without the general tree walk below (each router of a route is visited
   // once, so the order of the visits does not matter): a unicast's path, hop by hop ...
-  if (target.kind == noc::Destination::Kind::Tile) {
+  if (d.kind == noc::Destination::Kind::Tile) {
+    // (noc::resolve only to name a destination outside the grid or a failed router: it throws then)
+    if (!grid_.inside(d.first) || !fabric_.router_ok(grid_.index(d.first))) noc::resolve(fabric_, src, d);
     Coord here = grid_.coord(src);
     hw::Dir in = hw::Dir::Ramp;
     for (;;) {
-      const hw::Dir out = noc::next_port(fabric_, here, target.dst_c, in);
+      const hw::Dir out = noc::next_port(fabric_, here, d.first, in);
       const std::size_t cell = std::size_t(unsigned(in)) * n + grid_.index(here);
       if (out == hw::Dir::Ramp) {
         set(cell, kDeliver);
@@ -415,6 +416,7 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
       here = hw::step(here, out), in = out;
     }
   }
+  const noc::Target target = noc::resolve(fabric_, src, d);
   // ... and a segment holding its source: the source sends both ways along it, every other tile of it
   // receives the burst and passes it on in the direction it travels (noc::route_step).
   if (target.along) {
