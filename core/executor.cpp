@@ -78,6 +78,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       ti.trigger = t.trigger;
       ti.arrivals = t.arrivals;
       ti.stream = t.start == Task::Start::Stream;
+      ti.op = t.op;
       for (const auto& op : t.ops) {
         ti.setup += costs_.vector_setup;
         ti.body += costs_.body(op);
@@ -295,19 +296,19 @@ StepResult Executor::run() {
   auto& work = r.breakdown.work_per_op;
   work.assign(image_.op_names.size(), CauseCycles{});
   for (TileIndex t = 0; t < grid_.size(); ++t) {
+    if (slot0_[t] == slot0_[t + 1]) continue;
+    const TaskInfo* tis = tinfo_.data() + prog0_[image_.tile_program[t]];
     for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
       if (slots_[s].start == kNever) continue;
-      const std::uint32_t k = s - slot0_[t];
-      const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[t]] + k];
-      auto& w = work[task_at(t, k).op];
+      const TaskInfo& ti = tis[s - slot0_[t]];
+      auto& w = work[ti.op];
       const Slot& sl = slots_[s];
       const Cycle sw = Cycle(sl.switches) * costs_.color_switch, sy = Cycle(sl.syncs) * costs_.collective_sync;
       w[std::size_t(Cause::TaskOverhead)] += costs_.task_overhead;
       w[std::size_t(Cause::VectorSetup)] += ti.setup;
       w[std::size_t(Cause::ColorSwitch)] += sw;
       w[std::size_t(Cause::CollectiveSync)] += sy;
-      const bool stream = task_at(t, k).start == Task::Start::Stream;
-      w[std::size_t(Cause::Compute)] += sl.end - sl.start - (stream ? 0 : ti.setup + sw + sy);
+      w[std::size_t(Cause::Compute)] += sl.end - sl.start - (ti.stream ? 0 : ti.setup + sw + sy);
       r.color_switches += sl.switches;
       r.collective_starts += sl.syncs;
     }
@@ -512,10 +513,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     std::uint32_t lag = snd.wavelets - 1;
     if (stream) lag = std::uint32_t(std::max<Cycle>(lag, vat + std::max<Cycle>(lag, e - s) - at));
     std::uint32_t id = std::uint32_t(bursts_.size());
-    bursts_.push_back({vat, slot, tile, lag, snd.color, BurstKind::Data});
-    bursts_.back().vshift = std::uint32_t(at - vat);
-    bursts_.back().switches = sc.switches;
-    bursts_.back().syncs = sc.syncs;
+    bursts_.push_back({vat, slot, tile, lag, snd.color, BurstKind::Data, false, std::uint32_t(at - vat), sc.switches, sc.syncs});
     noc::BurstSpec b;
     b.src = tile;
     b.dest = destination(snd.dest, here);

@@ -158,6 +158,7 @@ class Executor final : public noc::NetworkClient {
     std::uint16_t arrivals = 1;
     noc::Color trigger = 0;
     bool stream = false;
+    std::uint16_t op = 0;               // Task::op
   };
   struct Slot {           // one task of one tile: everything the event loop touches, in one place
     Cycle ready, tail, start, end;  // trigger; latest input tail; start (after overhead); end
