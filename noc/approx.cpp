@@ -98,6 +98,7 @@ void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
   br.tag = spec.tag;
   br.src_c = coord(spec.src);
   br.hops = 0;
+  br.color = spec.color;
   queue_.push(std::max(at, queue_.now()), Event{b, 0, spec.src, Kind::Inject, Dir::Ramp});
 }
 
@@ -196,6 +197,11 @@ Cycle ApproxMesh::run() {
     ++br.refs;
     static constexpr std::uint32_t kPackedStep[4] = {0u - 0x10000u, 1u, 0x10000u, 0u - 1u};  // N E S W
     queue_.push(arrive, Event{b, pack(here) + kPackedStep[k], p, Kind::Node, d});
+    // The client may fetch what the arrival will touch while the events before it run (a unicast: its
+    // last hop; a multicast: every tile it reaches may be a sink).
+    const TileIndex next = t + step_[k];
+    if (client_ && (br.target.kind != Destination::Kind::Tile || next == br.target.dst))
+      client_->expect_arrival(br.tag, next, br.color);
   }
   if (st.deliver) deliver(now, b, t, path);
 }

@@ -76,6 +76,7 @@ class ApproxMesh final : public Mesh {
     std::uint64_t tag;
     Coord src_c;
     std::uint32_t hops;     // Network bursts: link occupations so far (added to the statistics at the end)
+    Color color;            // Network bursts: for NetworkClient::expect_arrival
   };
   static_assert(sizeof(Burst) == 128);
 
