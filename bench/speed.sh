@@ -33,7 +33,8 @@ echo "-- callgrind: wafer-emu ${small[*]}"
 if command -v valgrind >/dev/null 2>&1; then
   valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$WAFER_EMU" "${small[@]}" >/dev/null 2>"$tmp/cg.log"
   total=$(awk '/refs:/ {print $NF}' "$tmp/cg.log")
-  emul=$(callgrind_annotate --inclusive=yes "$tmp/cg.out" 2>/dev/null | awk '/Executor::run\(\)/ {print $1; exit}')
+  callgrind_annotate --inclusive=yes "$tmp/cg.out" >"$tmp/cg.txt" 2>/dev/null || true
+  emul=$(awk '/Executor::run\(\)/ && !e {e = $1} END {print e}' "$tmp/cg.txt")
   echo "instructions: ${total} in all, ${emul:-?} in the emulation (Executor::run, inclusive)"
 else
   echo "valgrind is not installed: no instruction count (Debian: apt-get install valgrind)"
