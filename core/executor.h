@@ -148,6 +148,7 @@ class Executor final : public noc::NetworkClient {
   void on_arrival(std::uint64_t tag, hw::TileIndex sink, Cycle head, Cycle tail) override;
   void on_timer(std::uint64_t tag, Cycle now) override;
   void expect_arrival(std::uint64_t tag, hw::TileIndex sink, noc::Color color) override;
+  bool wants_expect_arrival() const override { return true; }
 
  private:
   struct TaskInfo {       // per program task, computed once (flat over programs: hot in the event loop)
