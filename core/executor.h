@@ -212,9 +212,9 @@ class Executor final : public noc::NetworkClient {
   // Claiming an arrival without scanning the whole program: per program and trigger color a group, the
   // list of the tasks with that trigger in program order (group_of_[p * trigger_colors_ + c]: the group's
   // index among p's, kNoGroup when no task waits on c; pgroup0_[p]: p's first group in groups_). An
-  // arrival walks its color's list to the first task that still needs arrivals (the mapper's programs have
-  // up to 24 tasks, a color's list up to 4; a cursor per tile and group, an array of its own, was measured
-  // slower on wse3: one more cache miss per arrival).
+  // arrival walks its color's list to the first task that still needs arrivals (in the default wse3 job a
+  // program has up to 24 tasks, a color's list up to 4; a cursor per tile and group, an array of its own,
+  // was measured slower there: one more cache miss per arrival, docs/timing.md).
   struct Group {
     std::uint32_t begin, size;  // in group_tasks_
   };
