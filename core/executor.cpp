@@ -78,6 +78,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       ti.trigger = t.trigger;
       ti.arrivals = t.arrivals;
       ti.stream = t.start == Task::Start::Stream;
+      ti.op = t.op;
       for (const auto& op : t.ops) {
         ti.setup += costs_.vector_setup;
         ti.body += costs_.body(op);
@@ -89,6 +90,25 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
     }
   }
   prog0_[image_.programs.size()] = std::uint32_t(tinfo_.size());
+  // The claim groups (see group_of_).
+  for (const auto& prog : image_.programs)
+    for (const Task& t : prog.tasks) trigger_colors_ = std::max<std::uint32_t>(trigger_colors_, t.trigger + 1u);
+  group_of_.assign(image_.programs.size() * trigger_colors_, kNoGroup);
+  pgroup0_.resize(image_.programs.size());
+  for (std::size_t p = 0; p < image_.programs.size(); ++p) {
+    const auto& tasks = image_.programs[p].tasks;
+    if (tasks.size() > 0xFFFF) throw hw::InputError(fmt::format("firmware: program {} has more than 65535 tasks", p));
+    pgroup0_[p] = std::uint32_t(groups_.size());
+    std::uint16_t* gof = group_of_.data() + p * trigger_colors_;
+    for (const Task& t : tasks) {
+      if (gof[t.trigger] != kNoGroup) continue;
+      gof[t.trigger] = std::uint16_t(groups_.size() - pgroup0_[p]);
+      const std::uint32_t begin = std::uint32_t(group_tasks_.size());
+      for (std::size_t k = 0; k < tasks.size(); ++k)
+        if (tasks[k].trigger == t.trigger) group_tasks_.push_back(std::uint16_t(k));
+      groups_.push_back({begin, std::uint32_t(group_tasks_.size()) - begin});
+    }
+  }
   if (streams && !weights_)
     throw hw::InputError("the firmware streams weights (StreamIn ops) but no MemoryX port is attached");
   const std::size_t n = grid_.size();
@@ -276,19 +296,19 @@ StepResult Executor::run() {
   auto& work = r.breakdown.work_per_op;
   work.assign(image_.op_names.size(), CauseCycles{});
   for (TileIndex t = 0; t < grid_.size(); ++t) {
+    if (slot0_[t] == slot0_[t + 1]) continue;
+    const TaskInfo* tis = tinfo_.data() + prog0_[image_.tile_program[t]];
     for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
       if (slots_[s].start == kNever) continue;
-      const std::uint32_t k = s - slot0_[t];
-      const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[t]] + k];
-      auto& w = work[task_at(t, k).op];
+      const TaskInfo& ti = tis[s - slot0_[t]];
+      auto& w = work[ti.op];
       const Slot& sl = slots_[s];
       const Cycle sw = Cycle(sl.switches) * costs_.color_switch, sy = Cycle(sl.syncs) * costs_.collective_sync;
       w[std::size_t(Cause::TaskOverhead)] += costs_.task_overhead;
       w[std::size_t(Cause::VectorSetup)] += ti.setup;
       w[std::size_t(Cause::ColorSwitch)] += sw;
       w[std::size_t(Cause::CollectiveSync)] += sy;
-      const bool stream = task_at(t, k).start == Task::Start::Stream;
-      w[std::size_t(Cause::Compute)] += sl.end - sl.start - (stream ? 0 : ti.setup + sw + sy);
+      w[std::size_t(Cause::Compute)] += sl.end - sl.start - (ti.stream ? 0 : ti.setup + sw + sy);
       r.color_switches += sl.switches;
       r.collective_starts += sl.syncs;
     }
@@ -321,6 +341,24 @@ void Executor::on_arrival(std::uint64_t tag, TileIndex sink, Cycle head, Cycle t
   deliver(std::uint32_t(tag), sink, head, tail);
 }
 
+// The slots an arrival on `color` at `sink` may be credited to, and its burst record, fetched ahead (the
+// slots of a full wafer, hundreds of MB, are read at random: the arrival's first read of them was the
+// emulation's largest stall). Reads only tables that stay in the caches.
+void Executor::expect_arrival(std::uint64_t tag, TileIndex sink, noc::Color color) {
+  __builtin_prefetch(&bursts_[std::uint32_t(tag)]);
+  const std::uint32_t p = image_.tile_program[sink];
+  if (p == firmware::kIdle || color >= trigger_colors_) return;
+  const std::uint16_t g = group_of_[std::size_t(p) * trigger_colors_ + color];
+  if (g == kNoGroup) return;
+  const Group& gr = groups_[pgroup0_[p] + g];
+  const Slot* s0 = slots_.data() + slot0_[sink];
+  for (std::uint32_t i = 0; i < gr.size; ++i) {
+    const char* slot = reinterpret_cast<const char*>(s0 + group_tasks_[gr.begin + i]);
+    __builtin_prefetch(slot, 1);
+    __builtin_prefetch(slot + sizeof(Slot) - 1, 1);  // (a slot may straddle two lines)
+  }
+}
+
 void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail) {
   const BurstRec& b = bursts_[id];
   bool claimed = false;
@@ -330,16 +368,22 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
     claimed = true;
   }
   const std::uint32_t p = image_.tile_program[sink];
-  if (p != firmware::kIdle) {
-    const TaskInfo* ti = tinfo_.data() + prog0_[p];
-    const std::uint32_t n = prog0_[p + 1] - prog0_[p];
-    const std::uint32_t s0 = slot0_[sink];
-    for (std::uint32_t k = 0; k < n; ++k) {
-      if (ti[k].trigger != b.color || slots_[s0 + k].count >= ti[k].arrivals) continue;
-      Cycle when = ti[k].stream ? head - b.vshift + costs_.stream_stage_latency : tail;
-      credit(s0 + k, sink, k, when, tail, id);
-      claimed = true;
-      break;
+  if (p != firmware::kIdle && b.color < trigger_colors_) {
+    // The first task, in program order, waiting on the color that still needs arrivals (see group_of_).
+    const std::uint16_t g = group_of_[std::size_t(p) * trigger_colors_ + b.color];
+    if (g != kNoGroup) {
+      const TaskInfo* ti = tinfo_.data() + prog0_[p];
+      const std::uint32_t s0 = slot0_[sink];
+      const Group& gr = groups_[pgroup0_[p] + g];
+      const std::uint16_t* list = group_tasks_.data() + gr.begin;
+      std::uint32_t i = 0;
+      while (i < gr.size && slots_[s0 + list[i]].count >= ti[list[i]].arrivals) ++i;
+      if (i < gr.size) {
+        const std::uint32_t k = list[i];
+        Cycle when = ti[k].stream ? head - b.vshift + costs_.stream_stage_latency : tail;
+        credit(s0 + k, sink, k, when, tail, id);
+        claimed = true;
+      }
     }
   }
   if (!claimed) ++unclaimed_;
@@ -361,8 +405,56 @@ void Executor::credit(std::uint32_t slot, TileIndex tile, std::uint32_t k, Cycle
 }
 
 bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
-  const noc::Target target = noc::resolve(fabric_, src, d);
   bool changed = false;
+  const std::size_t n = grid_.size();
+  std::uint8_t* const routes = routes_.data() + std::size_t(c) * kInPorts * n;  // this color's (input port, tile)
+  // Sets one router's route (its cell), noting whether a route configured before changed.
+  auto set = [&](std::size_t cell, std::uint8_t out) __attribute__((always_inline)) {
+    std::uint8_t& cfg = routes[cell];
+    if (cfg != out) {
+      changed |= cfg != kUnrouted;
+      cfg = out;
+    }
+  };
+  constexpr std::uint8_t kDeliver = 1u << unsigned(hw::Dir::Ramp);
+  // The two common shapes walked without the general tree walk below (each router of a route is visited
+  // once, so the order of the visits does not matter): a unicast's path, hop by hop ...
+  if (d.kind == noc::Destination::Kind::Tile) {
+    // (noc::resolve only to name a destination outside the grid or a failed router: it throws then)
+    if (!grid_.inside(d.first) || !fabric_.router_ok(grid_.index(d.first))) noc::resolve(fabric_, src, d);
+    Coord here = grid_.coord(src);
+    hw::Dir in = hw::Dir::Ramp;
+    for (;;) {
+      const hw::Dir out = noc::next_port(fabric_, here, d.first, in);
+      const std::size_t cell = std::size_t(unsigned(in)) * n + grid_.index(here);
+      if (out == hw::Dir::Ramp) {
+        set(cell, kDeliver);
+        return changed;
+      }
+      set(cell, std::uint8_t(1u << unsigned(out)));
+      here = hw::step(here, out), in = out;
+    }
+  }
+  const noc::Target target = noc::resolve(fabric_, src, d);
+  // ... and a segment holding its source: the source sends both ways along it, every other tile of it
+  // receives the burst and passes it on in the direction it travels (noc::route_step).
+  if (target.along) {
+    const bool row = target.kind == noc::Destination::Kind::RowSegment;
+    const std::int32_t v = row ? target.src.x : target.src.y;
+    const std::int32_t lo = row ? target.region.x0 : target.region.y0;
+    const std::int32_t hi = lo + (row ? target.region.w : target.region.h) - 1;
+    const hw::Dir back = row ? hw::Dir::West : hw::Dir::North, fwd = row ? hw::Dir::East : hw::Dir::South;
+    const std::uint8_t back_bit = std::uint8_t(1u << unsigned(back)), fwd_bit = std::uint8_t(1u << unsigned(fwd));
+    const std::size_t stride = row ? 1 : std::size_t(grid_.width);
+    const std::size_t at = grid_.index(target.src);
+    set(std::size_t(unsigned(hw::Dir::Ramp)) * n + at, std::uint8_t((v > lo ? back_bit : 0) | (v < hi ? fwd_bit : 0)));
+    const std::size_t back_cells = std::size_t(unsigned(back)) * n, fwd_cells = std::size_t(unsigned(fwd)) * n;
+    for (std::int32_t u = v - 1; u >= lo; --u)
+      set(back_cells + at - std::size_t(v - u) * stride, std::uint8_t((u > lo ? back_bit : 0) | kDeliver));
+    for (std::int32_t u = v + 1; u <= hi; ++u)
+      set(fwd_cells + at + std::size_t(u - v) * stride, std::uint8_t((u < hi ? fwd_bit : 0) | kDeliver));
+    return changed;
+  }
   walk_.clear();
   walk_.push_back({grid_.coord(src), hw::Dir::Ramp});
   while (!walk_.empty()) {
@@ -439,10 +531,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     std::uint32_t lag = snd.wavelets - 1;
     if (stream) lag = std::uint32_t(std::max<Cycle>(lag, vat + std::max<Cycle>(lag, e - s) - at));
     std::uint32_t id = std::uint32_t(bursts_.size());
-    bursts_.push_back({vat, slot, tile, lag, snd.color, BurstKind::Data});
-    bursts_.back().vshift = std::uint32_t(at - vat);
-    bursts_.back().switches = sc.switches;
-    bursts_.back().syncs = sc.syncs;
+    bursts_.push_back({vat, slot, tile, lag, snd.color, BurstKind::Data, false, std::uint32_t(at - vat), sc.switches, sc.syncs});
     noc::BurstSpec b;
     b.src = tile;
     b.dest = destination(snd.dest, here);

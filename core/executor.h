@@ -147,6 +147,8 @@ class Executor final : public noc::NetworkClient {
   // noc::NetworkClient
   void on_arrival(std::uint64_t tag, hw::TileIndex sink, Cycle head, Cycle tail) override;
   void on_timer(std::uint64_t tag, Cycle now) override;
+  void expect_arrival(std::uint64_t tag, hw::TileIndex sink, noc::Color color) override;
+  bool wants_expect_arrival() const override { return true; }
 
  private:
   struct TaskInfo {       // per program task, computed once (flat over programs: hot in the event loop)
@@ -158,6 +160,7 @@ class Executor final : public noc::NetworkClient {
     std::uint16_t arrivals = 1;
     noc::Color trigger = 0;
     bool stream = false;
+    std::uint16_t op = 0;               // Task::op
   };
   struct Slot {           // one task of one tile: everything the event loop touches, in one place
     Cycle ready, tail, start, end;  // trigger; latest input tail; start (after overhead); end
@@ -206,6 +209,21 @@ class Executor final : public noc::NetworkClient {
 
   std::vector<TaskInfo> tinfo_;        // flat: program p's tasks at prog0_[p] ..
   std::vector<std::uint32_t> prog0_;
+  // Claiming an arrival without scanning the whole program: per program and trigger color a group, the
+  // list of the tasks with that trigger in program order (group_of_[p * trigger_colors_ + c]: the group's
+  // index among p's, kNoGroup when no task waits on c; pgroup0_[p]: p's first group in groups_). An
+  // arrival walks its color's list to the first task that still needs arrivals (in the default wse3 job a
+  // program has up to 24 tasks, a color's list up to 4; a cursor per tile and group, an array of its own,
+  // was measured slower there: one more cache miss per arrival, docs/timing.md).
+  struct Group {
+    std::uint32_t begin, size;  // in group_tasks_
+  };
+  static constexpr std::uint16_t kNoGroup = 0xFFFF;
+  std::uint32_t trigger_colors_ = 0;
+  std::vector<std::uint16_t> group_of_;
+  std::vector<std::uint32_t> pgroup0_;
+  std::vector<Group> groups_;
+  std::vector<std::uint16_t> group_tasks_;
   // Per tile.
   std::vector<std::uint32_t> slot0_;   // first slot (size tiles + 1)
   std::vector<Cycle> core_free_;

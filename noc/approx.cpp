@@ -98,6 +98,7 @@ void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
   br.tag = spec.tag;
   br.src_c = coord(spec.src);
   br.hops = 0;
+  br.color = spec.color;
   queue_.push(std::max(at, queue_.now()), Event{b, 0, spec.src, Kind::Inject, Dir::Ramp});
 }
 
@@ -107,18 +108,26 @@ void ApproxMesh::timer(Cycle at, std::uint64_t tag) {
 }
 
 void ApproxMesh::run_until(Cycle limit) {
+  // Two copies of the loop: with the client's arrival hints and without (a hint test in every hop was
+  // measured at several percent of bench_noc_wafer, whose client takes none).
+  if (hint_) run_loop<true>(limit);
+  else run_loop<false>(limit);
+}
+
+template <bool kHint>
+void ApproxMesh::run_loop(Cycle limit) {
   // The bulk of the events (a burst's injection, a hop of a Network burst or of a unicast Plan flow) are
   // handled in the loop itself; the rest out of line.
   auto f = [this](Cycle t, const Event& e) __attribute__((always_inline)) {
     if (e.kind == Kind::Node) {
       last_event_ = t;
-      node(t, e.a, unpack(e.b), e.in, e.c);
+      node<kHint>(t, e.a, unpack(e.b), e.in, e.c);
       release(e.a);
     } else if (e.kind == Kind::PlanChain) {
       plan_chain(t, e.a, e.b, e.c);
     } else if (e.kind == Kind::Inject) {
       last_event_ = t;
-      inject(t, e.a);
+      inject<kHint>(t, e.a);
     } else {
       handle(t, e);
     }
@@ -135,6 +144,7 @@ Cycle ApproxMesh::run() {
 // once for a burst to the tile itself), or when the ramp has passed the core's earlier bursts, whichever is
 // later (the ramp serialises at the router's end, one wavelet per cycle, in order). It is handled at once
 // when that is now.
+template <bool kHint>
 [[gnu::always_inline]] inline void ApproxMesh::inject(Cycle now, std::uint32_t b) {
   Burst& br = bursts_[b];
   Cycle& ramp = tiles_[br.src].ramp_in;
@@ -146,7 +156,7 @@ Cycle ApproxMesh::run() {
     if (start != now) {  // the event's reference moves to the deferred one
       queue_.push(start, Event{b, pack(br.src_c), 0, Kind::Node, Dir::Ramp});
     } else {
-      node(now, b, br.src_c, Dir::Ramp, 0);
+      node<kHint>(now, b, br.src_c, Dir::Ramp, 0);
       release(b);
     }
     return;
@@ -184,6 +194,7 @@ Cycle ApproxMesh::run() {
   return start + r.latency[k];
 }
 
+template <bool kHint>
 [[gnu::always_inline]] inline void ApproxMesh::node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path) {
   const Step st = route_step(*fabric_, bursts_[b].target, here, in);
   const TileIndex t = fabric_->grid().index(here);
@@ -196,8 +207,17 @@ Cycle ApproxMesh::run() {
     ++br.refs;
     static constexpr std::uint32_t kPackedStep[4] = {0u - 0x10000u, 1u, 0x10000u, 0u - 1u};  // N E S W
     queue_.push(arrive, Event{b, pack(here) + kPackedStep[k], p, Kind::Node, d});
+    // The client may fetch what the arrival will touch while the events before it run (a unicast: its
+    // last hop; a multicast: every tile it reaches may be a sink).
+    if constexpr (kHint) hint_arrival(b, t + step_[k]);
   }
   if (st.deliver) deliver(now, b, t, path);
+}
+
+// Out of line, so a client without hints keeps the hop's code as small as it was.
+void ApproxMesh::hint_arrival(std::uint32_t b, TileIndex next) {
+  const Burst& br = bursts_[b];
+  if (br.target.kind != Destination::Kind::Tile || next == br.target.dst) client_->expect_arrival(br.tag, next, br.color);
 }
 
 // A tree's node: consumes the event's reference to the burst (Network bursts: handle() releases it after

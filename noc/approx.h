@@ -25,7 +25,10 @@ class ApproxMesh final : public Mesh {
   ApproxMesh(const Fabric& fabric, const MeshParams& params);
 
   // Network
-  void set_client(NetworkClient* client) override { client_ = client; }
+  void set_client(NetworkClient* client) override {
+    client_ = client;
+    hint_ = client && client->wants_expect_arrival();
+  }
   void send(const BurstSpec& burst, Cycle at) override;
   void timer(Cycle at, std::uint64_t tag) override;
   Cycle run() override;
@@ -76,18 +79,25 @@ class ApproxMesh final : public Mesh {
     std::uint64_t tag;
     Coord src_c;
     std::uint32_t hops;     // Network bursts: link occupations so far (added to the statistics at the end)
+    Color color;            // Network bursts: for NetworkClient::expect_arrival
   };
   static_assert(sizeof(Burst) == 128);
 
   void handle(Cycle now, const Event& e);
+  template <bool kHint>
+  void run_loop(Cycle limit);
+  template <bool kHint>
   void inject(Cycle now, std::uint32_t b);
   void prefetch(const Event& e) const;
+  template <bool kHint>
   void node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path);
   void plan_node(Cycle now, std::uint32_t b, std::uint32_t slot, std::uint32_t path);
   void plan_chain(Cycle now, std::uint32_t b, std::uint32_t j, LinkId link);
   // Occupies link (tile, d) from `now`; returns when the head reaches the next router.
   Cycle cross(Cycle now, Burst& br, TileIndex tile, Dir d);
   void deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path);
+  // NetworkClient::expect_arrival for a head about to reach `next` (a unicast's sink, any multicast tile).
+  [[gnu::noinline]] void hint_arrival(std::uint32_t b, TileIndex next);
   // A burst a tile sends to itself (no route: a local task activation) pays no ramp latency.
   static bool self_send(const Burst& br) {
     return br.flow == kNone ? br.target.kind == Destination::Kind::Tile && br.target.dst == br.src : br.plan.edges == 0;
@@ -110,6 +120,7 @@ class ApproxMesh final : public Mesh {
   void plan_ready(std::uint32_t flow, Cycle now);
 
   NetworkClient* client_ = nullptr;
+  bool hint_ = false;  // the client wants NetworkClient::expect_arrival
   Cycle ramp_ = 0;  // MeshParams::ramp_latency
   Calendar<Event> queue_;
   NetworkStats stats_;

@@ -48,6 +48,12 @@ class NetworkClient {
   // ramp latency (now() == head, resp. tail). A client must therefore accept a head and a tail in the
   // future (and, starting work "stage cycles after the head", a head in the past).
   virtual void on_arrival(std::uint64_t tag, TileIndex sink, Cycle head, Cycle tail) = 0;
+  // A hint, optional: burst `tag` on `color` will soon reach `sink` (approx calls it as it queues the head's
+  // last hop, dozens of events before on_arrival), so a client whose per-tile state is too large for the
+  // caches can fetch what on_arrival will read. It must not change anything the model computes.
+  virtual void expect_arrival(std::uint64_t /*tag*/, TileIndex /*sink*/, Color /*color*/) {}
+  // Whether expect_arrival does anything (asked once, by set_client: a client without it costs no call).
+  virtual bool wants_expect_arrival() const { return false; }
   // A timer set with Network::timer fired.
   virtual void on_timer(std::uint64_t tag, Cycle now) = 0;
 };
