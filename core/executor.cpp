@@ -488,7 +488,9 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     return d.dx == 0 && d.dy == 0 && (d.kind == firmware::Dest::Kind::Tile || d.span == 1);
   };
   std::uint16_t switches = 0, syncs = 0;
-  send_costs_.clear();
+  // A stack: delivering a segment multicast's copy to the sender itself can start another task of this
+  // tile (a nested call) while this one still reads its entries.
+  const std::size_t base = send_costs_.size();
   for (const auto& snd : t.sends) {
     if (snd.collective && syncs < 0xFFFF) ++syncs;
     if (!routes_.empty() && !local(snd.dest) && reroute(tile, destination(snd.dest, here), snd.color) &&
@@ -522,7 +524,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   ++tasks_run_;
   for (std::size_t i = 0; i < t.sends.size(); ++i) {
     const auto& snd = t.sends[i];
-    const SendCost sc = send_costs_[i];
+    const SendCost sc = send_costs_[base + i];
     // When the send leaves in the model.
     const Cycle vat = stream ? s
                              : s + ti.setup + ti.body + Cycle(sc.switches) * costs_.color_switch +
@@ -552,6 +554,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     b.tag = id;
     net_.send(b, at);
   }
+  send_costs_.resize(base);
 }
 
 Executor::Ideal Executor::ideal_latency(const BurstRec& b, TileIndex sink, bool to_tail) const {

@@ -255,7 +255,7 @@ class Executor final : public noc::NetworkClient {
   struct SendCost {
     std::uint16_t switches, syncs;  // cumulative over a task's sends
   };
-  std::vector<SendCost> send_costs_;  // start_task's scratch
+  std::vector<SendCost> send_costs_;  // start_task's scratch, a stack (start_task can nest)
   bool ran_ = false;
 };
 
