@@ -429,3 +429,46 @@ TEST(Executor, RefusesSendsOutsideTheArray) {
 
 }  // namespace
 }  // namespace wafer::core
+
+namespace wafer::core {
+namespace {
+
+// A task's sends are costed before they leave; delivering its own copy of a segment multicast can start
+// another task of the same tile at once (nested in the first one's send loop). The nested task's costs must
+// not replace the first one's: here the first task's second send is a collective start (1 sync), and the
+// nested task has two collective sends of its own (cumulative syncs 1, 2). The second send leaves after one
+// collective_sync: the done tile 3 hops east has its tail at sync + 3 (not 2 sync + 3).
+TEST(Executor, ATaskStartedInsideAnothersSendsKeepsItsOwnCosts) {
+  Image im = empty_image({8, 8});
+  Send segment;  // (0..1, 0), holding the sender; not a collective start here
+  segment.color = 5, segment.wavelets = 1, segment.dest = {Dest::Kind::Row, 0, 0, 2};
+  Send second = to(3, 0, 2);
+  second.collective = true;
+  Send n1 = to(0, 3, 3), n2 = to(0, 4, 3);
+  n1.collective = n2.collective = true;
+  Program p;
+  p.tasks.push_back(task(1, {}, {segment, second}));
+  p.tasks.push_back(task(5, {}, {n1, n2}));
+  place(im, {0, 0}, p);
+  Program sink;
+  sink.tasks.push_back(task(5, {}, {}));
+  place(im, {1, 0}, sink);
+  Program sink3;
+  sink3.tasks.push_back(task(3, {}, {}));
+  place(im, {0, 3}, sink3);
+  place(im, {0, 4}, sink3);
+  im.start.push_back({{0, 0}, 1, 1});
+  im.done_tile = {3, 0}, im.done_color = 2;
+  hw::WaferSpec spec = tiny();
+  spec.task_overhead = 0;  // so the self copy is delivered, and its task started, inside the send loop
+  for (std::int64_t sync : {4, 5}) {
+    spec.collective_sync = sync;
+    Outcome r = run(spec, im);
+    ASSERT_TRUE(r.r.finished);
+    EXPECT_EQ(r.r.latency(), Cycle(sync) + 3u) << sync;
+    EXPECT_EQ(r.r.unclaimed, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace wafer::core
