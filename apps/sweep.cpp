@@ -331,6 +331,8 @@ Study load_study(const std::filesystem::path& file) {
     j = ojson::parse(slurp(file, "study file"));
   } catch (const ojson::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", f, e.byte));
+  } catch (const ojson::exception& e) {  // a number beyond a double
+    throw InputError(fmt::format("{}: {}", f, e.what()));
   }
   Study st = parse_study(j, f, file.parent_path());
   check_study(st);
@@ -475,7 +477,7 @@ void PointsFile::refresh_locked() {
     if (whole) {
       try {
         j = ojson::parse(buf.substr(pos, nl - pos));
-      } catch (const ojson::parse_error&) {
+      } catch (const ojson::exception&) {
         whole = false;
       }
     }
@@ -581,6 +583,8 @@ Study read_dir_study(const std::filesystem::path& dir) {
     j = ojson::parse(slurp(f, "study directory's spec (is it a sweep --out directory?)"));
   } catch (const ojson::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", f.string(), e.byte));
+  } catch (const ojson::exception& e) {
+    throw InputError(fmt::format("{}: {}", f.string(), e.what()));
   }
   if (!j.is_object() || !j.contains("schema") || j["schema"] != kSchema || !j.contains("spec") || !j.contains("study"))
     throw InputError(fmt::format("{}: not a spec.json of this build's studies (schema {})", f.string(), kSchema));

@@ -280,6 +280,8 @@ CaseFile load_case_file(const std::filesystem::path& file) {
     j = json::parse(slurp(file));
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", f, e.byte));
+  } catch (const json::exception& e) {  // a number beyond a double
+    throw InputError(fmt::format("{}: {}", f, e.what()));
   }
   if (!j.is_object()) throw InputError(fmt::format("{}: a case file is a JSON object {{\"schema\": 1, \"cases\": [...]}}", f));
   Obj top(j, f);

@@ -290,7 +290,7 @@ DefectMap read_json(const std::filesystem::path& file, const WaferSpec& spec) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(read_all(file));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // malformed, or a number beyond a double
     throw InputError(fmt::format("{}: malformed JSON: {}", f, e.what()));
   }
   if (!j.is_object()) throw InputError(fmt::format("{}: a defect map is a JSON object with a 'defects' array", f));

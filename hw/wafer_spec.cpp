@@ -174,7 +174,7 @@ WaferSpec load_wafer_file(const std::filesystem::path& file) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // malformed, or a number beyond a double
     throw InputError(fmt::format("{}: malformed JSON: {}", f, e.what()));
   }
   return wafer_from_json(j, f, file.stem().string());

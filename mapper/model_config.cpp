@@ -133,6 +133,8 @@ ModelConfig load_model_file(const std::filesystem::path& file) {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", file.string(), e.byte));
+  } catch (const nlohmann::json::exception& e) {  // a number beyond a double
+    throw InputError(fmt::format("{}: {}", file.string(), e.what()));
   }
   ModelConfig m = parse_model_config(j, file.string());
   m.name = file.stem().string();
