@@ -21,7 +21,7 @@ namespace wafer::apps::sweep {
 using ojson = nlohmann::ordered_json;
 
 inline constexpr std::int64_t kSchema = 1;
-inline constexpr std::int64_t kMaxPoints = 10'000'000;
+inline constexpr std::int64_t kMaxPoints = 100'000;  // every point is checked before any runs (~25 us each); split larger studies
 
 // A study file, parsed. Keys and value types are checked by parse_study; names (models, placements, ...)
 // by check_study.

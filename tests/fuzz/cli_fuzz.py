@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Seeded mutation fuzzing of the parsers that live in the program itself (study files of `sweep`, case
+files of `validate`), through the command line as a user meets them.
+
+cli_fuzz.py WAFER_EMU SOURCE_DIR OUT_DIR [MUTANTS]
+
+Each mutant of a shipped file must either be accepted or refused with exit 2 and exactly one line on stderr
+(never an internal error, a crash, a hang). Nothing is emulated: `sweep --point` beyond any study's size stops
+after the whole study is checked; `validate --check` checks the cases only.
+"""
+import os, random, subprocess, sys
+
+TOKENS = ["{", "}", "[", "]", ",", ":", '"', "-", "0", "1e309", "null", "true", "-1", "99999999999999999999", "\n",
+          ",,", "x", " ", '"from"', '"count"', "[]", "{}"]
+
+
+def mutate(s, rng):
+    for _ in range(rng.randint(1, 4)):
+        n = len(s)
+        at = rng.randrange(n) if n else 0
+        k = rng.randrange(6)
+        if k == 0 and n:
+            s = s[:at] + chr(rng.randrange(32, 127)) + s[at + 1:]
+        elif k == 1:
+            s = s[:at] + rng.choice(TOKENS) + s[at:]
+        elif k == 2 and n:
+            s = s[:at] + s[at + rng.randint(1, 8):]
+        elif k == 3 and n:
+            s = s[:at] + s[at:at + rng.randint(1, 32)] + s[at:]
+        elif k == 4:
+            s = s[:at]
+        else:
+            digits = [i for i, c in enumerate(s) if c.isdigit()]
+            if digits:
+                i = rng.choice(digits)
+                s = s[:i] + str(rng.randrange(100000)) + s[i:]
+    return s
+
+
+def main():
+    exe, src, out = sys.argv[1:4]
+    mutants = int(sys.argv[4]) if len(sys.argv) > 4 else 200
+    os.makedirs(out, exist_ok=True)
+    rng = random.Random(7)
+    jobs = [
+        ("study", os.path.join(src, "configs/studies/tiny.json"),
+         lambda f: [exe, "sweep", "--spec", f, "--out", os.path.join(out, "study_out"), "--point", "1000000", "--quiet"]),
+        ("cases", os.path.join(src, "tests/cli/data/validate_tiny.json"), lambda f: [exe, "validate", "--cases", f, "--check"]),
+    ]
+    problems = []
+    for what, seed, cmd in jobs:
+        good = open(seed).read()
+        counts = {0: 0, 2: 0}
+        for i in range(mutants):
+            f = os.path.join(out, f"{what}_{i}.json")
+            with open(f, "w") as h:
+                h.write(mutate(good, rng))
+            try:
+                r = subprocess.run(cmd(f), capture_output=True, text=True, timeout=60)
+            except subprocess.TimeoutExpired:
+                problems.append(f"{what} mutant {i} ({f}): hung")
+                continue
+            lines = r.stderr.strip().splitlines()
+            if r.returncode not in (0, 2) or "internal error" in r.stderr or (r.returncode == 2 and len(lines) != 1):
+                problems.append(f"{what} mutant {i} ({f}): exit {r.returncode}, stderr {r.stderr[:300]!r}")
+                continue
+            counts[r.returncode] += 1
+            os.remove(f)
+        print(f"{what}: {mutants} mutants, {counts[2]} refused with a one-line error, {counts[0]} accepted")
+        if counts[2] == 0:
+            problems.append(f"{what}: no mutant was refused (the mutator does nothing)")
+    if problems:
+        print("FAIL:\n" + "\n".join(problems[:20]))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
