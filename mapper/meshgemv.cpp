@@ -214,17 +214,23 @@ class Builder : FragmentBuilder {
     send(t, c.bcast, values, line(a, role.first, role.n));
   }
 
-  // RMSNorm's sum of squares, then its scalar allreduce down the column; returns nothing: the next task
-  // (on kY.bcast) finishes the norm.
-  void norm_start(Ix t) {
+  // An RMSNorm of the row's slice of the residual stream, reported as `norm_op`: its input arrives with a
+  // row allreduce's result (added to the stream first when `add`), the sum of squares is allreduced down
+  // the column, and the task that finishes the norm is returned, reported as `next_op` (the GEMV that reads
+  // the normalised slice runs in it).
+  Ix rms_norm(std::uint16_t norm_op, bool add, std::uint16_t next_op) {
+    op_ = norm_op;
+    Ix t = task(kX.bcast);
+    if (add) op(t, OpKind::Add, r_.hidden);
     op(t, OpKind::Fmac, r_.hidden);  // sum of squares of the row's slice
     allreduce(t, Axis::Y, r_.y, 1, kY);
-  }
-  void norm_finish(Ix t) {
+    op_ = next_op;
+    t = task(kY.bcast);
     op(t, OpKind::Rsqrt, 1);
     op(t, OpKind::Mul, r_.hidden);
     op(t, OpKind::Mul, r_.hidden);
     weights(r_.hidden);  // the norm's weight slice
+    return t;
   }
 
   void embedding() {
@@ -250,15 +256,9 @@ class Builder : FragmentBuilder {
     const std::int64_t heads = G * c_.kv_heads;
     acts(2 * r_.hidden + Nq + sv + G * c_.dims + 2 * c_.ffn);
     sat_add(f_.sram.kv_cache, 2 * r_.pos * c_.dims * B_ * kActivationBytes);
-    // Input RMSNorm (the previous layer's down projection is added to the residual stream first).
-    op_ = kOpLayernorm;
-    Ix t = task(kX.bcast);
-    if (s_.residual_in) op(t, OpKind::Add, r_.hidden);
-    norm_start(t);
+    // Input RMSNorm (the previous layer's down projection is added to the residual stream first), then
     // QKV: K = H split along Y (the rows), the (q, k, v) outputs of the column's attention dims along X.
-    op_ = kOpQkv;
-    t = task(kY.bcast);
-    norm_finish(t);
+    Ix t = rms_norm(kOpLayernorm, s_.residual_in, kOpQkv);
     weights(r_.hidden * Nq + (m.qkv_bias ? Nq : 0));
     op(t, OpKind::Fmac, r_.hidden * Nq);
     allreduce(t, Axis::Y, r_.y, Nq, kY);
@@ -293,15 +293,9 @@ class Builder : FragmentBuilder {
     weights(G * c_.dims * r_.hidden);
     op(t, OpKind::Fmac, G * c_.dims * r_.hidden);
     allreduce(t, Axis::X, c_.x, r_.hidden, kX);
-    // Residual, post-attention RMSNorm.
-    op_ = kOpLayernorm;
-    t = task(kX.bcast);
-    op(t, OpKind::Add, r_.hidden);
-    norm_start(t);
-    // Gate and up side by side per column (SiLU * up is local), reduced down the column.
-    op_ = kOpGateUp;
-    t = task(kY.bcast);
-    norm_finish(t);
+    // Residual, post-attention RMSNorm, then gate and up side by side per column (SiLU * up is local),
+    // reduced down the column.
+    t = rms_norm(kOpLayernorm, true, kOpGateUp);
     weights(r_.hidden * 2 * c_.ffn);
     op(t, OpKind::Fmac, r_.hidden * 2 * c_.ffn);
     allreduce(t, Axis::Y, r_.y, 2 * c_.ffn, kY);
@@ -318,15 +312,10 @@ class Builder : FragmentBuilder {
 
   void head() {
     acts(2 * r_.hidden + c_.vocab);
-    op_ = kOpFinalNorm;
-    Ix t = task(kX.bcast);
-    if (s_.residual_in) op(t, OpKind::Add, r_.hidden);
-    norm_start(t);
-    // LM head: K = H along Y, the vocabulary along X; reduced (not broadcast) down each column: the final
-    // roots, all on one row, take the argmax of their column's logits and reduce it along that row.
-    op_ = kOpLmHead;
-    t = task(kY.bcast);
-    norm_finish(t);
+    // Final RMSNorm, then the LM head: K = H along Y, the vocabulary along X; reduced (not broadcast) down
+    // each column: the final roots, all on one row, take the argmax of their column's logits and reduce it
+    // along that row.
+    Ix t = rms_norm(kOpFinalNorm, s_.residual_in, kOpLmHead);
     weights(r_.hidden * c_.vocab);
     op(t, OpKind::Fmac, r_.hidden * c_.vocab);
     allreduce(t, Axis::Y, r_.y, c_.vocab, kY, OpKind::Add, [&](Ix e) {
