@@ -65,8 +65,8 @@ int run_validate(const std::vector<std::string>& args) {
       ("only", po::value<std::string>()->value_name("NAME,..."), "run only these cases (a name ending in * matches a prefix)")
       ("check", "check the file and every case's settings, emulate nothing")
       ("fit", po::value<std::string>()->value_name("PARAM[=START],..."),
-       "fit these parameters (task_overhead, vector_setup, color_switch, collective_sync, stream_stage_latency, "
-       "ramp_latency) by least squares over the cases")
+       "fit these parameters (task_overhead, vector_setup, color_switch, collective_sync, stream_stage_latency) by "
+       "least squares over the cases")
       ("max-iterations", po::value<int>()->default_value(10)->value_name("N"), "Gauss-Newton iterations before the fit gives up")
       ("wafer-out", po::value<std::string>()->value_name("PATH"), "with --fit: write the fitted values as a wafer file")
       ("fidelity", po::value<std::string>()->default_value("approx")->value_name("approx|cycle"), "mesh timing model");

@@ -372,11 +372,7 @@ std::vector<FitParam> parse_fit(std::string_view arg, const std::vector<Case>& c
     for (const auto& p : hw::wafer_params())
       if (p.key == key) pinfo = &p;
     const bool may = std::find(std::begin(kFittable), std::end(kFittable), key) != std::end(kFittable);
-    if (!pinfo && !may) throw InputError(fmt::format("--fit '{}': unknown parameter (fittable: {})", key, fittable));
-    if (!pinfo)
-      throw InputError(fmt::format("--fit '{}': this build's wafer description has no such parameter yet (fittable "
-                                   "now: the others of {})",
-                                   key, fittable));
+    if (!pinfo) throw InputError(fmt::format("--fit '{}': unknown parameter (fittable: {})", key, fittable));
     if (!may)
       throw InputError(fmt::format("--fit '{}': it has a published value ({}); only parameters without one may be "
                                    "fitted: {}",

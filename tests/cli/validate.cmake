@@ -91,3 +91,6 @@ endforeach()
 wafer_cli_test(validate_bad_wide_cycle ${VERR} --stderr "validate_bad_wide_cycle.json: case 'c3': --fidelity cycle handles meshes up to 128x128"
   --no-file ${OUT}/validate_bad_wide_cycle.json
   -- ${WAFER_EMU} validate --cases ${DATA}/validate_bad_wide_cycle.json --fidelity cycle --json ${OUT}/validate_bad_wide_cycle.json)
+# The ramps' latency has a published value (docs/timing.md): it is not fitted.
+wafer_cli_test(validate_fit_ramp --exit 2 --one-line-error --stderr "--fit 'ramp_latency': it has a published value"
+  -- ${WAFER_EMU} validate --cases ${VCASES} --fit ramp_latency)
