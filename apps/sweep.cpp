@@ -551,7 +551,9 @@ void prepare_dir(const std::filesystem::path& dir, const Study& study) {
   if (fs::exists(dir / "points.jsonl", ec))
     throw InputError(fmt::format("{}: has points.jsonl but no spec.json: points of an unknown study (use another --out)",
                                  dir.string()));
-  if (!fs::is_directory(dir, ec) && !fs::create_directory(dir, ec))
+  // Ranks of one study start together: another may create the directory between the test and the
+  // creation, which is as good as creating it.
+  if (!fs::create_directory(dir, ec) && !fs::is_directory(dir))
     throw InputError(fmt::format("{}: cannot create the study directory ({})", dir.string(), ec ? ec.message() : "exists"));
   ojson out;
   out["schema"] = kSchema;

@@ -161,12 +161,20 @@ TEST(MeshGemv, RefusesWhatItDoesNotMap) {
   EXPECT_EQ(parse_kernel(to_string(Kernel::MeshGemv)), Kernel::MeshGemv);
 }
 
+namespace {
+// The meshgemv kernel on the whole tiny wafer, context 64.
+MapOptions mesh_options() {
+  MapOptions o;
+  o.placement = "whole-wafer", o.kernel = Kernel::MeshGemv, o.context = 64;
+  return o;
+}
+}  // namespace
+
 TEST(MeshGemv, TheTreesGroupSizeChangesTheProgramsNotTheWork) {
   hw::WaferSpec tiny = hw::preset("tiny");
   const noc::Fabric fabric = noc::Fabric::perfect(tiny.logical());
   ModelConfig m = load_model("tiny-llama");
-  MapOptions o;
-  o.placement = "whole-wafer", o.kernel = Kernel::MeshGemv, o.context = 64;
+  MapOptions o = mesh_options();
   o.group = 2;
   Mapping a = map_model(tiny, fabric, m, o);
   o.group = 4;
@@ -187,8 +195,7 @@ TEST(MeshGemv, LayersShareTheirCode) {
   hw::WaferSpec tiny = hw::preset("tiny");
   const noc::Fabric fabric = noc::Fabric::perfect(tiny.logical());
   ModelConfig m = load_model("tiny-llama");
-  MapOptions o;
-  o.placement = "whole-wafer", o.kernel = Kernel::MeshGemv, o.context = 64;
+  const MapOptions o = mesh_options();
   auto code = [&](std::int64_t layers) {
     m.layers = layers;
     const Mapping mp = map_model(tiny, fabric, m, o);
