@@ -40,16 +40,16 @@ Cycle ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
 Cycle CostModel::body(const firmware::Op& op) const {
   const OpCost& c = cost(op.kind);
-  const std::uint64_t n = op.elements;
+  const std::uint64_t v = std::max<std::uint32_t>(1, op.vectors), n = op.elements / v;
   Cycle lanes = ceil_div(n * c.factor, simd_);
   Cycle reads = ceil_div(n * c.read_bytes, read_bpc_);
   Cycle writes = ceil_div(n * c.write_bytes, write_bpc_);
-  return std::max({lanes, reads, writes});
+  return v * std::max({lanes, reads, writes});
 }
 
 bool CostModel::port_bound(const firmware::Op& op) const {
   const OpCost& c = cost(op.kind);
-  const std::uint64_t n = op.elements;
+  const std::uint64_t n = op.elements / std::max<std::uint32_t>(1, op.vectors);
   return ceil_div(n * c.factor, simd_) < body(op);
 }
 

@@ -1,9 +1,12 @@
 #pragma once
 // What a vector op costs on a tile core: the one table of per-kind factors (docs/design.md section 1).
 //
-//   cycles(op) = vector_setup + max( ceil(elements x factor / simd_width),           -- the FMAC lanes
-//                                    ceil(elements x read_bytes  / (read_ports  x 8)),  -- SRAM reads
-//                                    ceil(elements x write_bytes / (write_ports x 8)) ) -- SRAM writes
+//   cycles(op) = V x (vector_setup + max( ceil(n x factor / simd_width),           -- the FMAC lanes
+//                                         ceil(n x read_bytes  / (read_ports  x 8)),  -- SRAM reads
+//                                         ceil(n x write_bytes / (write_ports x 8)) ) -- SRAM writes
+//
+// for an op of V = `vectors` vector operations of n = elements / V elements each: 1 for an elementwise
+// op, K for a GEMV block of K inputs (K AXPYs of one weight column each, firmware/program.h).
 //
 // factor = lane-cycles per element; read/write bytes per element at 16-bit activations (weights of an
 // Fmac at the configured weight precision). The SRAM terms bind when an op moves more bytes per cycle than
@@ -52,10 +55,12 @@ class CostModel {
   explicit CostModel(const hw::WaferSpec& spec, std::uint32_t weight_bytes = 2);
 
   const OpCost& cost(firmware::OpKind k) const { return table_[std::size_t(k)]; }
-  // Cycles of the op without its vector setup (lanes or SRAM ports, whichever binds).
+  // Cycles of the op without its vector setups (lanes or SRAM ports, whichever binds, per vector op).
   Cycle body(const firmware::Op& op) const;
-  // The whole op: vector_setup + body.
-  Cycle cycles(const firmware::Op& op) const { return vector_setup + body(op); }
+  // Its vector setups: one per vector operation.
+  Cycle setup(const firmware::Op& op) const { return vector_setup * Cycle(op.vectors); }
+  // The whole op: setups + body.
+  Cycle cycles(const firmware::Op& op) const { return setup(op) + body(op); }
   // Whether the SRAM ports, not the lanes, set the op's body.
   bool port_bound(const firmware::Op& op) const;
 

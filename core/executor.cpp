@@ -80,7 +80,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       ti.stream = t.start == Task::Start::Stream;
       ti.op = t.op;
       for (const auto& op : t.ops) {
-        ti.setup += costs_.vector_setup;
+        ti.setup += costs_.setup(op);
         ti.body += costs_.body(op);
         if (op.kind == OpKind::StreamIn) ++ti.weight_arrivals, ti.stream_bytes += op.elements;
       }
@@ -172,6 +172,11 @@ void Executor::validate() const {
         throw hw::InputError(fmt::format("firmware: program {} names layer {} / op {}, beyond its {} layer and {} op names",
                                          p, t.layer, t.op, im.layer_names.size(), im.op_names.size()));
       if (t.arrivals == 0) throw hw::InputError(fmt::format("firmware: program {} has a task needing 0 arrivals", p));
+      for (const auto& op : t.ops)
+        if (op.vectors == 0 || op.elements % op.vectors != 0)
+          throw hw::InputError(fmt::format("firmware: program {} has a {} op of {} elements in {} vector ops (a "
+                                           "positive divisor of its elements)",
+                                           p, firmware::to_string(op.kind), op.elements, op.vectors));
       for (const auto& s : t.sends) {
         std::int32_t span = std::max<std::int32_t>(1, s.dest.span);
         std::int32_t x1 = s.dest.dx + (s.dest.kind == Dest::Kind::Row ? span - 1 : 0);

@@ -72,7 +72,10 @@ std::string dump(const Image& image, hw::Coord tile) {
     out += fmt::format("  task {:>3}: on color {:>2} x{} {:<8} [{} / {}]\n", t, int(k.trigger), k.arrivals,
                        k.start == Task::Start::Stream ? "stream" : "complete", name(image.layer_names, k.layer),
                        name(image.op_names, k.op));
-    for (const Op& o : k.ops) out += fmt::format("      {:<9} {} elements\n", to_string(o.kind), o.elements);
+    for (const Op& o : k.ops)
+      out += o.vectors > 1 ? fmt::format("      {:<9} {} elements in {} vector ops of {}\n", to_string(o.kind),
+                                         o.elements, o.vectors, o.elements / o.vectors)
+                           : fmt::format("      {:<9} {} elements\n", to_string(o.kind), o.elements);
     for (const Send& s : k.sends)
       out += fmt::format("      send color {:>2} {} wavelets -> {}{}\n", int(s.color), s.wavelets, dest_string(s.dest),
                          s.collective ? " (starts a collective)" : "");

@@ -14,8 +14,9 @@ namespace wafer::firmware {
 using Color = std::uint8_t;
 inline constexpr std::uint32_t kIdle = 0xFFFFFFFFu;  // Image::tile_program entry of a tile with no program
 
-// Vector operations a core executes. Cost: vector_setup + ceil(elements * cycles_per_element / simd);
-// the per-kind factor and the SRAM port limits live in core/ (one table, documented there).
+// Vector operations a core executes. Cost: vectors x (vector_setup + ceil(elements / vectors x
+// cycles_per_element / simd)); the per-kind factor and the SRAM port limits live in core/ (one table,
+// documented there).
 enum class OpKind : std::uint8_t {
   Fmac,      // multiply-accumulate (GEMV block, dot products): `elements` MACs
   Add,       // elementwise add (residual, partial sums)
@@ -35,6 +36,12 @@ const char* to_string(OpKind k);
 struct Op {
   OpKind kind = OpKind::Fmac;
   std::uint32_t elements = 0;
+  // The vector (DSD) operations the op issues, each over elements / vectors elements and each paying its
+  // setup. 1 for an elementwise op or a dot product. A GEMV block of K inputs x N outputs is K operations
+  // of N: a core has no matrix instruction, so a GEMV is a loop over its inputs, each an AXPY of one input
+  // value times a weight column into the N outputs (the Cerebras SDK's GEMV examples and WaferLLM's
+  // `vecmat_computation`, `@map` of an `@fmach` over the input vector). `elements` is a multiple of it.
+  std::uint32_t vectors = 1;
   friend bool operator==(const Op&, const Op&) = default;
 };
 

@@ -51,14 +51,19 @@ const std::vector<ParamInfo>& wafer_params() {
        &W::ramp_latency, 0, 1000},
       {"stream_stage_latency", "cycles",
        "pipeline latency a tile adds when it transforms a stream and forwards it (reduce chains, relays)",
-       "first principles: one cycle to take the wavelet from the input queue, one for the FMAC", &W::stream_stage_latency, 0,
-       1000},
+       "fitted with task_overhead and vector_setup (docs/fidelity.md, `wafer-emu validate --fit` on "
+       "configs/validation/public.json); equals the one cycle of work per dependent step in Luczynski et al.'s model",
+       &W::stream_stage_latency, 0, 1000},
       {"colors", "colors", "routable colors (virtual channels) per router",
        "public: 24 routable colors (WSE-2); WSE-3 assumed the same", &W::colors, 1, 64},
       {"task_overhead", "cycles", "activating a task when its trigger (data on a color) arrives",
-       "estimate: task picker plus a short task prologue; no published figure, sweep it", &W::task_overhead, 0, 1e6},
+       "fitted (docs/fidelity.md, `wafer-emu validate --fit` on configs/validation/public.json: WaferLLM decode "
+       "layers on WSE-2); no published figure: it stands for a kernel phase's software costs",
+       &W::task_overhead, 0, 1e6},
       {"vector_setup", "cycles", "setting up one vector (DSD) operation before elements flow",
-       "estimate: a few instructions to load the descriptors; no published figure", &W::vector_setup, 0, 1e6},
+       "fitted (docs/fidelity.md, `wafer-emu validate --fit` on configs/validation/public.json: WaferLLM decode "
+       "layers on WSE-2); no published figure: one @map iteration issuing one DSD op",
+       &W::vector_setup, 0, 1e6},
       {"color_switch", "cycles", "switching or reconfiguring a color's route between phases",
        "estimate: one control wavelet through the router plus its pipeline", &W::color_switch, 0, 1e6},
       {"collective_sync", "cycles", "synchronisation before a collective starts, beyond the data dependency",
@@ -91,10 +96,10 @@ WaferSpec common(std::string name) {
   w.wavelet_bytes = 4;
   w.hop_latency = 1;
   w.ramp_latency = 2;
-  w.stream_stage_latency = 2;
+  w.stream_stage_latency = 1;  // the three fitted values: docs/fidelity.md
   w.colors = 24;
-  w.task_overhead = 10;
-  w.vector_setup = 6;
+  w.task_overhead = 95;
+  w.vector_setup = 16;
   w.color_switch = 4;
   w.collective_sync = 0;
   w.io_bandwidth_gbs = 150;

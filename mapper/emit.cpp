@@ -50,6 +50,10 @@ void FragmentBuilder::op(Ix t, OpKind k, std::int64_t elements) {
   if (elements > 0) f_.tasks[t].ops.push_back({k, u32(elements * B_)});
 }
 
+void FragmentBuilder::matvec(Ix t, std::int64_t K, std::int64_t N) {
+  if (K > 0 && N > 0) f_.tasks[t].ops.push_back({OpKind::Fmac, u32(K * N * B_), u32(K * B_)});
+}
+
 void FragmentBuilder::acts(std::int64_t values) { sat_add(f_.sram.activations, values * B_ * kActivationBytes); }
 
 Fragment FragmentBuilder::finish() {
@@ -256,7 +260,7 @@ class Builder : FragmentBuilder {
     const std::int64_t sv = pos_ * G * kvh_;  // scores of this row's positions, for the segment's query heads
     acts(sv + G * dims_);
     Ix t = task(color::kColIn);
-    op(t, OpKind::Fmac, pos_ * dims_ * G);
+    matvec(t, G * dims_, pos_);  // per query head and dim: that q value times the row's K-cache column
     row_reduce(t, sv, seg_first_, seg_last_, segw_, [&](Ix e) {
       op(e, OpKind::Max, sv);
       col_chain(e, G * kvh_, OpKind::Max, {});
@@ -269,7 +273,7 @@ class Builder : FragmentBuilder {
       send(t3, color::kRowIn, sv, row_seg());
     });
     Ix pv = task(color::kRowIn);
-    op(pv, OpKind::Fmac, pos_ * dims_ * G);
+    matvec(pv, G * pos_, dims_);  // per query head and position: its weight times that V row
     col_reduce(pv, G * dims_, end);
   }
   // q/k rotary embedding and the KV-cache append on the bottom row, then q up the column to the scores.
@@ -318,7 +322,9 @@ class Builder : FragmentBuilder {
     Ix t = task(color::kRowIn);
     stream_in(t, Hr_ * Nq);
     weights(Hr_ * Nq + (bot_ && m.qkv_bias ? Nq : 0));
-    op(t, OpKind::Fmac, Hr_ * Nq);
+    matvec(t, Hr_, G * dims_);  // q, k and v: one GEMV per weight matrix
+    matvec(t, Hr_, dims_);
+    matvec(t, Hr_, dims_);
     col_reduce(t, Nq, [&](Ix e) {
       if (m.qkv_bias) op(e, OpKind::Add, Nq);
       send(e, color::kLocal, 1, self());
@@ -333,7 +339,7 @@ class Builder : FragmentBuilder {
     t = task(color::kColIn);
     stream_in(t, G * dims_ * Hr_);
     weights(G * dims_ * Hr_);
-    op(t, OpKind::Fmac, G * dims_ * Hr_);
+    matvec(t, G * dims_, Hr_);
     row_reduce(t, Hr_, first_, res_, w_, [&](Ix e) {
       op(e, OpKind::Add, Hr_);  // residual
       send(e, color::kLocal, 1, self());
@@ -346,7 +352,7 @@ class Builder : FragmentBuilder {
         op_ = kOpRouter;
         Ix r = task(color::kLocal);
         weights(Hr_ * m.experts);
-        op(r, OpKind::Fmac, Hr_ * m.experts);
+        matvec(r, Hr_, m.experts);
         col_chain(r, m.experts, OpKind::Add,
                   {{OpKind::Max, m.experts * m.experts_per_tok}, {OpKind::Exp, m.experts}, {OpKind::Sum, m.experts}});
         n = task(color::kBcast);
@@ -360,7 +366,7 @@ class Builder : FragmentBuilder {
     t = task(color::kRowIn);
     stream_in(t, Hr_ * 2 * Ii_ * k);
     weights(Hr_ * 2 * Ii_ * copies);
-    op(t, OpKind::Fmac, Hr_ * 2 * Ii_ * k);
+    matvec(t, 2 * k * Hr_, Ii_);  // gate and up of each active expert: 2k GEMVs of Hr_ x Ii_
     col_reduce(t, 2 * Ii_ * k, [&](Ix e) { send(e, color::kLocal, 1, self()); });
     if (bot_) {
       op_ = kOpAct;
@@ -374,7 +380,7 @@ class Builder : FragmentBuilder {
     t = task(color::kColIn);
     stream_in(t, Ii_ * k * Hr_);
     weights(Ii_ * copies * Hr_);
-    op(t, OpKind::Fmac, Ii_ * k * Hr_);
+    matvec(t, k * Ii_, Hr_);
     row_reduce(t, Hr_, first_, res_, w_, [&](Ix e) {
       op(e, OpKind::Add, Hr_);  // residual
       output(e);
@@ -392,7 +398,7 @@ class Builder : FragmentBuilder {
     Ix t = task(color::kRowIn);
     stream_in(t, Hr_ * Vi_);
     weights(Hr_ * Vi_);
-    op(t, OpKind::Fmac, Hr_ * Vi_);
+    matvec(t, Hr_, Vi_);
     col_reduce(t, Vi_, [&](Ix e) { send(e, color::kLocal, 1, self()); });
     if (!bot_) return;
     op_ = kOpSampler;
@@ -415,7 +421,7 @@ class Builder : FragmentBuilder {
       send(t, color::kRowIn, Hr_, row_all());
     }
     Ix t = task(color::kRowIn);
-    op(t, OpKind::Fmac, Hr_ * Ni_);
+    matvec(t, Hr_, Ni_);
     col_reduce(t, Ni_, [&](Ix e) { send(e, color::kDone, Ni_, tile(std::int32_t(collect_dx_), 0)); });
   }
   void norm_kernel() {
@@ -450,7 +456,7 @@ std::size_t hash_fragment(const Fragment& f) {
   auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
   for (const Task& t : f.tasks) {
     mix(t.trigger), mix(t.arrivals), mix(std::uint64_t(t.start)), mix(t.layer), mix(t.op);
-    for (const Op& o : t.ops) mix(std::uint64_t(o.kind) << 32 | o.elements);
+    for (const Op& o : t.ops) mix(std::uint64_t(o.kind) << 32 | o.elements), mix(o.vectors);
     for (const auto& s : t.sends)
       mix(std::uint64_t(s.color) << 56 ^ std::uint64_t(s.wavelets) << 16 ^ std::uint64_t(s.dest.kind)),
           mix(std::uint64_t(std::uint32_t(s.dest.dx)) << 32 | std::uint32_t(s.dest.dy)),

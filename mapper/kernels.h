@@ -3,7 +3,8 @@
 // (usually `tiny`) with exactly the partition map_model uses, and returns the Image. The expected cycle
 // count follows from the execution rules of firmware/program.h (a burst of w wavelets occupies a link w
 // cycles, its head crosses a link in hop_latency cycles; a task starts at max(trigger, core free) +
-// task_overhead; an op costs vector_setup + ceil(elements x factor / simd_width); a Stream task starts
+// task_overhead; an op costs vector_setup + ceil(elements x factor / simd_width), a GEMV block one such
+// vector op per input (firmware::Op::vectors); a Stream task starts
 // stream_stage_latency after the first head and its sends trail the input).
 //
 // Local frame: column i = 0 .. w-1 from west to east (E = w-1 is the residual column), row r = 0 .. h-1
@@ -21,7 +22,7 @@ namespace wafer::mapper {
 // column i holds N_i = split(N, w, i) outputs (split: n/parts, one more for the first n%parts).
 //   start:  (E, r) gets an injection on color 0 (K_r values) for every row r.
 //   (E, r):   task [color 0]: no ops; send K_r values on color 2 as a Row multicast to (0..E, r) (itself incl.).
-//   (i, r):   task [color 2]: Fmac K_r x N_i; row 0 sends N_i partial sums on color 3 to (i, 1).
+//   (i, r):   task [color 2]: Fmac K_r x N_i as K_r vector ops of N_i; row 0 sends N_i partial sums on color 3 to (i, 1).
 //   (i, r>0): task [color 3, Stream for r < h-1, Complete on the last row]: Add N_i; forward to (i, r+1).
 //   (i, h-1): sends its N_i results on color 11 to the done tile (E, h-1). The step ends when (E, h-1) has w
 //             bursts on color 11. With h = 1 the Fmac task sends the results itself.

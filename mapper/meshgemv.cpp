@@ -260,7 +260,9 @@ class Builder : FragmentBuilder {
     // QKV: K = H split along Y (the rows), the (q, k, v) outputs of the column's attention dims along X.
     Ix t = rms_norm(kOpLayernorm, s_.residual_in, kOpQkv);
     weights(r_.hidden * Nq + (m.qkv_bias ? Nq : 0));
-    op(t, OpKind::Fmac, r_.hidden * Nq);
+    matvec(t, r_.hidden, G * c_.dims);  // q, k and v: one GEMV per weight matrix, as WaferLLM runs them
+    matvec(t, r_.hidden, c_.dims);
+    matvec(t, r_.hidden, c_.dims);
     allreduce(t, Axis::Y, r_.y, Nq, kY);
     // RoPE and the KV-cache append (every row holds q, k, v of its column's dims: the append is local to
     // the row holding the newest position), then the scores over the row's positions, reduced along the
@@ -271,7 +273,7 @@ class Builder : FragmentBuilder {
     if (m.qkv_bias) op(t, OpKind::Add, Nq);
     op(t, OpKind::Rope, (G + 1) * c_.dims);
     if (r_.newest) op(t, OpKind::Copy, 2 * c_.dims);
-    op(t, OpKind::Fmac, r_.pos * c_.dims * G);
+    matvec(t, G * c_.dims, r_.pos);  // K = the dims, N = the row's positions (WaferLLM's score GEMV)
     allreduce(t, Axis::X, c_.seg, sv, kSeg);
     // Softmax: the max and the sum over the context, each a scalar-per-head allreduce down the column.
     t = task(kSeg.bcast);
@@ -285,19 +287,20 @@ class Builder : FragmentBuilder {
     t = task(kY.bcast);
     op(t, OpKind::Mul, heads);
     op(t, OpKind::Mul, sv);
-    op(t, OpKind::Fmac, r_.pos * c_.dims * G);
+    matvec(t, G * r_.pos, c_.dims);  // K = the row's positions, N = the dims
     allreduce(t, Axis::Y, r_.y, G * c_.dims, kY);
     // O projection: K = the attention output split along X, outputs along Y; reduced along the row.
     op_ = kOpOproj;
     t = task(kY.bcast);
     weights(G * c_.dims * r_.hidden);
-    op(t, OpKind::Fmac, G * c_.dims * r_.hidden);
+    matvec(t, G * c_.dims, r_.hidden);
     allreduce(t, Axis::X, c_.x, r_.hidden, kX);
     // Residual, post-attention RMSNorm, then gate and up side by side per column (SiLU * up is local),
     // reduced down the column.
     t = rms_norm(kOpLayernorm, true, kOpGateUp);
     weights(r_.hidden * 2 * c_.ffn);
-    op(t, OpKind::Fmac, r_.hidden * 2 * c_.ffn);
+    matvec(t, r_.hidden, c_.ffn);  // up and gate: two GEMVs
+    matvec(t, r_.hidden, c_.ffn);
     allreduce(t, Axis::Y, r_.y, 2 * c_.ffn, kY);
     // SiLU * up fused into the down projection's task (K = I split along X, outputs along Y; reduced
     // along the row; the next stage adds it to the residual stream).
@@ -306,7 +309,7 @@ class Builder : FragmentBuilder {
     op(t, OpKind::Silu, c_.ffn);
     op(t, OpKind::Mul, c_.ffn);
     weights(c_.ffn * r_.hidden);
-    op(t, OpKind::Fmac, c_.ffn * r_.hidden);
+    matvec(t, c_.ffn, r_.hidden);
     allreduce(t, Axis::X, c_.x, r_.hidden, kX);
   }
 
@@ -317,7 +320,7 @@ class Builder : FragmentBuilder {
     // along that row.
     Ix t = rms_norm(kOpFinalNorm, s_.residual_in, kOpLmHead);
     weights(r_.hidden * c_.vocab);
-    op(t, OpKind::Fmac, r_.hidden * c_.vocab);
+    matvec(t, r_.hidden, c_.vocab);
     allreduce(t, Axis::Y, r_.y, c_.vocab, kY, OpKind::Add, [&](Ix e) {
       op_ = kOpSampler;
       op(e, OpKind::Argmax, c_.vocab);

@@ -94,6 +94,61 @@ TEST(CostModel, TableAndPortLimits) {
   EXPECT_EQ(CostModel(wide).body({OpKind::Fmac, 64}), 4u);
 }
 
+// A GEMV block of K inputs x N outputs is K vector ops of N MACs (firmware::Op::vectors): each pays its
+// setup and rounds its own body up.
+TEST(CostModel, AGemvBlockPaysOneSetupPerInput) {
+  CostModel c(tiny());
+  // 8 inputs x 8 outputs: 8 x (6 + ceil(8 x 4 / 16) = 2) = 64, against 6 + 16 = 22 as one vector op.
+  EXPECT_EQ(c.setup({OpKind::Fmac, 64, 8}), 48u);
+  EXPECT_EQ(c.body({OpKind::Fmac, 64, 8}), 16u);
+  EXPECT_EQ(c.cycles({OpKind::Fmac, 64, 8}), 64u);
+  EXPECT_EQ(c.cycles({OpKind::Fmac, 64, 1}), 22u);
+  // Rounding per vector op: 4 outputs (16 bytes, one cycle of the read ports) are the limit of one cycle,
+  // 5 take two: 16 x 4 = 64 MACs in 16 ops cost 16 x 1, 16 x 5 = 80 in 16 ops cost 16 x 2.
+  EXPECT_EQ(c.body({OpKind::Fmac, 64, 16}), 16u);
+  EXPECT_EQ(c.body({OpKind::Fmac, 80, 16}), 32u);
+  EXPECT_EQ(c.body({OpKind::Fmac, 80, 1}), 20u);
+}
+
+// OneGemvTileExactCycles' tile with its 64 MACs as an 8 x 8 GEMV block: 8 vector ops of 8 MACs,
+// 8 x (6 + 2) = 64 cycles: start 13 (tail 3 + 10), end 77, the result 3 hops east at 80.
+TEST(Executor, AGemvBlockRunsOneVectorOpPerInput) {
+  Image im = empty_image({8, 8});
+  Program p;
+  p.tasks.push_back(task(1, {{OpKind::Fmac, 64, 8}}, {to(3, 0, 2)}));
+  place(im, {0, 0}, p);
+  im.start.push_back({{0, 0}, 1, 4});
+  im.done_tile = {3, 0}, im.done_color = 2;
+  Outcome r = run(tiny(), im);
+  ASSERT_TRUE(r.r.finished);
+  EXPECT_EQ(r.r.latency(), 80u);
+  ASSERT_EQ(r.tasks.size(), 1u);
+  EXPECT_EQ(r.tasks[0].start, 13u);
+  EXPECT_EQ(r.tasks[0].end, 77u);
+  const auto& c = r.r.breakdown.cause;
+  EXPECT_EQ(c[size_t(Cause::Compute)], 16u);
+  EXPECT_EQ(c[size_t(Cause::VectorSetup)], 48u);
+  EXPECT_EQ(sum(c), r.r.latency());
+}
+
+TEST(Executor, RefusesAnOpWhoseVectorOpsDoNotDivideItsElements) {
+  Image im = empty_image({8, 8});
+  Program p;
+  p.tasks.push_back(task(1, {{OpKind::Fmac, 64, 7}}, {}));
+  place(im, {0, 0}, p);
+  im.done_tile = {0, 0};
+  noc::Fabric fabric = noc::Fabric::perfect(im.grid);
+  testing::FixedNetwork net(im.grid, 1);
+  try {
+    Executor ex(tiny(), im, fabric, net);
+    FAIL();
+  } catch (const hw::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("fmac op of 64 elements in 7 vector ops"), std::string::npos) << e.what();
+  }
+  im.programs[0].tasks[0].ops[0].vectors = 8;  // a divisor: accepted
+  EXPECT_NO_THROW(Executor(tiny(), im, fabric, net));
+}
+
 // One tile: the token (4 wavelets) arrives, a 64-MAC GEMV block runs, the result goes 3 hops east.
 //   injection: head 0, tail 3; start = 3 + 10 = 13; Fmac 64: 6 + 16 = 22 -> end 35;
 //   send 1 wavelet 3 hops: head = tail = 38.

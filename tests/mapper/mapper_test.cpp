@@ -327,7 +327,8 @@ TEST(Kernels, GemvProgramsAreTheDocumentedOnes) {
   EXPECT_TRUE(relay->tasks[0].ops.empty());
   ASSERT_EQ(relay->tasks[0].sends.size(), 1u);
   EXPECT_EQ(relay->tasks[0].sends[0], (firmware::Send{2, 4, {K::Row, -1, 0, 2}, true}));  // a broadcast's root
-  EXPECT_EQ(relay->tasks[1].ops, (std::vector<firmware::Op>{{firmware::OpKind::Fmac, 32}}));
+  // K_r = 8 inputs x N_i = 4 outputs: 8 vector ops of 4 MACs (one per input).
+  EXPECT_EQ(relay->tasks[1].ops, (std::vector<firmware::Op>{{firmware::OpKind::Fmac, 32, 8}}));
   EXPECT_EQ(relay->tasks[1].sends[0], (firmware::Send{3, 2, {K::Tile, 0, 1, 1}, true}));  // starts the column reduce
   const firmware::Program* bottom_west = img.program_at({0, 1});
   ASSERT_NE(bottom_west, nullptr);
