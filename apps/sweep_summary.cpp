@@ -122,8 +122,13 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
       g.us.push_back(p["latency_us"].get<double>());
     } else {
       ++failed;
-      const ojson f = p.value("failure", ojson::object());
-      ++g.reasons[fmt::format("{}: {}", f.value("stage", std::string("?")), reason_class(f.value("reason", std::string("?"))))];
+      const auto f = p.find("failure");
+      auto text = [&](const char* k) {
+        if (f == p.end() || !f->is_object()) return std::string("?");
+        const auto v = f->find(k);
+        return v != f->end() && v->is_string() ? v->get<std::string>() : std::string("?");
+      };
+      ++g.reasons[fmt::format("{}: {}", text("stage"), reason_class(text("reason")))];
     }
   }
   for (auto& g : groups) std::sort(g.us.begin(), g.us.end());
