@@ -60,104 +60,6 @@ class SweepProgress {
   Clock::time_point start_ = Clock::now();
 };
 
-std::string cell(const ojson& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
-// The summary: per setting (every axis but the seed), latency over the seeds and the failures by reason.
-traces::Report summarize(const std::filesystem::path& dir, const Study& study, const std::map<std::int64_t, ojson>& lines) {
-  std::vector<std::string> axes;
-  for (const auto& [k, v] : study.axes)
-    if (k != "seed") axes.push_back(k);
-  struct Group {
-    ojson key;
-    std::int64_t points = 0, done = 0;
-    std::vector<double> us;
-    std::map<std::string, std::int64_t> reasons;  // "stage: reason class" -> count, first seen order not kept
-  };
-  std::vector<Group> groups;
-  std::map<std::string, std::size_t> index;
-  std::int64_t done = 0, failed = 0;
-  for (std::int64_t i = 0; i < study.points(); ++i) {
-    const ojson s = study.settings(i);
-    ojson key = ojson::object();
-    for (const auto& a : axes) key[a] = s[a];
-    auto [it, fresh] = index.emplace(key.dump(), groups.size());
-    if (fresh) {
-      groups.emplace_back();
-      groups.back().key = key;
-    }
-    Group& g = groups[it->second];
-    ++g.points;
-    auto l = lines.find(i);
-    if (l == lines.end()) continue;
-    ++g.done, ++done;
-    const ojson& p = l->second;
-    if (p.value("status", std::string()) == "ok") {
-      g.us.push_back(p["latency_us"].get<double>());
-    } else {
-      ++failed;
-      const ojson f = p.value("failure", ojson::object());
-      ++g.reasons[fmt::format("{}: {}", f.value("stage", std::string("?")), reason_class(f.value("reason", std::string("?"))))];
-    }
-  }
-
-  traces::Report rep(fmt::format("study {}{}: {} of {} points done", study.hash, study.name.empty() ? "" : " (" + study.name + ")",
-                                 done, study.points()));
-  rep.add_text("study", study.hash, "hash of the study file's content");
-  rep.add_text("source", study.path, "the study file");
-  rep.add_int("points", study.points(), "points");
-  rep.add_int("points_done", done, "points");
-  rep.add_int("points_failed", failed, "points", "the mapper or the emulator refused them");
-  std::vector<std::string> cols = axes;
-  for (const char* c : {"points", "done", "ok", "failed", "mean [us]", "p5 [us]", "p50 [us]", "p95 [us]", "max [us]", "failures"})
-    cols.emplace_back(c);
-  auto& t = rep.add_table("settings", cols,
-                          "latency per token over the seeds (percentiles linear between closest ranks); failures by "
-                          "stage and reason, numbers as #");
-  std::string csv;
-  for (std::size_t c = 0; c < cols.size(); ++c) csv += (c ? "," : "") + csv_field(cols[c]);
-  csv += "\n";
-  for (auto& g : groups) {
-    std::sort(g.us.begin(), g.us.end());
-    const bool any = !g.us.empty();
-    const double mean = any ? std::accumulate(g.us.begin(), g.us.end(), 0.0) / double(g.us.size()) : 0.0;
-    std::string reasons;
-    for (const auto& [r, n] : g.reasons) reasons += fmt::format("{}{} x {}", reasons.empty() ? "" : "; ", n, r);
-    std::vector<std::variant<double, std::int64_t, std::string>> row;
-    for (const auto& a : axes) row.emplace_back(cell(g.key[a]));
-    const auto ok = std::int64_t(g.us.size());
-    row.emplace_back(g.points);
-    row.emplace_back(g.done);
-    row.emplace_back(ok);
-    row.emplace_back(g.done - ok);
-    for (double v : {mean, percentile(g.us, 5), percentile(g.us, 50), percentile(g.us, 95), any ? g.us.back() : 0.0})
-      row.emplace_back(any ? v : std::nan(""));
-    row.emplace_back(reasons.empty() ? std::string("-") : reasons);
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      std::string text = std::visit(
-          [](const auto& v) -> std::string {
-            using T = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<T, std::string>) return v;
-            else if constexpr (std::is_same_v<T, double>) return std::isnan(v) ? std::string() : fmt::format("{:.17g}", v);
-            else return fmt::format("{}", v);
-          },
-          row[c]);
-      csv += (c ? "," : "") + csv_field(text);
-    }
-    csv += "\n";
-    t.rows.push_back(std::move(row));
-  }
-  write_shared(dir / "summary.csv", csv);
-  write_shared(dir / "summary.json", rep.to_json().dump(2) + "\n");
-  return rep;
-}
-
 std::pair<std::int64_t, std::int64_t> parse_shard(const std::string& s) {
   const std::size_t slash = s.find('/');
   std::int64_t k = -1, n = 0;
@@ -251,12 +153,31 @@ int run_sweep(const std::vector<std::string>& args) {
       ("point", po::value<std::int64_t>()->value_name("I"), "run only point I (e.g. one task of a job array)")
       ("shard", po::value<std::string>()->value_name("K/N"), "run only the points whose index is K modulo N")
       ("summarize", po::value<std::string>()->value_name("DIR"), "summarise the points DIR holds, run nothing")
+      ("check", "check the study (--spec) as a run would, every point resolved, and print its point count; run and write nothing")
       ("quiet", "no progress line");
   po::variables_map vm;
   if (!parse(args, opts, "sweep", "--spec FILE --out DIR [--jobs N] [--point I | --shard K/N] [--json PATH]  |  "
-                                  "--summarize DIR [--json PATH]", vm))
+                                  "--summarize DIR [--json PATH]  |  --check --spec FILE", vm))
     return 0;
   const bool quiet = vm.count("quiet") > 0;
+  if (vm.count("check")) {
+    for (const char* o : {"out", "point", "shard", "summarize"})
+      if (vm.count(o)) throw hw::InputError(fmt::format("--check reads the study only; --{} does not apply", o));
+    if (!vm["jobs"].defaulted()) throw hw::InputError("--check reads the study only; --jobs does not apply");
+    if (!vm.count("spec")) throw hw::InputError("--check needs --spec FILE");
+    const Study study = load_study(vm["spec"].as<std::string>());
+    traces::Report rep(fmt::format("study {}{}: checked, {} points", study.hash,
+                                   study.name.empty() ? "" : " (" + study.name + ")", study.points()));
+    rep.add_text("study", study.hash, "hash of the study file's content");
+    rep.add_text("source", study.path, "the study file");
+    rep.add_int("points", study.points(), "points", "every one resolved as decode would take it (nothing mapped)");
+    auto& t = rep.add_table("axes", {"axis", "values", "first", "last"}, "in file order; the last varies fastest");
+    for (const auto& [k, vs] : study.axes)
+      t.rows.push_back({k, std::int64_t(vs.size()), vs.front().is_string() ? vs.front().get<std::string>() : vs.front().dump(),
+                        vs.back().is_string() ? vs.back().get<std::string>() : vs.back().dump()});
+    finish(rep, vm);
+    return 0;
+  }
   if (vm.count("summarize")) {
     for (const char* o : {"spec", "out", "point", "shard"})
       if (vm.count(o)) throw hw::InputError(fmt::format("--summarize DIR reads DIR only; --{} does not apply", o));

@@ -505,19 +505,24 @@ void PointsFile::refresh_locked() {
 }
 
 void PointsFile::append(const ojson& line) {
-  Lock lock(fd_);
-  refresh_locked();
-  if (done(line["index"].get<std::int64_t>())) return;
-  const std::string text = line.dump() + "\n";
-  std::size_t put = 0;
-  while (put < text.size()) {
-    const ssize_t n = ::write(fd_, text.data() + put, text.size() - put);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error(fmt::format("{}: write: {}", path_.string(), std::strerror(errno)));
-    put += std::size_t(n);
+  {
+    Lock lock(fd_);
+    refresh_locked();
+    if (done(line["index"].get<std::int64_t>())) return;
+    const std::string text = line.dump() + "\n";
+    std::size_t put = 0;
+    while (put < text.size()) {
+      const ssize_t n = ::write(fd_, text.data() + put, text.size() - put);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw std::runtime_error(fmt::format("{}: write: {}", path_.string(), std::strerror(errno)));
+      put += std::size_t(n);
+    }
+    refresh_locked();
   }
+  // Other processes see the line as soon as it is written (the lock orders the writes); the fsync is for a crash
+  // of the machine only, so it waits outside the lock: workers of cheap points no longer queue behind each
+  // other's disk flushes.
   if (::fsync(fd_) != 0) throw std::runtime_error(fmt::format("{}: fsync: {}", path_.string(), std::strerror(errno)));
-  refresh_locked();
 }
 
 std::map<std::int64_t, ojson> PointsFile::read_all() {

@@ -15,6 +15,7 @@
 #include "apps/decode_point.h"
 #include "hw/defect_map.h"
 #include "sim/simulator.h"
+#include "traces/report.h"
 
 namespace wafer::apps::sweep {
 
@@ -121,5 +122,10 @@ Study read_dir_study(const std::filesystem::path& dir);
 double percentile(const std::vector<double>& sorted, double p);
 // "3 rows, 12 tiles" -> "# rows, # tiles": failures that differ only in numbers are counted together.
 std::string reason_class(const std::string& reason);
+
+// The summary of the points in `lines` (apps/sweep_summary.cpp, docs/studies.md "The summary"): per setting over
+// the seeds; with a placement axis, the placements side by side and the best; per wafer-parameter axis, the
+// latency's sensitivity. Writes DIR/summary.csv, summary.json, and placements.csv / sensitivity.csv when they apply.
+traces::Report summarize(const std::filesystem::path& dir, const Study& study, const std::map<std::int64_t, ojson>& lines);
 
 }  // namespace wafer::apps::sweep

@@ -73,3 +73,28 @@ foreach(case
   wafer_cli_test(sweep_bad_${name} ${SERR} --stderr "${rx}" --no-file ${OUT}/sweep_bad_${name}
     -- ${WAFER_EMU} sweep --spec ${DATA}/sweep_bad_${name}.json --out ${OUT}/sweep_bad_${name})
 endforeach()
+
+# The summary's tables on a points file written by hand (placements, the best per density, sensitivity slopes).
+add_test(NAME cli.sweep_summary COMMAND ${SWEEP_CHECK} summary ${WAFER_EMU} ${DATA}/sweep_summary_known.json ${OUT}/sweep_summary)
+# A small study with a placement axis and a hop_latency axis, end to end on the tiny wafer.
+add_test(NAME cli.sweep_study_tables COMMAND ${SWEEP_CHECK} study ${WAFER_EMU} ${DATA}/sweep_placement_tiny.json ${OUT}/sweep_study)
+
+# Every shipped study checks out without running (sweep --check: every point resolved, nothing written).
+set(WAFER_STUDY_POINTS_tiny 24)
+set(WAFER_STUDY_POINTS_defect-yield 400)
+set(WAFER_STUDY_POINTS_placement 90)
+set(WAFER_STUDY_POINTS_sensitivity 27)
+file(GLOB WAFER_STUDIES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/configs/studies/*.json)
+foreach(s IN LISTS WAFER_STUDIES)
+  get_filename_component(n ${s} NAME_WE)
+  set(points "[0-9]+")
+  if(DEFINED WAFER_STUDY_POINTS_${n})
+    set(points ${WAFER_STUDY_POINTS_${n}})
+  endif()
+  wafer_cli_test(sweep_check_study_${n} --stdout "checked, ${points} points" -- ${WAFER_EMU} sweep --check --spec ${s})
+endforeach()
+wafer_cli_test(sweep_check_bad ${SERR} --stderr "sweep_bad_placement.json: key 'axes.placement\\[1\\]': unknown placement"
+  -- ${WAFER_EMU} sweep --check --spec ${DATA}/sweep_bad_placement.json)
+wafer_cli_test(sweep_check_out ${SERR} --stderr "--check reads the study only. --out does not apply" --no-file ${OUT}/sweep_bad
+  -- ${WAFER_EMU} sweep --check --spec ${STUDY} --out ${OUT}/sweep_bad)
+wafer_cli_test(sweep_check_no_spec ${SERR} --stderr "--check needs --spec FILE" -- ${WAFER_EMU} sweep --check)

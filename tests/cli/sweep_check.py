@@ -13,6 +13,12 @@ sweep_check.py MODE WAFER_EMU STUDY OUTDIR [OTHER_STUDY]
            out; the one that finishes it writes the summary.
   mpirun   the same under a real `mpirun -n 3` (Open MPI; MPIRUN as the 5th argument).
   stats    the summary of a known set of point results: mean, p5, p50, p95, max, failures by reason.
+  summary  a points file written by hand for a study with a placement and a hop_latency axis
+           (data/sweep_summary_known.json): per setting the percentiles, repair success rate, usable tiles and
+           extra hops; the best placement per density and hop latency (a tie, a placement with a failed seed);
+           the sensitivity slopes and elasticities, one of them computed by hand (19/28 us per cycle).
+  study    a small study with a placement and a hop_latency axis (data/sweep_placement_tiny.json) run end to
+           end: the placements and sensitivity tables agree with what the points file holds.
 """
 import json, math, os, shutil, signal, subprocess, sys, time
 
@@ -335,6 +341,265 @@ def mode_stats(exe, study, out):
     print("ok")
 
 
+# ---- the summary, computed again here from the points (independently of the program) ----------------------
+
+PARAMS = {"hop_latency", "task_overhead", "stream_stage_latency", "vector_setup", "ramp_latency", "sram_bytes"}
+
+
+def axes_of(spec_in):
+    return [(k, [v["from"] + i for i in range(v["count"])] if isinstance(v, dict) else v)
+            for k, v in spec_in.get("axes", {}).items()]
+
+
+def settings_at(axes, i):
+    picks = {}
+    for k, vs in reversed(axes):
+        picks[k] = vs[i % len(vs)]
+        i //= len(vs)
+    return picks
+
+
+def cell(v):
+    return v if isinstance(v, str) else json.dumps(v)
+
+
+def mean(xs):
+    return sum(xs) / len(xs) if xs else None
+
+
+def expected_groups(spec_in, by_index):
+    axes = axes_of(spec_in)
+    total = 1
+    for _, vs in axes:
+        total *= len(vs)
+    names = [k for k, _ in axes if k != "seed"]
+    groups = {}
+    for i in range(total):
+        s = settings_at(axes, i)
+        key = tuple(json.dumps(s[k]) for k in names)
+        g = groups.setdefault(key, {"key": {k: s[k] for k in names}, "points": 0, "done": 0, "us": [], "failed": 0,
+                                    "repair": [], "usable": [], "hops": []})
+        g["points"] += 1
+        l = by_index.get(i)
+        if l is None:
+            continue
+        g["done"] += 1
+        if isinstance(l.get("repair"), dict) and "complete" in l["repair"]:
+            g["repair"].append(bool(l["repair"]["complete"]))
+        if "usable_tiles" in l:
+            g["usable"].append(l["usable_tiles"])
+        if "extra_hops" in l:
+            g["hops"].append(l["extra_hops"])
+        if l["status"] == "ok":
+            g["us"].append(l["latency_us"])
+        else:
+            g["failed"] += 1
+    return names, list(groups.values())
+
+
+def close(a, b, what, rel=1e-9):
+    if a is None or b is None:
+        if a is not None or b is not None:
+            raise SystemExit(f"FAIL: {what}: {a}, expected {b}")
+        return
+    if not math.isclose(a, b, rel_tol=rel, abs_tol=1e-12):
+        raise SystemExit(f"FAIL: {what}: {a}, expected {b}")
+
+
+def check_summary(spec_in, by_index, rep, d):
+    """Every figure of the three tables against this file's own computation. Returns (best, slopes)."""
+    names, groups = expected_groups(spec_in, by_index)
+    rows = rep["settings"]
+    if len(rows) != len(groups):
+        raise SystemExit(f"FAIL: {len(rows)} settings, expected {len(groups)}")
+    for g, row in zip(groups, rows):
+        what = f"setting {g['key']}"
+        for k in names:
+            if row[k] != cell(g["key"][k]):
+                raise SystemExit(f"FAIL: {what}: column {k} is {row[k]}")
+        if (row["points"], row["done"], row["ok"], row["failed"]) != (g["points"], g["done"], len(g["us"]), g["failed"]):
+            raise SystemExit(f"FAIL: {what}: counts {row}")
+        us = g["us"]
+        close(row["mean [us]"], mean(us), what + " mean")
+        for p in (5, 50, 95):
+            close(row[f"p{p} [us]"], pct(us, p) if us else None, f"{what} p{p}")
+        close(row["max [us]"], max(us) if us else None, what + " max")
+        close(row["repair ok [%]"], 100 * sum(g["repair"]) / len(g["repair"]) if g["repair"] else None, what + " repair ok")
+        close(row["usable tiles"], mean(g["usable"]), what + " usable tiles")
+        close(row["extra hops"], mean(g["hops"]), what + " extra hops")
+    best = {}
+    if "placement" in names:
+        others = [k for k in names if k != "placement"]
+        sets = {}
+        for g in groups:
+            sets.setdefault(tuple(json.dumps(g["key"][k]) for k in others), []).append(g)
+        prow = iter(rep["placements"])
+        brow = iter(rep["best_placement"])
+        for key, gs in sets.items():
+            ranked = [g for g in gs if g["done"] == g["points"] and len(g["us"]) == g["points"]]
+            order = {id(g): n for n, g in enumerate(gs)}
+            ranked.sort(key=lambda g: (mean(g["us"]), pct(g["us"], 50), order[id(g)]))
+            b = ranked[0] if ranked else None
+            best[key] = b["key"]["placement"] if b else None
+            for g in gs:
+                row = next(prow)
+                what = f"placements {g['key']}"
+                if row["placement"] != g["key"]["placement"] or any(row[k] != cell(g["key"][k]) for k in others):
+                    raise SystemExit(f"FAIL: {what}: row {row}")
+                close(row["mean [us]"], mean(g["us"]), what + " mean")
+                close(row["p50 [us]"], pct(g["us"], 50) if g["us"] else None, what + " p50")
+                close(row["vs best [%]"], 100 * (mean(g["us"]) / mean(b["us"]) - 1) if b and g["us"] else None, what + " vs best")
+                if (row["best"] == "best") != (g is b):
+                    raise SystemExit(f"FAIL: {what}: marked '{row['best']}', the best is {best[key]}")
+                if g not in ranked and not row["best"].startswith("not ranked"):
+                    raise SystemExit(f"FAIL: {what}: has failed or missing seeds but is marked '{row['best']}'")
+            row = next(brow)
+            if row["best"] != (best[key] or "-"):
+                raise SystemExit(f"FAIL: best placement for {key}: {row['best']}, expected {best[key]}")
+            if b:
+                close(row["mean [us]"], mean(b["us"]), f"best for {key}")
+    slopes = {}
+    params = [k for k, vs in axes_of(spec_in) if k in PARAMS and len(vs) >= 2]
+    srows = iter(rep.get("sensitivity", []))
+    for prm in params:
+        others = [k for k in names if k != prm]
+        sets = {}
+        for g in groups:
+            sets.setdefault(tuple(json.dumps(g["key"][k]) for k in others), []).append(g)
+        for key, gs in sets.items():
+            pts = [(g["key"][prm], mean(g["us"])) for g in gs if g["us"]]
+            row = next(srows)
+            what = f"sensitivity to {prm} at {key}"
+            if row["parameter"] != prm or row[prm] != "swept" or any(row[k] != cell(gs[0]["key"][k]) for k in others):
+                raise SystemExit(f"FAIL: {what}: row {row}")
+            if len(pts) < 2:
+                if row["slope [us per unit]"] is not None:
+                    raise SystemExit(f"FAIL: {what}: a slope from fewer than two values")
+                slopes[(prm, key)] = None
+                continue
+            mx, my = mean([x for x, _ in pts]), mean([y for _, y in pts])
+            slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+            close(row["slope [us per unit]"], slope, what + " slope")
+            close(row["elasticity [% per %]"], slope * mx / my, what + " elasticity")
+            slopes[(prm, key)] = (slope, slope * mx / my)
+    if next(srows, None) is not None:
+        raise SystemExit("FAIL: more sensitivity rows than parameter axes x settings")
+    for f, n in (("summary.csv", len(groups)), ("placements.csv", len(groups) if "placement" in names else None),
+                 ("sensitivity.csv", sum(1 for _ in rep.get("sensitivity", [])) if params else None)):
+        path = os.path.join(d, f)
+        if n is None:
+            if os.path.exists(path):
+                raise SystemExit(f"FAIL: {f} written for a study without its axis")
+            continue
+        if not os.path.exists(path) or len(open(path).read().splitlines()) != n + 1:
+            raise SystemExit(f"FAIL: {f}: missing or not {n} rows")
+    return best, slopes
+
+
+def mode_summary(exe, study, out):
+    d = fresh(os.path.join(out, "summary"))
+    run([exe, "sweep", "--spec", study, "--out", d, "--point", "0"])
+    spec = json.load(open(os.path.join(d, "spec.json")))
+    spec_in = json.load(open(study))
+    axes = axes_of(spec_in)
+    # Latencies (us, exact in binary): at density 100, layer-bands 10 + h/4, defect-aware 10, 10.5, 12 at h = 1, 2, 4
+    # (so a tie with layer-bands at h = 2, which layer-bands wins on the p50), serpentine-bands fastest but its
+    # seed 4 fails; at density 200, layer-bands 12 + h/4 with seeds 3 and 4 failed, defect-aware 11 + h/2,
+    # serpentine-bands every seed failed. Seeds spread around the mean by e (mean 0).
+    e1, e2 = [-0.25, 0, 0, 0.25], [-0.75, 0.25, 0.25, 0.25]
+    lines, by_index = [], {}
+    for i in range(spec["points"]):
+        s = settings_at(axes, i)
+        den, pl, h, seed = s["density"], s["placement"], s["hop_latency"], s["seed"]
+        k = seed - 1
+        us, fail = None, None
+        if den == 100:
+            if pl == "layer-bands":
+                us = 10 + h / 4 + e1[k]
+            elif pl == "defect-aware":
+                us = {1: 10, 2: 10.5, 4: 12}[h] + e2[k]
+            else:
+                us, fail = (8 + h / 4 + e1[k], None) if seed != 4 else (None, "row 4 has 2 failed tiles")
+        else:
+            if pl == "layer-bands":
+                us, fail = (12 + h / 4 + e1[k], None) if seed < 3 else (None, f"row {seed} has {seed + 1} failed tiles")
+            elif pl == "defect-aware":
+                us = 11 + h / 2 + e1[k]
+            else:
+                fail = f"needs {seed + 8} rows, has {seed}"
+        l = {"study": spec["study"], "index": i, "hash": fnv1a(compact(dict(spec_in["fixed"], **s))), "settings": s,
+             "repair": {"defects": seed, "complete": not (den == 200 and seed == 4)},
+             "usable_tiles": 64 - seed if den == 100 else 60 - 2 * seed, "extra_hops": seed * (1 if den == 100 else 3)}
+        if us is not None:
+            l.update(status="ok", latency_us=us)
+        else:
+            l.update(status="failed", failure={"stage": "map", "reason": fail})
+        lines.append(json.dumps(l))
+        by_index[i] = l
+    open(os.path.join(d, "points.jsonl"), "w").write("\n".join(lines) + "\n")
+    sj = os.path.join(out, "summary_known.json")
+    r = run([exe, "sweep", "--summarize", d, "--json", sj])
+    rep = json.load(open(sj))
+    best, slopes = check_summary(spec_in, by_index, rep, d)
+    # By hand: the best placements, the 19/28 slope, the repair rate at 200 and one row's percentiles.
+    want = {("100", "1"): "defect-aware", ("100", "2"): "layer-bands", ("100", "4"): "layer-bands",
+            ("200", "1"): "defect-aware", ("200", "2"): "defect-aware", ("200", "4"): "defect-aware"}
+    for key, pl in want.items():
+        if best[key] != pl:
+            raise SystemExit(f"FAIL: best placement at density {key[0]}, hop latency {key[1]}: {best[key]}, expected {pl}")
+    b = {(r_["density"], r_["hop_latency"]): r_ for r_ in rep["best_placement"]}
+    if "tie on the mean with defect-aware (lower p50 wins)" not in b[("100", "2")]["note"]:
+        raise SystemExit(f"FAIL: the tie at density 100, hop latency 2 is not named: {b[('100', '2')]}")
+    pr = {(r_["density"], r_["hop_latency"], r_["placement"]): r_ for r_ in rep["placements"]}
+    if pr[("100", "1", "serpentine-bands")]["best"] != "not ranked: 1 of 4 seeds failed":
+        raise SystemExit(f"FAIL: serpentine-bands with a failed seed: {pr[('100', '1', 'serpentine-bands')]}")
+    s = {(r_["density"], r_["placement"]): r_ for r_ in rep["sensitivity"]}
+    close(s[("100", "defect-aware")]["slope [us per unit]"], 19 / 28, "slope by hand (defect-aware, density 100)", 1e-12)
+    close(s[("100", "layer-bands")]["slope [us per unit]"], 0.25, "slope by hand (layer-bands, density 100)", 1e-12)
+    close(s[("100", "layer-bands")]["elasticity [% per %]"], 0.25 * (7 / 3) / (31.75 / 3), "elasticity by hand", 1e-12)
+    close(s[("200", "defect-aware")]["slope [us per unit]"], 0.5, "slope by hand (defect-aware, density 200)", 1e-12)
+    if s[("200", "serpentine-bands")]["slope [us per unit]"] is not None:
+        raise SystemExit("FAIL: a slope for a placement with no good point")
+    st = {(r_["density"], r_["placement"], r_["hop_latency"]): r_ for r_ in rep["settings"]}
+    row = st[("200", "layer-bands", "1")]
+    close(row["repair ok [%]"], 75.0, "repair ok by hand", 1e-12)
+    close(row["p50 [us]"], 12.25 - 0.125, "p50 by hand (12, 12.25)", 1e-12)
+    close(row["usable tiles"], 55.0, "usable tiles by hand (58, 56, 54, 52)", 1e-12)
+    close(row["extra hops"], 7.5, "extra hops by hand (3, 6, 9, 12)", 1e-12)
+    if row["failures"] != "2 x map: row # has # failed tiles":
+        raise SystemExit(f"FAIL: failures {row['failures']}")
+    row = st[("100", "layer-bands", "1")]  # 10, 10.25, 10.25, 10.5
+    close(row["p5 [us]"], 10.0375, "p5 by hand", 1e-12)
+    close(row["p95 [us]"], 10.4625, "p95 by hand", 1e-12)
+    for word in ("placements", "best_placement", "sensitivity", "not ranked"):
+        if word not in r.stdout:
+            raise SystemExit(f"FAIL: the printed summary has no '{word}':\n{r.stdout}")
+    print(r.stdout)
+    print("ok")
+
+
+def mode_study(exe, study, out):
+    d = fresh(os.path.join(out, "study"))
+    sj = os.path.join(out, "study_summary.json")
+    run([exe, "sweep", "--spec", study, "--out", d, "--jobs", "2", "--json", sj])
+    spec_in = json.load(open(study))
+    by_index = {l["index"]: l for l in lines_of(d)}
+    rep = json.load(open(sj))
+    best, slopes = check_summary(spec_in, by_index, rep, d)
+    if not any(best.values()):
+        raise SystemExit(f"FAIL: no placement ranked anywhere: {rep['best_placement']}")
+    good = [v for v in slopes.values() if v is not None]
+    if not good or any(sl <= 0 for sl, _ in good):
+        raise SystemExit(f"FAIL: the latency should grow with the hop latency: {slopes}")
+    # Density 0: a perfect map, every repair complete, no extra hop.
+    for row in rep["settings"]:
+        if row["density"] == "0" and (row["repair ok [%]"] != 100 or row["extra hops"] != 0):
+            raise SystemExit(f"FAIL: density 0: {row}")
+    print(f"best placements: {best}")
+    print(f"slopes and elasticities: {slopes}")
+    print("ok")
+
+
 def main():
     mode, exe, study, out = sys.argv[1:5]
     os.makedirs(out, exist_ok=True)
@@ -350,6 +615,10 @@ def main():
         mode_mpirun(exe, study, out, sys.argv[5])
     elif mode == "stats":
         mode_stats(exe, study, out)
+    elif mode == "summary":
+        mode_summary(exe, study, out)
+    elif mode == "study":
+        mode_study(exe, study, out)
     else:
         raise SystemExit(f"unknown mode {mode}")
     return 0
