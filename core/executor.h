@@ -56,6 +56,7 @@
 // beyond to NetworkWait.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,6 +101,21 @@ struct Breakdown {
 struct ExecOptions {
   std::uint32_t weight_bytes = 2;  // 16-bit weights; 1 for 8-bit
   Cycle start = 0;                 // cycle at which the step's start injections arrive
+  // Optional sampling (traces' counters): when set and the network is a noc::Mesh, run() advances the mesh
+  // in slices, calling sample(t) each time simulated time has reached t (first with `start`); sample
+  // returns the next cycle to stop at. The slices change no result (a mesh runs the same events whether
+  // it is run to the end or up to a limit at a time).
+  std::function<Cycle(Cycle)> sample;
+  bool keep_path = false;  // keep the critical path as timed segments (StepResult::path)
+};
+
+// A piece of the critical path: [from, to) attributed to one cause, layer and operator. The segments tile
+// the step from its start to its end (consecutive ones with the same cause, layer and op merged), so per
+// layer they sum to Breakdown::per_layer.
+struct PathSegment {
+  Cycle from, to;
+  Cause cause;
+  std::uint16_t layer, op;
 };
 
 struct StepResult {
@@ -114,6 +130,7 @@ struct StepResult {
   std::uint64_t color_switches = 0;   // sends that reconfigured their color's route (0 when color_switch = 0)
   std::uint64_t collective_starts = 0;  // sends that started a collective (each paid collective_sync)
   Breakdown breakdown;
+  std::vector<PathSegment> path;  // ExecOptions::keep_path: in time order
 };
 
 // One task run, for traces and tests.
@@ -139,6 +156,8 @@ class Executor final : public noc::NetworkClient {
 
   // After run(): every task that ran (in tile order), for traces.
   std::vector<TaskRun> task_runs() const;
+  // After run(): calls f(run) for every task that ran, in tile order, without keeping them.
+  void for_each_run(const std::function<void(const TaskRun&)>& f) const;
   const CostModel& costs() const { return costs_; }
   // Edge channel (and its tile) serving streamed weights to `tile`.
   std::uint32_t channel_of(hw::Coord tile) const;

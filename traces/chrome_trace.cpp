@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <queue>
@@ -26,6 +27,10 @@ void ChromeTrace::thread_name(std::int32_t pid, std::int32_t tid, const std::str
 void ChromeTrace::complete(const std::string& name, const std::string& category, double ts_us, double dur_us,
                            std::int32_t pid, std::int32_t tid, const std::string& arg) {
   events_.push_back({ts_us, dur_us, pid, tid, intern(name), intern(category), intern(arg)});
+}
+
+void ChromeTrace::counter(const std::string& name, double ts_us, std::int32_t pid, double value) {
+  counters_.push_back({ts_us, value, pid, intern(name)});
 }
 
 std::vector<std::uint32_t> ChromeTrace::lanes(const std::vector<std::pair<double, double>>& iv) {
@@ -78,6 +83,11 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
                q(e.cat), e.ts, e.dur, e.pid, e.tid);
     if (e.arg) fmt::print(f, R"(, "args": {{"detail": {}}})", q(e.arg));
     std::fputs("}", f);
+  }
+  for (const Counter& c : counters_) {
+    sep();
+    fmt::print(f, R"({{"ph": "C", "name": {}, "ts": {:.4f}, "pid": {}, "tid": 0, "args": {{"value": {:.3f}}}}})", q(c.name),
+               c.ts, c.pid, std::isfinite(c.value) ? c.value : 0.0);
   }
   std::fputs("\n]}\n", f);
   bool ok = std::fflush(f) == 0;
