@@ -149,14 +149,31 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
     for (const auto& t : sim.task_runs()[k])
       if (t.critical) crit.push_back({k, &t}), iv.push_back({double(t.start - spec.task_overhead), double(t.end)});
   auto lanes = traces::ChromeTrace::lanes(iv);
+  // "layer / operator" names interned once per wafer, layer and operator.
+  std::vector<std::vector<std::uint32_t>> task_names(images.size());
+  auto task_name = [&](std::size_t k, const core::TaskRun& t) {
+    const auto& im = *images[k];
+    auto& v = task_names[k];
+    if (v.empty()) v.assign(im.layer_names.size() * im.op_names.size(), ~0u);
+    std::uint32_t& id = v[std::size_t(t.layer) * im.op_names.size() + t.op];
+    if (id == ~0u) id = tr.id(fmt::format("{} / {}", im.layer_names[t.layer], im.op_names[t.op]));
+    return id;
+  };
+  const std::uint32_t cat_critical = tr.id("critical"), cat_task = tr.id("task");
+  std::vector<std::uint32_t> task_detail;  // "task N"
+  auto detail = [&](std::uint16_t n) {
+    if (task_detail.size() <= n) task_detail.resize(std::size_t(n) + 1, ~0u);
+    if (task_detail[n] == ~0u) task_detail[n] = tr.id(fmt::format("task {}", n));
+    return task_detail[n];
+  };
   std::uint32_t nl = 0;
   for (std::size_t i = 0; i < crit.size(); ++i) {
     const auto& [k, t] = crit[i];
     const auto& im = *images[k];
     hw::Coord c = im.grid.coord(t->tile);
-    tr.complete(fmt::format("{} / {}", im.layer_names[t->layer], im.op_names[t->op]), "critical",
+    tr.complete(task_name(k, *t), cat_critical,
                 us(t->start - Cycle(spec.task_overhead)), us(t->end - t->start + Cycle(spec.task_overhead)), 0,
-                std::int32_t(lanes[i] + 2), fmt::format("wafer {} tile ({},{}) task {}", k, c.x, c.y, t->task));
+                std::int32_t(lanes[i] + 2), tr.id(fmt::format("wafer {} tile ({},{}) task {}", k, c.x, c.y, t->task)));
     nl = std::max(nl, lanes[i] + 1);
   }
   for (std::uint32_t l = 0; l < nl; ++l) tr.thread_name(0, std::int32_t(l + 2), fmt::format("path tasks {}", l), std::int32_t(l + 2));
@@ -201,9 +218,8 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
       hw::Coord c = im.grid.coord(t.tile);
       if (t.tile != last) tr.thread_name(pid, std::int32_t(t.tile), fmt::format("tile ({},{})", c.x, c.y), std::int32_t(t.tile));
       last = t.tile;
-      tr.complete(fmt::format("{} / {}", im.layer_names[t.layer], im.op_names[t.op]), "task",
-                  us(t.start - Cycle(spec.task_overhead)), us(t.end - t.start + Cycle(spec.task_overhead)), pid,
-                  std::int32_t(t.tile), fmt::format("task {}", t.task));
+      tr.complete(task_name(k, t), cat_task, us(t.start - Cycle(spec.task_overhead)),
+                  us(t.end - t.start + Cycle(spec.task_overhead)), pid, std::int32_t(t.tile), detail(t.task));
     }
   }
   tr.write_atomic(path);

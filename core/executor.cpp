@@ -38,6 +38,7 @@ const char* to_string(Cause c) {
 
 namespace {
 constexpr Cycle kNever = std::numeric_limits<Cycle>::max();
+static_assert(kNever == Executor::kNeverRan);
 // Timer tags: kind in the top byte.
 constexpr std::uint64_t kTimerReady = 1ull << 56;    // | tile << 16 | task
 constexpr std::uint64_t kTimerDeliver = 2ull << 56;  // | burst

@@ -57,6 +57,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -158,6 +159,15 @@ class Executor final : public noc::NetworkClient {
   std::vector<TaskRun> task_runs() const;
   // After run(): calls f(run) for every task that ran, in tile order, without keeping them.
   void for_each_run(const std::function<void(const TaskRun&)>& f) const;
+  static constexpr Cycle kNeverRan = std::numeric_limits<Cycle>::max();  // a slot's start while its task has not run
+  // After run(): f(tile, start, end) for every task that ran, in tile order (start after task_overhead, as
+  // in TaskRun); inline and without the task's names, for passes over millions of runs.
+  template <class F>
+  void for_each_span(F&& f) const {
+    for (hw::TileIndex t = 0; t + 1 < slot0_.size(); ++t)
+      for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s)
+        if (slots_[s].start != kNeverRan) f(t, slots_[s].start, slots_[s].end);
+  }
   const CostModel& costs() const { return costs_; }
   // Edge channel (and its tile) serving streamed weights to `tile`.
   std::uint32_t channel_of(hw::Coord tile) const;

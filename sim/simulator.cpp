@@ -262,9 +262,9 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       if (opt.series_cells > 0) {
         se.grid = RegionGrid::fit(fabric.grid(), opt.series_cells);
         const std::size_t cap = std::max<std::uint32_t>(2, opt.series_intervals);
-        // First guess of the interval: a step crosses the array a few hundred times (wse3, 8B: 4 x (W + H)
-        // gives ~90 intervals of its 666 k cycles, the tiny wafer ~60), then doubling keeps 32..64.
-        const Cycle first = std::max<Cycle>(16, 4 * Cycle(fabric.grid().width + fabric.grid().height));
+        // First guess of the interval: a step crosses the array a few hundred times (wse3, 8B: 8 x (W + H)
+        // gives ~43 intervals of its 666 k cycles, the tiny wafer ~35), then doubling keeps 32..64.
+        const Cycle first = std::max<Cycle>(16, 8 * Cycle(fabric.grid().width + fabric.grid().height));
         eo.sample = [&, cap, every = first](Cycle t) mutable {
           se.t.push_back(t);
           sum_link_busy(*mesh, fabric.grid(), se.grid, cum);
@@ -324,23 +324,24 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
         count_links(fabric, rt.grid, rt.links, &rt.extra_hops, rt.tiles);
         rt.task_cycles.assign(rt.grid.size(), 0);
       }
-      if (filter || series || regions) {
+      if (filter) ex.for_each_run([&](const core::TaskRun& r) { if (opt.keep_run(k, r)) runs_[k].push_back(r); });
+      if (series || regions) {
         hw::TileIndex last = hw::kNoTile;
         std::size_t cs = 0, cr = 0;  // the tile's cell in the series / the regions
-        ex.for_each_run([&](const core::TaskRun& r) {
-          if (filter && opt.keep_run(k, r)) runs_[k].push_back(r);
-          if (r.tile != last) {
-            last = r.tile;
-            const hw::Coord at = fabric.grid().coord(r.tile);
+        const Cycle overhead = spec.task_overhead;
+        ex.for_each_span([&](hw::TileIndex tile, Cycle s, Cycle e) {
+          if (tile != last) {
+            last = tile;
+            const hw::Coord at = fabric.grid().coord(tile);
             if (series) cs = se.grid.of(at);
             if (regions) cr = rt.grid.of(at);
           }
-          const Cycle a = r.start - std::min<Cycle>(r.start, Cycle(spec.task_overhead)), b = r.end;
-          if (regions) rt.task_cycles[cr] += b - a;
+          const Cycle a = s - std::min(s, overhead);
+          if (regions) rt.task_cycles[cr] += e - a;
           if (series) {
             auto it = std::upper_bound(se.t.begin(), se.t.end(), a);
-            for (std::size_t i = it == se.t.begin() ? 0 : std::size_t(it - se.t.begin()) - 1; i < n && se.t[i] < b; ++i) {
-              const Cycle lo = std::max(a, se.t[i]), hi = std::min(b, se.t[i + 1]);
+            for (std::size_t i = it == se.t.begin() ? 0 : std::size_t(it - se.t.begin()) - 1; i < n && se.t[i] < e; ++i) {
+              const Cycle lo = std::max(a, se.t[i]), hi = std::min(e, se.t[i + 1]);
               if (hi > lo) se.tiles_busy[i * cells + cs] += double(hi - lo);
             }
           }

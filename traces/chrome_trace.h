@@ -19,6 +19,12 @@ class ChromeTrace {
   // A complete event; `arg` (may be empty) is shown under args.detail.
   void complete(const std::string& name, const std::string& category, double ts_us, double dur_us, std::int32_t pid,
                 std::int32_t tid, const std::string& arg = {});
+  // The same with interned strings (id()), for writers that repeat a few names over many events.
+  std::uint32_t id(const std::string& s) { return intern(s); }
+  void complete(std::uint32_t name, std::uint32_t category, double ts_us, double dur_us, std::int32_t pid, std::int32_t tid,
+                std::uint32_t arg = 0) {
+    events_.push_back({ts_us, dur_us, pid, tid, name, category, arg});
+  }
   // A counter sample ("ph": "C"): the series `name` of process `pid` holds `value` from `ts_us` on.
   void counter(const std::string& name, double ts_us, std::int32_t pid, double value);
   std::size_t events() const { return events_.size(); }
