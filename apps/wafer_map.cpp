@@ -10,7 +10,12 @@
 namespace wafer::apps {
 
 namespace {
-double round2(double v) { return std::round(v * 100.0) / 100.0; }
+// Four significant digits: enough for a heatmap, and short in JSON (utilisations are often far below 1 %).
+double sig4(double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, 3 - std::floor(std::log10(std::fabs(v))));
+  return std::round(v * scale) / scale;
+}
 }  // namespace
 
 std::vector<int> program_layers(const firmware::Image& image) {
@@ -74,9 +79,9 @@ void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const noc::Fabr
     for (std::size_t c = 0; c < n; ++c) {
       const bool have = c < rt.tiles.size() && rt.tiles[c] > 0;
       const double tiles = have ? double(rt.tiles[c]) : 1.0;
-      if (c < rt.links.size() && rt.links[c] > 0) link[c] = round2(100.0 * double(rt.link_busy[c]) / (double(rt.links[c]) * span));
-      if (have) busy[c] = round2(100.0 * double(rt.task_cycles[c]) / (tiles * span));
-      sram[c] = round2(100.0 * sram[c] / (tiles * double(spec.sram_bytes)));
+      if (c < rt.links.size() && rt.links[c] > 0) link[c] = sig4(100.0 * double(rt.link_busy[c]) / (double(rt.links[c]) * span));
+      if (have) busy[c] = sig4(100.0 * double(rt.task_cycles[c]) / (tiles * span));
+      sram[c] = sig4(100.0 * sram[c] / (tiles * double(spec.sram_bytes)));
       if (c < rt.extra_hops.size()) extra[c] = double(rt.extra_hops[c]);
       auto& v = cell_layers[c];
       if (v.empty()) continue;
