@@ -76,26 +76,22 @@ struct TileTracks {
   hw::Rect window;
   bool whole_wafer = true;  // no --trace-window: the window is the array
   std::vector<std::size_t> events;                     // per wafer: runs kept for tile tracks
-  std::vector<hw::TileIndex> last;                     // per wafer: the tile being admitted
   std::vector<std::vector<std::uint8_t>> admitted;     // per wafer, per tile
   std::vector<std::size_t> tiles, skipped;             // per wafer: tiles admitted / window tiles left out
   hw::Grid grid;
   void resize(std::size_t wafers) {
-    events.assign(wafers, 0), last.assign(wafers, hw::kNoTile), tiles.assign(wafers, 0), skipped.assign(wafers, 0);
+    events.assign(wafers, 0), tiles.assign(wafers, 0), skipped.assign(wafers, 0);
     admitted.assign(wafers, std::vector<std::uint8_t>(grid.size(), 0));
   }
-  bool keep(std::size_t k, const core::TaskRun& r) {
-    const bool in = window.contains(grid.coord(r.tile));
-    if (in && r.tile != last[k]) {
-      last[k] = r.tile;
-      if (events[k] < kMaxTileEvents) admitted[k][r.tile] = 1, ++tiles[k];
-      else ++skipped[k];
+  // Asked once per tile that ran a task (sim::StepOptions::keep_tile): its runs get a track or not.
+  bool keep(std::size_t k, hw::TileIndex tile, std::uint32_t runs) {
+    if (!window.contains(grid.coord(tile))) return false;
+    if (events[k] >= kMaxTileEvents) {
+      ++skipped[k];
+      return false;
     }
-    if (in && admitted[k][r.tile]) {
-      ++events[k];
-      return true;
-    }
-    return r.critical;
+    admitted[k][tile] = 1, ++tiles[k], events[k] += runs;
+    return true;
   }
 };
 
@@ -338,7 +334,7 @@ int run_decode(const std::vector<std::string>& args) {
   DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0, {}, false, kRegionCells, 0};
   if (vm.count("trace")) {
     tile_tracks.resize(std::size_t(mo.wafers));
-    point.keep_run = [&](std::size_t k, const core::TaskRun& r) { return tile_tracks.keep(k, r); };
+    point.keep_tile = [&](std::size_t k, hw::TileIndex t, std::uint32_t runs) { return tile_tracks.keep(k, t, runs); };
     point.keep_path = true;
     point.series_cells = kSeriesCells;
   }

@@ -18,7 +18,7 @@ sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, c
   so.fidelity = p.fidelity;
   so.weight_bytes = p.options.weight_bits == 8 ? 1 : 2;
   so.keep_task_runs = p.keep_task_runs;
-  so.keep_run = p.keep_run;
+  so.keep_tile = p.keep_tile;
   so.keep_path = p.keep_path;
   so.region_cells = p.region_cells;
   so.series_cells = p.series_cells;

@@ -24,7 +24,7 @@ struct DecodePoint {
   bool keep_task_runs = false;  // keep every task run (for a Chrome trace)
   // What the trace and the report add (sim::StepOptions): which runs to keep, the timed critical path,
   // per-region totals and series.
-  std::function<bool(std::size_t wafer, const core::TaskRun&)> keep_run;
+  std::function<bool(std::size_t wafer, hw::TileIndex tile, std::uint32_t runs)> keep_tile;
   bool keep_path = false;
   std::int32_t region_cells = 0, series_cells = 0;
 };

@@ -701,6 +701,23 @@ std::vector<TaskRun> Executor::task_runs() const {
   return out;
 }
 
+void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32_t)>& keep_tile,
+                                 const std::function<void(const TaskRun&)>& f) const {
+  for (TileIndex t = 0; t < grid_.size(); ++t) {
+    std::uint32_t ran = 0;
+    for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) ran += slots_[s].start != kNever;
+    if (!ran) continue;
+    const bool all = keep_tile(t, ran);
+    for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
+      if (slots_[s].start == kNever) continue;
+      const bool crit = !critical_.empty() && critical_[s] != 0;
+      if (!all && !crit) continue;
+      const Task& task = task_at(t, s - slot0_[t]);
+      f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, slots_[s].ready, slots_[s].start, slots_[s].end, crit});
+    }
+  }
+}
+
 void Executor::for_each_run(const std::function<void(const TaskRun&)>& f) const {
   for (TileIndex t = 0; t < grid_.size(); ++t) {
     for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {

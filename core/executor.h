@@ -159,6 +159,10 @@ class Executor final : public noc::NetworkClient {
   std::vector<TaskRun> task_runs() const;
   // After run(): calls f(run) for every task that ran, in tile order, without keeping them.
   void for_each_run(const std::function<void(const TaskRun&)>& f) const;
+  // After run(): f(run) for every critical run and every run of the tiles keep_tile(tile, runs) accepts (runs:
+  // how many of the tile's tasks ran; asked once per tile that ran any, in tile order).
+  void for_each_kept_run(const std::function<bool(hw::TileIndex, std::uint32_t)>& keep_tile,
+                         const std::function<void(const TaskRun&)>& f) const;
   static constexpr Cycle kNeverRan = std::numeric_limits<Cycle>::max();  // a slot's start while its task has not run
   // After run(): f(tile, start, end) for every task that ran, in tile order (start after task_overhead, as
   // in TaskRun); inline and without the task's names, for passes over millions of runs.

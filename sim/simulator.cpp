@@ -297,8 +297,8 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       ws.mesh_bytes = mesh->state_bytes();
       for (std::size_t l = 0; l < fabric.links(); ++l) ws.link_busy_max = std::max(ws.link_busy_max, mesh->link_busy(noc::LinkId(l)));
       // What traces and the report want of the runs, in one pass over them (tile order).
-      const bool filter = opt.keep_task_runs && opt.keep_run, series = opt.series_cells > 0, regions = opt.region_cells > 0;
-      if (opt.keep_task_runs && !opt.keep_run) runs_[k] = ex.task_runs();
+      const bool filter = opt.keep_task_runs && opt.keep_tile, series = opt.series_cells > 0, regions = opt.region_cells > 0;
+      if (opt.keep_task_runs && !opt.keep_tile) runs_[k] = ex.task_runs();
       RegionTotals& rt = ws.regions;
       std::vector<std::uint32_t> series_links, series_tiles;
       std::size_t n = 0;
@@ -324,7 +324,9 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
         count_links(fabric, rt.grid, rt.links, &rt.extra_hops, rt.tiles);
         rt.task_cycles.assign(rt.grid.size(), 0);
       }
-      if (filter) ex.for_each_run([&](const core::TaskRun& r) { if (opt.keep_run(k, r)) runs_[k].push_back(r); });
+      if (filter)
+        ex.for_each_kept_run([&](hw::TileIndex t, std::uint32_t runs) { return opt.keep_tile(k, t, runs); },
+                             [&](const core::TaskRun& r) { runs_[k].push_back(r); });
       if (series || regions) {
         hw::TileIndex last = hw::kNoTile;
         std::size_t cs = 0, cr = 0;  // the tile's cell in the series / the regions

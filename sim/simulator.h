@@ -71,8 +71,9 @@ struct StepOptions {
   // caller should pass the mapper's figure).
   std::uint64_t interwafer_bytes = 0;
   bool keep_task_runs = false;  // keep every task run for task_runs() (traces)
-  // With keep_task_runs: keep only the runs this returns true for (called in tile order); unset: all.
-  std::function<bool(std::size_t wafer, const core::TaskRun&)> keep_run;
+  // With keep_task_runs: keep only the critical runs and every run of the tiles this accepts (asked once per
+  // tile that ran a task, in tile order, with the number of its runs); unset: every run.
+  std::function<bool(std::size_t wafer, hw::TileIndex tile, std::uint32_t runs)> keep_tile;
   bool keep_path = false;         // the critical path as timed segments (core::StepResult::path)
   std::int32_t region_cells = 0;  // RegionTotals with at most this many cells a side (0: none)
   std::int32_t series_cells = 0;  // RegionSeries with at most this many cells a side (0: none)
