@@ -331,7 +331,9 @@ int run_decode(const std::vector<std::string>& args) {
     searched = search(*simulator, base, fabric, budget);
     mo = searched->candidates[std::size_t(searched->chosen)].options;
   }
-  DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0, {}, false, kRegionCells, 0};
+  // The regions section (about 5 % of the default job's CPU time on wse3) only when the results are written.
+  const bool regions = vm.count("json") > 0;
+  DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0, {}, false, regions ? kRegionCells : 0, 0};
   if (vm.count("trace")) {
     tile_tracks.resize(std::size_t(mo.wafers));
     point.keep_tile = [&](std::size_t k, hw::TileIndex t, std::uint32_t runs) { return tile_tracks.keep(k, t, runs); };
@@ -469,7 +471,7 @@ int run_decode(const std::vector<std::string>& args) {
   wall.add("emulation", res.emulation_s, "s");
   for (std::size_t i = 0; i < mapping.notes.size(); ++i) rep.add_text(fmt::format("note_{}", i + 1), mapping.notes[i]);
 
-  add_regions(rep, spec, fabric, images, res, defect_map ? &*defect_map : nullptr, repair ? &*repair : nullptr);
+  if (regions) add_regions(rep, spec, fabric, images, res, defect_map ? &*defect_map : nullptr, repair ? &*repair : nullptr);
   if (vm.count("trace")) write_trace(vm["trace"].as<std::string>(), *simulator, res, images, spec, tile_tracks);
   finish(rep, vm);
   return 0;
