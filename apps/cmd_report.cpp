@@ -20,12 +20,14 @@ int run_report(const std::vector<std::string>& args) {
        "decode's --json results, or a study folder (sweep --out DIR)")
       ("out", po::value<std::string>()->default_value("report.html")->value_name("PATH"),
        "the HTML page; the heatmaps go beside it as PATH-stem.NAME.csv");
-  po::positional_options_description pos;
-  pos.add("in", 1);
   po::variables_map vm;
-  // parse() does not know positionals: take them here, then let it add --help/--json and check.
-  std::vector<std::string> a = args;
-  if (!a.empty() && !a.front().starts_with("-")) a.insert(a.begin(), "--in");
+  // The input may be given without --in, anywhere: a word that is no option's value becomes --in WORD.
+  std::vector<std::string> a;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const bool value = i > 0 && (args[i - 1] == "--in" || args[i - 1] == "--out" || args[i - 1] == "--json");
+    if (!value && !args[i].starts_with("-")) a.push_back("--in");
+    a.push_back(args[i]);
+  }
   if (!parse(a, opts, "report", "--in RESULTS.json|DIR [--out report.html]", vm)) return 0;
   if (!vm.count("in")) throw hw::InputError("--in RESULTS.json|DIR is required (decode --json results or a sweep --out folder)");
   const auto t0 = std::chrono::steady_clock::now();
