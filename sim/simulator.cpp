@@ -263,7 +263,7 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
         se.grid = RegionGrid::fit(fabric.grid(), opt.series_cells);
         const std::size_t cap = std::max<std::uint32_t>(2, opt.series_intervals);
         // First guess of the interval: a step crosses the array a few hundred times (wse3, 8B: 8 x (W + H)
-        // gives ~43 intervals of its 666 k cycles, the tiny wafer ~35), then doubling keeps 32..64.
+        // gives ~44 intervals of its 668 k cycles, the tiny wafer 32), then doubling keeps at most 64.
         const Cycle first = std::max<Cycle>(16, 8 * Cycle(fabric.grid().width + fabric.grid().height));
         eo.sample = [&, cap, every = first](Cycle t) mutable {
           se.t.push_back(t);
