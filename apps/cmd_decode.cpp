@@ -85,7 +85,7 @@ struct TileTracks {
   }
   // Asked once per tile that ran a task (sim::StepOptions::keep_tile): its runs get a track or not.
   bool keep(std::size_t k, hw::TileIndex tile, std::uint32_t runs) {
-    if (!window.contains(grid.coord(tile))) return false;
+    if (k >= events.size() || !window.contains(grid.coord(tile))) return false;
     if (events[k] >= kMaxTileEvents) {
       ++skipped[k];
       return false;
@@ -182,6 +182,7 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
     std::string tracks = tt.whole_wafer ? "every tile" : fmt::format("window x {}-{}, y {}-{}", tt.window.x0,
                                                                       tt.window.x0 + tt.window.w - 1, tt.window.y0,
                                                                       tt.window.y0 + tt.window.h - 1);
+    if (k >= tt.admitted.size()) break;
     if (tt.skipped[k]) tracks += fmt::format("; tile tracks capped: {} tiles shown, {} left out (--trace-window)", tt.tiles[k], tt.skipped[k]);
     tr.process_name(pid, fmt::format("wafer {} ({})", k, tracks), pid);
     const sim::RegionSeries& se = res.wafers[k].series;

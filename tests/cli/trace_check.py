@@ -3,7 +3,7 @@
 
 trace_check.py WAFER_EMU OUTDIR
 
-On the tiny wafer (one wafer, then a pipeline of two, then a --trace-window):
+On the tiny wafer (one wafer, a pipeline of two, the whole-wafer meshgemv kernel, a --trace-window):
 - the trace is valid JSON in object form, and every X event has name, ph, ts, dur, pid, tid;
 - the spans of one track (pid, tid) nest: each starts after the previous ended or lies inside it;
 - the critical path's "layers" track (pid 0, tid 0) sums per layer to that layer's row of the
@@ -130,6 +130,8 @@ def main():
     print("one wafer: %d X events, %d counter samples, %d tile tracks" % check(p("trace.json"), p("traced.json")))
     run(exe, TINY + ["--wafers", "2", "--json", p("two.json"), "--trace", p("two_trace.json")])
     print("two wafers: %d X events, %d counter samples, %d tile tracks" % check(p("two_trace.json"), p("two.json")))
+    run(exe, TINY + ["--placement", "whole-wafer", "--kernel", "meshgemv", "--json", p("mg.json"), "--trace", p("mg_trace.json")])
+    print("meshgemv kernel: %d X events, %d counter samples, %d tile tracks" % check(p("mg_trace.json"), p("mg.json")))
     run(exe, TINY + ["--json", p("win.json"), "--trace", p("win_trace.json"), "--trace-window", "2:3,1:4"])
     x, c, t = check(p("win_trace.json"), p("win.json"), window=((2, 3), (1, 4)))
     print(f"window 2:3,1:4: {x} X events, {c} counter samples, {t} tile tracks")
