@@ -11,6 +11,7 @@
 #include "apps/cli.h"
 #include "apps/decode_point.h"
 #include "apps/search.h"
+#include "apps/wafer_map.h"
 #include "firmware/program.h"
 #include "hw/defect_map.h"
 #include "hw/error.h"
@@ -53,48 +54,171 @@ std::vector<std::string> cause_columns(std::string first) {
   return cols;
 }
 
+// --trace-window X0:X1,Y0:Y1 (inclusive), checked against the logical array.
+hw::Rect parse_window(const std::string& s, const hw::Grid& grid) {
+  int x0 = 0, x1 = 0, y0 = 0, y1 = 0, used = 0;
+  char c1 = 0, c2 = 0, c3 = 0;
+  if (std::sscanf(s.c_str(), "%d%c%d%c%d%c%d%n", &x0, &c1, &x1, &c2, &y0, &c3, &y1, &used) != 7 || c1 != ':' || c2 != ',' ||
+      c3 != ':' || std::size_t(used) != s.size())
+    throw hw::InputError(fmt::format("--trace-window '{}': expected X0:X1,Y0:Y1 (tiles, inclusive)", s));
+  if (x0 > x1 || y0 > y1)
+    throw hw::InputError(fmt::format("--trace-window '{}': X0 must not exceed X1, nor Y0 Y1", s));
+  if (x0 < 0 || y0 < 0 || x1 >= grid.width || y1 >= grid.height)
+    throw hw::InputError(fmt::format("--trace-window '{}' is outside the {}x{} array (0:{},0:{})", s, grid.width, grid.height,
+                                     grid.width - 1, grid.height - 1));
+  return {x0, y0, x1 - x0 + 1, y1 - y0 + 1};
+}
+
+// Per-tile tracks of a trace: the tiles of the window, whole tiles in tile order, until the events of one
+// wafer reach kMaxTileEvents (a full-wafer trace stays near 30 MB; docs/report.md).
+constexpr std::size_t kMaxTileEvents = 120'000;
+struct TileTracks {
+  hw::Rect window;
+  bool whole_wafer = true;  // no --trace-window: the window is the array
+  std::vector<std::size_t> events;                     // per wafer: runs kept for tile tracks
+  std::vector<std::vector<std::uint8_t>> admitted;     // per wafer, per tile
+  std::vector<std::size_t> tiles, skipped;             // per wafer: tiles admitted / window tiles left out
+  hw::Grid grid;
+  void resize(std::size_t wafers) {
+    events.assign(wafers, 0), tiles.assign(wafers, 0), skipped.assign(wafers, 0);
+    admitted.assign(wafers, std::vector<std::uint8_t>(grid.size(), 0));
+  }
+  // Asked once per tile that ran a task (sim::StepOptions::keep_tile): its runs get a track or not.
+  bool keep(std::size_t k, hw::TileIndex tile, std::uint32_t runs) {
+    if (k >= events.size() || !window.contains(grid.coord(tile))) return false;
+    if (events[k] >= kMaxTileEvents) {
+      ++skipped[k];
+      return false;
+    }
+    admitted[k][tile] = 1, ++tiles[k], events[k] += runs;
+    return true;
+  }
+};
+
+std::string region_name(const sim::RegionGrid& g, std::size_t c, const hw::Grid& grid) {
+  const std::int32_t cx = std::int32_t(c % std::size_t(g.cols)), cy = std::int32_t(c / std::size_t(g.cols));
+  return fmt::format("x {}-{}, y {}-{}", cx * g.cell, std::min(grid.width, (cx + 1) * g.cell) - 1, cy * g.cell,
+                     std::min(grid.height, (cy + 1) * g.cell) - 1);
+}
+
 void write_trace(const std::string& path, const sim::Simulator& sim, const sim::StepResult& res,
-                 const std::vector<const firmware::Image*>& images, const hw::WaferSpec& spec) {
+                 const std::vector<const firmware::Image*>& images, const hw::WaferSpec& spec, const TileTracks& tt) {
   traces::ChromeTrace tr;
   const double us_per_cycle = 1.0 / (spec.clock_ghz * 1e3);
-  // Critical path first (pid 0), on as many tracks as its tasks overlap (streams do).
+  auto us = [&](Cycle c) { return double(c) * us_per_cycle; };
+  // pid 0: the critical path. tid 0: its layers, tid 1: its operators (the timed segments of the path,
+  // merged: per layer they sum to the layer's row of the breakdown), tid 2..: its tasks, on as many
+  // tracks as they overlap (streams do).
   tr.process_name(0, "critical path", 0);
+  tr.thread_name(0, 0, "layers", 0);
+  tr.thread_name(0, 1, "operators", 1);
+  for (std::size_t k = 0; k < res.wafers.size(); ++k) {
+    const auto& im = *images[k];
+    const auto& segs = res.wafers[k].step.path;
+    if (k > 0 && k - 1 < res.link_cycles.size()) {
+      const Cycle to = res.wafers[k].step.start, from = to - res.link_cycles[k - 1];
+      tr.complete("inter-wafer links", "layer", us(from), us(to - from), 0, 0, fmt::format("wafer {} -> {}", k - 1, k));
+      tr.complete("inter_wafer", "operator", us(from), us(to - from), 0, 1, fmt::format("wafer {} -> {}", k - 1, k));
+    }
+    for (std::size_t i = 0; i < segs.size();) {  // runs of one layer, and inside them runs of one operator
+      std::size_t j = i;
+      while (j < segs.size() && segs[j].layer == segs[i].layer) ++j;
+      tr.complete(im.layer_names[segs[i].layer], "layer", us(segs[i].from), us(segs[j - 1].to - segs[i].from), 0, 0,
+                  fmt::format("wafer {}", k));
+      for (std::size_t a = i; a < j;) {
+        std::size_t b = a;
+        core::CauseCycles causes{};
+        while (b < j && segs[b].op == segs[a].op) causes[std::size_t(segs[b].cause)] += segs[b].to - segs[b].from, ++b;
+        std::string detail;
+        for (std::size_t c = 0; c < core::kCauses; ++c)
+          if (causes[c]) detail += fmt::format("{}{} {}", detail.empty() ? "" : ", ", core::to_string(core::Cause(c)), causes[c]);
+        tr.complete(fmt::format("{} / {}", im.layer_names[segs[a].layer], im.op_names[segs[a].op]), "operator",
+                    us(segs[a].from), us(segs[b - 1].to - segs[a].from), 0, 1, detail + " cycles");
+        a = b;
+      }
+      i = j;
+    }
+  }
   std::vector<std::pair<double, double>> iv;
   std::vector<std::pair<std::size_t, const core::TaskRun*>> crit;
   for (std::size_t k = 0; k < sim.task_runs().size(); ++k)
     for (const auto& t : sim.task_runs()[k])
       if (t.critical) crit.push_back({k, &t}), iv.push_back({double(t.start - spec.task_overhead), double(t.end)});
   auto lanes = traces::ChromeTrace::lanes(iv);
+  // "layer / operator" names interned once per wafer, layer and operator.
+  std::vector<std::vector<std::uint32_t>> task_names(images.size());
+  auto task_name = [&](std::size_t k, const core::TaskRun& t) {
+    const auto& im = *images[k];
+    auto& v = task_names[k];
+    if (v.empty()) v.assign(im.layer_names.size() * im.op_names.size(), ~0u);
+    std::uint32_t& id = v[std::size_t(t.layer) * im.op_names.size() + t.op];
+    if (id == ~0u) id = tr.id(fmt::format("{} / {}", im.layer_names[t.layer], im.op_names[t.op]));
+    return id;
+  };
+  const std::uint32_t cat_critical = tr.id("critical"), cat_task = tr.id("task");
+  std::vector<std::uint32_t> task_detail;  // "task N"
+  auto detail = [&](std::uint16_t n) {
+    if (task_detail.size() <= n) task_detail.resize(std::size_t(n) + 1, ~0u);
+    if (task_detail[n] == ~0u) task_detail[n] = tr.id(fmt::format("task {}", n));
+    return task_detail[n];
+  };
   std::uint32_t nl = 0;
   for (std::size_t i = 0; i < crit.size(); ++i) {
     const auto& [k, t] = crit[i];
     const auto& im = *images[k];
     hw::Coord c = im.grid.coord(t->tile);
-    tr.complete(fmt::format("{} / {}", im.layer_names[t->layer], im.op_names[t->op]), "critical",
-                double(t->start - Cycle(spec.task_overhead)) * us_per_cycle,
-                double(t->end - t->start + Cycle(spec.task_overhead)) * us_per_cycle, 0, std::int32_t(lanes[i]),
-                fmt::format("wafer {} tile ({},{}) task {}", k, c.x, c.y, t->task));
+    tr.complete(task_name(k, *t), cat_critical,
+                us(t->start - Cycle(spec.task_overhead)), us(t->end - t->start + Cycle(spec.task_overhead)), 0,
+                std::int32_t(lanes[i] + 2), tr.id(fmt::format("wafer {} tile ({},{}) task {}", k, c.x, c.y, t->task)));
     nl = std::max(nl, lanes[i] + 1);
   }
-  for (std::uint32_t l = 0; l < nl; ++l) tr.thread_name(0, std::int32_t(l), fmt::format("path {}", l), std::int32_t(l));
-  // Every task, one track per tile (a core runs one task at a time), one process per wafer; capped.
-  constexpr std::size_t kMaxEvents = 1'000'000;
+  for (std::uint32_t l = 0; l < nl; ++l) tr.thread_name(0, std::int32_t(l + 2), fmt::format("path tasks {}", l), std::int32_t(l + 2));
+
+  // One process per wafer: counters per region (link utilisation, tiles busy, SRAM use), then one track
+  // per tile of the window (a core runs one task at a time, so a tile's spans never overlap).
   for (std::size_t k = 0; k < sim.task_runs().size(); ++k) {
     const auto& im = *images[k];
-    tr.process_name(std::int32_t(k + 1), fmt::format("wafer {} tiles", k), std::int32_t(k + 1));
+    const std::int32_t pid = std::int32_t(k + 1);
+    std::string tracks = tt.whole_wafer ? "every tile" : fmt::format("window x {}-{}, y {}-{}", tt.window.x0,
+                                                                      tt.window.x0 + tt.window.w - 1, tt.window.y0,
+                                                                      tt.window.y0 + tt.window.h - 1);
+    if (k >= tt.admitted.size()) break;
+    if (tt.skipped[k]) tracks += fmt::format("; tile tracks capped: {} tiles shown, {} left out (--trace-window)", tt.tiles[k], tt.skipped[k]);
+    tr.process_name(pid, fmt::format("wafer {} ({})", k, tracks), pid);
+    const sim::RegionSeries& se = res.wafers[k].series;
+    const std::size_t cells = se.grid.size();
+    std::vector<double> sram(cells, 0), tiles(cells, 0);
+    for (hw::TileIndex t = 0; t < im.tile_program.size(); ++t) {
+      const std::size_t c = se.grid.of(im.grid.coord(t));
+      if (c >= cells) continue;
+      tiles[c] += 1;
+      if (im.tile_program[t] != firmware::kIdle) sram[c] += im.programs[im.tile_program[t]].sram.total();
+    }
+    for (std::size_t c = 0; c < cells; ++c) {
+      const std::string where = region_name(se.grid, c, im.grid);
+      const std::string ln = "link utilisation [%] " + where, bn = "tiles busy [%] " + where, sn = "SRAM use [%] " + where;
+      for (std::size_t i = 0; i < se.intervals(); ++i) {
+        tr.counter(ln, us(se.t[i]), pid, 100.0 * se.link_utilisation[i * cells + c]);
+        tr.counter(bn, us(se.t[i]), pid, 100.0 * se.tiles_busy[i * cells + c]);
+      }
+      if (!se.t.empty()) {
+        tr.counter(ln, us(se.t.back()), pid, 0.0);
+        tr.counter(bn, us(se.t.back()), pid, 0.0);
+        const double v = tiles[c] > 0 ? 100.0 * sram[c] / (tiles[c] * double(spec.sram_bytes)) : 0.0;
+        tr.counter(sn, us(se.t.front()), pid, v);  // allocated for the whole step
+        tr.counter(sn, us(se.t.back()), pid, v);
+      }
+    }
     hw::TileIndex last = hw::kNoTile;
     for (const auto& t : sim.task_runs()[k]) {
-      if (tr.events() >= kMaxEvents) break;
+      if (!tt.admitted[k][t.tile]) continue;
       hw::Coord c = im.grid.coord(t.tile);
-      if (t.tile != last) tr.thread_name(std::int32_t(k + 1), std::int32_t(t.tile), fmt::format("tile ({},{})", c.x, c.y), std::int32_t(t.tile));
+      if (t.tile != last) tr.thread_name(pid, std::int32_t(t.tile), fmt::format("tile ({},{})", c.x, c.y), std::int32_t(t.tile));
       last = t.tile;
-      tr.complete(fmt::format("{} / {}", im.layer_names[t.layer], im.op_names[t.op]), "task",
-                  double(t.start - Cycle(spec.task_overhead)) * us_per_cycle,
-                  double(t.end - t.start + Cycle(spec.task_overhead)) * us_per_cycle, std::int32_t(k + 1),
-                  std::int32_t(t.tile), fmt::format("task {}", t.task));
+      tr.complete(task_name(k, t), cat_task, us(t.start - Cycle(spec.task_overhead)),
+                  us(t.end - t.start + Cycle(spec.task_overhead)), pid, std::int32_t(t.tile), detail(t.task));
     }
   }
-  (void)res;
   tr.write_atomic(path);
 }
 
@@ -125,7 +249,9 @@ int run_decode(const std::vector<std::string>& args) {
       ("wafers", po::value<int>()->default_value(1)->value_name("N"), "wafers in a pipeline")
       ("weight-bits", po::value<int>()->default_value(16)->value_name("16|8"), "weight precision")
       ("dump-firmware", po::value<std::string>()->value_name("X,Y"), "print that tile's program (wafer 0) and stop")
-      ("trace", po::value<std::string>()->value_name("PATH"), "write a Chrome Trace Event JSON (Perfetto)");
+      ("trace", po::value<std::string>()->value_name("PATH"), "write a Chrome Trace Event JSON (Perfetto)")
+      ("trace-window", po::value<std::string>()->value_name("X0:X1,Y0:Y1"),
+       "--trace: per-tile tracks for these tiles only (inclusive; default every tile, capped)");
   po::variables_map vm;
   if (!parse(args, opts, "decode", "[--wafer W] [--model M] [--context N] [--batch B] [--placement P] ... [--json PATH]", vm))
     return 0;
@@ -154,6 +280,14 @@ int run_decode(const std::vector<std::string>& args) {
     throw hw::InputError(fmt::format("--weight-bits {} must be 16 or 8", mo.weight_bits));
   if (vm.count("defects") && vm.count("density")) throw hw::InputError("give --defects FILE or --density D, not both");
   if (vm.count("trace")) traces::check_writable(vm["trace"].as<std::string>());
+  TileTracks tile_tracks;
+  tile_tracks.grid = spec.logical();
+  tile_tracks.window = {0, 0, tile_tracks.grid.width, tile_tracks.grid.height};
+  if (vm.count("trace-window")) {
+    if (!vm.count("trace")) throw hw::InputError("--trace-window needs --trace PATH");
+    tile_tracks.window = parse_window(vm["trace-window"].as<std::string>(), tile_tracks.grid);
+    tile_tracks.whole_wafer = false;
+  }
   mapper::ModelConfig model = mapper::load_model(vm["model"].as<std::string>());
   if (model.max_position > 0 && mo.context > model.max_position)
     throw hw::InputError(fmt::format("--context {} is beyond {}'s max_position_embeddings {} (refused)", mo.context,
@@ -162,6 +296,7 @@ int run_decode(const std::vector<std::string>& args) {
   // Defects -> repair -> the logical fabric routing sees.
   std::string defects_desc = "none";
   std::optional<hw::RepairResult> repair;
+  std::optional<hw::DefectMap> defect_map;
   noc::Fabric fabric;
   if (vm.count("defects") || vm.count("density")) {
     hw::DefectMap map;
@@ -178,6 +313,7 @@ int run_decode(const std::vector<std::string>& args) {
                                  vm["seed"].as<std::uint64_t>(), map.size());
     }
     repair = hw::repair_scheme(vm["repair"].as<std::string>()).repair(spec, map);
+    defect_map = std::move(map);
     fabric = noc::Fabric::from_repair(*repair);
   } else {
     hw::repair_scheme(vm["repair"].as<std::string>());  // an unknown scheme is an error even without defects
@@ -189,14 +325,22 @@ int run_decode(const std::vector<std::string>& args) {
   std::optional<SearchResult> searched;
   if (mo.placement == "auto") {
     simulator.emplace();
-    DecodePoint base{spec, model, mo, fidelity, false};
+    DecodePoint base{spec, model, mo, fidelity, false, {}, false, 0, 0};
     SearchBudget budget;
     budget.task_runs = vm["search-budget"].as<std::int64_t>();
     if (budget.task_runs < 0) throw hw::InputError(fmt::format("--search-budget {} must be at least 0", budget.task_runs));
     searched = search(*simulator, base, fabric, budget);
     mo = searched->candidates[std::size_t(searched->chosen)].options;
   }
-  DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0};
+  // The regions section (about 5 % of the default job's CPU time on wse3) only when the results are written.
+  const bool regions = vm.count("json") > 0;
+  DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0, {}, false, regions ? kRegionCells : 0, 0};
+  if (vm.count("trace")) {
+    tile_tracks.resize(std::size_t(mo.wafers));
+    point.keep_tile = [&](std::size_t k, hw::TileIndex t, std::uint32_t runs) { return tile_tracks.keep(k, t, runs); };
+    point.keep_path = true;
+    point.series_cells = kSeriesCells;
+  }
   mapper::Mapping mapping = map_point(point, fabric);
   const double mapping_s = since(t_start);
   std::vector<const firmware::Image*> images;
@@ -328,7 +472,8 @@ int run_decode(const std::vector<std::string>& args) {
   wall.add("emulation", res.emulation_s, "s");
   for (std::size_t i = 0; i < mapping.notes.size(); ++i) rep.add_text(fmt::format("note_{}", i + 1), mapping.notes[i]);
 
-  if (vm.count("trace")) write_trace(vm["trace"].as<std::string>(), *simulator, res, images, spec);
+  if (regions) add_regions(rep, spec, fabric, images, res, defect_map ? &*defect_map : nullptr, repair ? &*repair : nullptr);
+  if (vm.count("trace")) write_trace(vm["trace"].as<std::string>(), *simulator, res, images, spec, tile_tracks);
   finish(rep, vm);
   return 0;
 }

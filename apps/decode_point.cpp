@@ -18,6 +18,10 @@ sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, c
   so.fidelity = p.fidelity;
   so.weight_bytes = p.options.weight_bits == 8 ? 1 : 2;
   so.keep_task_runs = p.keep_task_runs;
+  so.keep_tile = p.keep_tile;
+  so.keep_path = p.keep_path;
+  so.region_cells = p.region_cells;
+  so.series_cells = p.series_cells;
   so.interwafer_bytes = std::uint64_t(std::max<std::int64_t>(1, mapping.interwafer_bytes_per_token()));
   return simulator.run(p.spec, fabric, images, so);
 }

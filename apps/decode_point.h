@@ -5,6 +5,7 @@
 // SystemC elaborates once per process, so there is one sim::Simulator per process: the caller creates it
 // and passes the same one to every emulate_point / run_point call.
 #include <cstdint>
+#include <functional>
 
 #include "hw/wafer_spec.h"
 #include "mapper/mapper.h"
@@ -21,6 +22,11 @@ struct DecodePoint {
   mapper::MapOptions options;
   noc::Fidelity fidelity = noc::Fidelity::Approx;
   bool keep_task_runs = false;  // keep every task run (for a Chrome trace)
+  // What the trace and the report add (sim::StepOptions): which runs to keep, the timed critical path,
+  // per-region totals and series.
+  std::function<bool(std::size_t wafer, hw::TileIndex tile, std::uint32_t runs)> keep_tile;
+  bool keep_path = false;
+  std::int32_t region_cells = 0, series_cells = 0;
 };
 
 // Maps the point onto `fabric` (the wafer's repaired logical mesh). Throws hw::InputError with the

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "hw/error.h"
+#include "noc/mesh.h"
 #include "noc/route_step.h"
 #include "noc/routing/route.h"
 
@@ -37,6 +38,7 @@ const char* to_string(Cause c) {
 
 namespace {
 constexpr Cycle kNever = std::numeric_limits<Cycle>::max();
+static_assert(kNever == Executor::kNeverRan);
 // Timer tags: kind in the top byte.
 constexpr std::uint64_t kTimerReady = 1ull << 56;    // | tile << 16 | task
 constexpr std::uint64_t kTimerDeliver = 2ull << 56;  // | burst
@@ -284,7 +286,12 @@ StepResult Executor::run() {
     bursts_.push_back({opt_.start, kNone, t, std::max<std::uint32_t>(1, inj.wavelets) - 1, inj.color, BurstKind::Injection});
     net_.timer(opt_.start, kTimerDeliver | id);
   }
-  net_.run();
+  auto* mesh = opt_.sample ? dynamic_cast<noc::Mesh*>(&net_) : nullptr;
+  if (mesh) {
+    for (Cycle next = opt_.sample(opt_.start); !mesh->idle(); next = opt_.sample(next)) mesh->run_until(next);
+  } else {
+    net_.run();
+  }
 
   StepResult r;
   r.start = opt_.start;
@@ -298,6 +305,7 @@ StepResult Executor::run() {
   r.unclaimed = unclaimed_;
   r.done_received = done_count_;
   if (r.finished) walk_critical_path(r);
+  std::reverse(r.path.begin(), r.path.end());
   auto& work = r.breakdown.work_per_op;
   work.assign(image_.op_names.size(), CauseCycles{});
   for (TileIndex t = 0; t < grid_.size(); ++t) {
@@ -578,10 +586,17 @@ void Executor::walk_critical_path(StepResult& r) {
   bd.per_layer.assign(image_.layer_names.size(), CauseCycles{});
   bd.per_op.assign(image_.op_names.size(), CauseCycles{});
   critical_.assign(slots_.size(), 0);
+  Cycle cursor = done_end_;  // the path is walked backwards: each piece ends where the previous began
   auto add = [&](Cause c, Cycle v, std::uint16_t layer, std::uint16_t op) {
     bd.cause[std::size_t(c)] += v;
     bd.per_layer[layer][std::size_t(c)] += v;
     bd.per_op[op][std::size_t(c)] += v;
+    if (!opt_.keep_path || v == 0) return;
+    if (!r.path.empty() && r.path.back().cause == c && r.path.back().layer == layer && r.path.back().op == op)
+      r.path.back().from -= v;
+    else
+      r.path.push_back({cursor - v, cursor, c, layer, op});
+    cursor -= v;
   };
   auto slot_tile = [&](std::uint32_t slot) {
     return TileIndex(std::upper_bound(slot0_.begin(), slot0_.end(), slot) - slot0_.begin() - 1);
@@ -687,15 +702,36 @@ void Executor::walk_critical_path(StepResult& r) {
 
 std::vector<TaskRun> Executor::task_runs() const {
   std::vector<TaskRun> out;
+  for_each_run([&](const TaskRun& r) { out.push_back(r); });
+  return out;
+}
+
+void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32_t)>& keep_tile,
+                                 const std::function<void(const TaskRun&)>& f) const {
+  for (TileIndex t = 0; t < grid_.size(); ++t) {
+    std::uint32_t ran = 0;
+    for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) ran += slots_[s].start != kNever;
+    if (!ran) continue;
+    const bool all = keep_tile(t, ran);
+    for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
+      if (slots_[s].start == kNever) continue;
+      const bool crit = !critical_.empty() && critical_[s] != 0;
+      if (!all && !crit) continue;
+      const Task& task = task_at(t, s - slot0_[t]);
+      f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, slots_[s].ready, slots_[s].start, slots_[s].end, crit});
+    }
+  }
+}
+
+void Executor::for_each_run(const std::function<void(const TaskRun&)>& f) const {
   for (TileIndex t = 0; t < grid_.size(); ++t) {
     for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
       if (slots_[s].start == kNever) continue;
       const Task& task = task_at(t, s - slot0_[t]);
-      out.push_back({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, slots_[s].ready, slots_[s].start, slots_[s].end,
-                     !critical_.empty() && critical_[s] != 0});
+      f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, slots_[s].ready, slots_[s].start, slots_[s].end,
+         !critical_.empty() && critical_[s] != 0});
     }
   }
-  return out;
 }
 
 }  // namespace wafer::core

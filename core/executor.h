@@ -56,6 +56,8 @@
 // beyond to NetworkWait.
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,6 +102,21 @@ struct Breakdown {
 struct ExecOptions {
   std::uint32_t weight_bytes = 2;  // 16-bit weights; 1 for 8-bit
   Cycle start = 0;                 // cycle at which the step's start injections arrive
+  // Optional sampling (traces' counters): when set and the network is a noc::Mesh, run() advances the mesh
+  // in slices, calling sample(t) each time simulated time has reached t (first with `start`); sample
+  // returns the next cycle to stop at. The slices change no result (a mesh runs the same events whether
+  // it is run to the end or up to a limit at a time).
+  std::function<Cycle(Cycle)> sample;
+  bool keep_path = false;  // keep the critical path as timed segments (StepResult::path)
+};
+
+// A piece of the critical path: [from, to) attributed to one cause, layer and operator. The segments tile
+// the step from its start to its end (consecutive ones with the same cause, layer and op merged), so per
+// layer they sum to Breakdown::per_layer.
+struct PathSegment {
+  Cycle from, to;
+  Cause cause;
+  std::uint16_t layer, op;
 };
 
 struct StepResult {
@@ -114,6 +131,7 @@ struct StepResult {
   std::uint64_t color_switches = 0;   // sends that reconfigured their color's route (0 when color_switch = 0)
   std::uint64_t collective_starts = 0;  // sends that started a collective (each paid collective_sync)
   Breakdown breakdown;
+  std::vector<PathSegment> path;  // ExecOptions::keep_path: in time order
 };
 
 // One task run, for traces and tests.
@@ -139,6 +157,21 @@ class Executor final : public noc::NetworkClient {
 
   // After run(): every task that ran (in tile order), for traces.
   std::vector<TaskRun> task_runs() const;
+  // After run(): calls f(run) for every task that ran, in tile order, without keeping them.
+  void for_each_run(const std::function<void(const TaskRun&)>& f) const;
+  // After run(): f(run) for every critical run and every run of the tiles keep_tile(tile, runs) accepts (runs:
+  // how many of the tile's tasks ran; asked once per tile that ran any, in tile order).
+  void for_each_kept_run(const std::function<bool(hw::TileIndex, std::uint32_t)>& keep_tile,
+                         const std::function<void(const TaskRun&)>& f) const;
+  static constexpr Cycle kNeverRan = std::numeric_limits<Cycle>::max();  // a slot's start while its task has not run
+  // After run(): f(tile, start, end) for every task that ran, in tile order (start after task_overhead, as
+  // in TaskRun); inline and without the task's names, for passes over millions of runs.
+  template <class F>
+  void for_each_span(F&& f) const {
+    for (hw::TileIndex t = 0; t + 1 < slot0_.size(); ++t)
+      for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s)
+        if (slots_[s].start != kNeverRan) f(t, slots_[s].start, slots_[s].end);
+  }
   const CostModel& costs() const { return costs_; }
   // Edge channel (and its tile) serving streamed weights to `tile`.
   std::uint32_t channel_of(hw::Coord tile) const;

@@ -42,6 +42,7 @@ class ApproxMesh final : public Mesh {
   bool idle() const override { return queue_.empty(); }
   void reset() override;
   std::uint64_t link_busy(LinkId l) const override { return busy_[l]; }
+  const std::uint64_t* link_busy_data() const override { return busy_.data(); }
   std::size_t state_bytes() const override;
 
  private:

@@ -42,6 +42,7 @@ class CycleMesh final : public Mesh {
   bool idle() const override;
   void reset() override;
   std::uint64_t link_busy(LinkId l) const override { return link_busy_[l]; }
+  const std::uint64_t* link_busy_data() const override { return link_busy_.data(); }
   std::size_t state_bytes() const override;
 
   // Report unicast Network arrivals when the head is handed to the sink's delivery ramp instead of when

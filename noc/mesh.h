@@ -73,6 +73,8 @@ class Mesh : public Network {
 
   // Cycles link `l` carried wavelets (occupancy), since the last reset.
   virtual std::uint64_t link_busy(LinkId l) const = 0;
+  // The same for every LinkId at once (indexed by LinkId), or null where a model keeps no such array.
+  virtual const std::uint64_t* link_busy_data() const { return nullptr; }
   // Bytes of mesh state (per-tile arrays, queues, burst records) currently held.
   virtual std::size_t state_bytes() const = 0;
 

@@ -143,6 +143,56 @@ class TlmStreamPort final : public memory::StreamPort {
 };
 }  // namespace
 
+RegionGrid RegionGrid::fit(const hw::Grid& g, std::int32_t max_side) {
+  max_side = std::max(1, max_side);
+  RegionGrid r;
+  const std::int32_t side = std::max(g.width, g.height);
+  r.cell = std::max(1, (side + max_side - 1) / max_side);
+  r.cols = (g.width + r.cell - 1) / r.cell;
+  r.rows = (g.height + r.cell - 1) / r.cell;
+  return r;
+}
+
+namespace {
+// Appends one value per cell of `rg`: the busy cycles of the links leaving the cell's tiles.
+void sum_link_busy(const noc::Mesh& mesh, const hw::Grid& grid, const RegionGrid& rg, std::vector<std::uint64_t>& out) {
+  const std::size_t base = out.size();
+  out.resize(base + rg.size(), 0);
+  const std::uint64_t* busy = mesh.link_busy_data();
+  for (std::int32_t y = 0; y < grid.height; ++y) {
+    std::uint64_t* row = out.data() + base + std::size_t(y / rg.cell) * std::size_t(rg.cols);
+    for (std::int32_t cx = 0; cx < rg.cols; ++cx) {
+      const std::size_t l0 = 4 * (std::size_t(y) * std::size_t(grid.width) + std::size_t(cx * rg.cell));
+      const std::size_t l1 = 4 * (std::size_t(y) * std::size_t(grid.width) + std::size_t(std::min(grid.width, (cx + 1) * rg.cell)));
+      std::uint64_t sum = 0;
+      if (busy) {
+        for (std::size_t l = l0; l < l1; ++l) sum += busy[l];
+      } else {
+        for (std::size_t l = l0; l < l1; ++l) sum += mesh.link_busy(noc::LinkId(l));
+      }
+      row[cx] += sum;
+    }
+  }
+}
+// Per cell of `rg`: healthy links leaving its tiles, their hops beyond one, and its tiles.
+void count_links(const noc::Fabric& fabric, const RegionGrid& rg, std::vector<std::uint32_t>& links,
+                 std::vector<std::uint32_t>* extra, std::vector<std::uint32_t>& tiles) {
+  const hw::Grid& g = fabric.grid();
+  links.assign(rg.size(), 0);
+  tiles.assign(rg.size(), 0);
+  if (extra) extra->assign(rg.size(), 0);
+  for (hw::TileIndex t = 0; t < g.size(); ++t) {
+    const std::size_t c = rg.of(g.coord(t));
+    ++tiles[c];
+    for (hw::Dir d : hw::kMeshDirs) {
+      if (!fabric.link_ok(t, d)) continue;
+      ++links[c];
+      if (extra) (*extra)[c] += std::max<std::uint32_t>(1, fabric.link_hops(t, d)) - 1;
+    }
+  }
+}
+}  // namespace
+
 memory::SramStats check_sram(const hw::WaferSpec& spec, const firmware::Image& image) {
   memory::TileSram sram(spec);
   std::vector<std::uint64_t> uses(image.programs.size(), 0);
@@ -202,10 +252,39 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       core::ExecOptions eo;
       eo.weight_bytes = opt.weight_bytes;
       eo.start = start;
+      eo.keep_path = opt.keep_path;
+      // Counters over time: the links' busy cycles per cell, sampled every `every` cycles; when there are
+      // more intervals than asked, every other sample is dropped and the interval doubles. Each sample reads
+      // every link's counter once (a few ms on wse3).
+      WaferStep ws;
+      RegionSeries& se = ws.series;
+      std::vector<std::uint64_t> cum;  // per sample: cumulative link busy per cell
+      if (opt.series_cells > 0) {
+        se.grid = RegionGrid::fit(fabric.grid(), opt.series_cells);
+        const std::size_t cap = std::max<std::uint32_t>(2, opt.series_intervals);
+        // First guess of the interval: a step crosses the array a few hundred times (wse3, 8B: 8 x (W + H)
+        // gives ~44 intervals of its 668 k cycles, the tiny wafer 32), then doubling keeps at most 64.
+        const Cycle first = std::max<Cycle>(16, 8 * Cycle(fabric.grid().width + fabric.grid().height));
+        eo.sample = [&, cap, every = first](Cycle t) mutable {
+          se.t.push_back(t);
+          sum_link_busy(*mesh, fabric.grid(), se.grid, cum);
+          if (se.t.size() > cap + 1) {
+            std::size_t n = 0;
+            const std::size_t cells = se.grid.size();
+            for (std::size_t i = 0; i < se.t.size(); i += 2, ++n) {
+              se.t[n] = se.t[i];
+              std::copy_n(cum.begin() + std::ptrdiff_t(i * cells), cells, cum.begin() + std::ptrdiff_t(n * cells));
+            }
+            se.t.resize(n);
+            cum.resize(n * cells);
+            every *= 2;
+          }
+          return se.t.back() + every;
+        };
+      }
       core::Executor ex(spec, *images[k], fabric, *mesh, &port, eo);
       auto t2 = std::chrono::steady_clock::now();
       res.elaboration_s += std::chrono::duration<double>(t2 - t1).count();
-      WaferStep ws;
       ws.step = ex.run();
       res.emulation_s += seconds_since(t2);
       if (!ws.step.finished)
@@ -217,7 +296,64 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       ws.network = mesh->stats();
       ws.mesh_bytes = mesh->state_bytes();
       for (std::size_t l = 0; l < fabric.links(); ++l) ws.link_busy_max = std::max(ws.link_busy_max, mesh->link_busy(noc::LinkId(l)));
-      if (opt.keep_task_runs) runs_[k] = ex.task_runs();
+      // What traces and the report want of the runs, in one pass over them (tile order).
+      const bool filter = opt.keep_task_runs && opt.keep_tile, series = opt.series_cells > 0, regions = opt.region_cells > 0;
+      if (opt.keep_task_runs && !opt.keep_tile) runs_[k] = ex.task_runs();
+      RegionTotals& rt = ws.regions;
+      std::vector<std::uint32_t> series_links, series_tiles;
+      std::size_t n = 0;
+      const std::size_t cells = se.grid.size();
+      if (series) {
+        if (se.t.empty()) se.t.push_back(start), sum_link_busy(*mesh, fabric.grid(), se.grid, cum);  // not a Mesh: no slices
+        se.t.push_back(std::max(ws.step.end, se.t.back() + 1));
+        sum_link_busy(*mesh, fabric.grid(), se.grid, cum);
+        count_links(fabric, se.grid, series_links, nullptr, series_tiles);
+        n = se.intervals();
+        se.link_utilisation.assign(n * cells, 0.0);
+        se.tiles_busy.assign(n * cells, 0.0);
+        for (std::size_t i = 0; i < n; ++i) {
+          const double dt = double(se.t[i + 1] - se.t[i]);
+          for (std::size_t c = 0; c < cells; ++c)
+            if (series_links[c])
+              se.link_utilisation[i * cells + c] = double(cum[(i + 1) * cells + c] - cum[i * cells + c]) / (double(series_links[c]) * dt);
+        }
+      }
+      if (regions) {
+        rt.grid = RegionGrid::fit(fabric.grid(), opt.region_cells);
+        sum_link_busy(*mesh, fabric.grid(), rt.grid, rt.link_busy);
+        count_links(fabric, rt.grid, rt.links, &rt.extra_hops, rt.tiles);
+        rt.task_cycles.assign(rt.grid.size(), 0);
+      }
+      if (filter)
+        ex.for_each_kept_run([&](hw::TileIndex t, std::uint32_t runs) { return opt.keep_tile(k, t, runs); },
+                             [&](const core::TaskRun& r) { runs_[k].push_back(r); });
+      if (series || regions) {
+        hw::TileIndex last = hw::kNoTile;
+        std::size_t cs = 0, cr = 0;  // the tile's cell in the series / the regions
+        const Cycle overhead = spec.task_overhead;
+        ex.for_each_span([&](hw::TileIndex tile, Cycle s, Cycle e) {
+          if (tile != last) {
+            last = tile;
+            const hw::Coord at = fabric.grid().coord(tile);
+            if (series) cs = se.grid.of(at);
+            if (regions) cr = rt.grid.of(at);
+          }
+          const Cycle a = s - std::min(s, overhead);
+          if (regions) rt.task_cycles[cr] += e - a;
+          if (series) {
+            auto it = std::upper_bound(se.t.begin(), se.t.end(), a);
+            for (std::size_t i = it == se.t.begin() ? 0 : std::size_t(it - se.t.begin()) - 1; i < n && se.t[i] < e; ++i) {
+              const Cycle lo = std::max(a, se.t[i]), hi = std::min(e, se.t[i + 1]);
+              if (hi > lo) se.tiles_busy[i * cells + cs] += double(hi - lo);
+            }
+          }
+        });
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        const double dt = double(se.t[i + 1] - se.t[i]);
+        for (std::size_t c = 0; c < cells; ++c)
+          if (series_tiles[c]) se.tiles_busy[i * cells + c] /= double(series_tiles[c]) * dt;
+      }
       start = ws.step.end;
       res.wafers.push_back(std::move(ws));
     }

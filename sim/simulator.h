@@ -15,6 +15,7 @@
 // any run; it then runs any number of steps on any wafer spec, reconfiguring and resetting its modules
 // between them (a second Simulator created after the first run is refused by SystemC).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,37 @@ namespace wafer::sim {
 
 using hw::Cycle;
 
+// Tiles aggregated into square cells of `cell` x `cell` tiles (the last column and row of cells may be
+// partial): what the report's heatmaps and a trace's counters show of a full wafer.
+struct RegionGrid {
+  std::int32_t cell = 1, cols = 0, rows = 0;
+  // The smallest cell side with at most `max_side` cells across and down (max_side >= 1).
+  static RegionGrid fit(const hw::Grid& g, std::int32_t max_side);
+  std::size_t size() const { return std::size_t(cols) * std::size_t(rows); }
+  std::size_t of(hw::Coord c) const { return std::size_t(c.y / cell) * std::size_t(cols) + std::size_t(c.x / cell); }
+};
+
+// One wafer's step, summed per cell of `grid` (empty unless StepOptions::region_cells).
+struct RegionTotals {
+  RegionGrid grid;
+  std::vector<std::uint64_t> link_busy;    // cycles the healthy links leaving the cell's tiles carried wavelets
+  std::vector<std::uint32_t> links;        // those links (mesh links with a path; the array's edge has none)
+  std::vector<std::uint32_t> extra_hops;   // their physical hops beyond one (repair detours)
+  std::vector<std::uint64_t> task_cycles;  // cycles the cell's cores ran tasks (task_overhead included)
+  std::vector<std::uint32_t> tiles;        // tiles in the cell
+};
+
+// One wafer's step over time, per cell of `grid` (a trace's counters; empty unless StepOptions::series_cells).
+// Link occupancy is counted when a burst's head crosses the link (the approx model books the whole burst
+// then), so an interval can show a little more than 100 % when long bursts straddle its end.
+struct RegionSeries {
+  RegionGrid grid;
+  std::vector<Cycle> t;                  // interval bounds: t[0] the wafer's start ... t.back() its end
+  std::vector<double> link_utilisation;  // [i * grid.size() + c]: link busy cycles / (links x interval i)
+  std::vector<double> tiles_busy;        // [i * grid.size() + c]: task cycles / (tiles x interval i)
+  std::size_t intervals() const { return t.empty() ? 0 : t.size() - 1; }
+};
+
 struct StepOptions {
   noc::Fidelity fidelity = noc::Fidelity::Approx;
   std::uint32_t weight_bytes = 2;  // bytes per weight (16-bit: 2, 8-bit: 1)
@@ -39,6 +71,13 @@ struct StepOptions {
   // caller should pass the mapper's figure).
   std::uint64_t interwafer_bytes = 0;
   bool keep_task_runs = false;  // keep every task run for task_runs() (traces)
+  // With keep_task_runs: keep only the critical runs and every run of the tiles this accepts (asked once per
+  // tile that ran a task, in tile order, with the number of its runs); unset: every run.
+  std::function<bool(std::size_t wafer, hw::TileIndex tile, std::uint32_t runs)> keep_tile;
+  bool keep_path = false;         // the critical path as timed segments (core::StepResult::path)
+  std::int32_t region_cells = 0;  // RegionTotals with at most this many cells a side (0: none)
+  std::int32_t series_cells = 0;  // RegionSeries with at most this many cells a side (0: none)
+  std::uint32_t series_intervals = 64;  // at most this many intervals in a RegionSeries
 };
 
 struct WaferStep {
@@ -46,6 +85,8 @@ struct WaferStep {
   noc::NetworkStats network;
   std::size_t mesh_bytes = 0;   // mesh model state
   std::uint64_t link_busy_max = 0;  // busiest link's occupied cycles
+  RegionTotals regions;             // StepOptions::region_cells
+  RegionSeries series;              // StepOptions::series_cells
 };
 
 struct Named {

@@ -1,8 +1,10 @@
 #include "traces/chrome_trace.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <queue>
@@ -26,6 +28,10 @@ void ChromeTrace::thread_name(std::int32_t pid, std::int32_t tid, const std::str
 void ChromeTrace::complete(const std::string& name, const std::string& category, double ts_us, double dur_us,
                            std::int32_t pid, std::int32_t tid, const std::string& arg) {
   events_.push_back({ts_us, dur_us, pid, tid, intern(name), intern(category), intern(arg)});
+}
+
+void ChromeTrace::counter(const std::string& name, double ts_us, std::int32_t pid, double value) {
+  counters_.push_back({ts_us, value, pid, intern(name)});
 }
 
 std::vector<std::uint32_t> ChromeTrace::lanes(const std::vector<std::pair<double, double>>& iv) {
@@ -54,33 +60,54 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
   tmp += ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
-  auto q = [&](std::uint32_t id) { return nlohmann::json(strings_[id]).dump(); };
+  // Every string quoted once (names repeat over hundreds of thousands of events); events formatted with
+  // compiled format strings into one buffer, written a megabyte at a time.
+  std::vector<std::string> quoted(strings_.size());
+  for (std::size_t i = 0; i < strings_.size(); ++i) quoted[i] = nlohmann::json(strings_[i]).dump();
+  auto q = [&](std::uint32_t id) -> const std::string& { return quoted[id]; };
+  fmt::memory_buffer buf;
+  bool ok = true;
+  auto flush = [&](bool force) {
+    if (!force && buf.size() < (1u << 20)) return;
+    ok = std::fwrite(buf.data(), 1, buf.size(), f) == buf.size() && ok;
+    buf.clear();
+  };
+  auto out = std::back_inserter(buf);
   bool first = true;
   auto sep = [&] {
-    std::fputs(first ? "\n" : ",\n", f);
+    fmt::format_to(out, FMT_COMPILE("{}"), first ? "\n" : ",\n");
     first = false;
+    flush(false);
   };
-  std::fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [", f);
+  fmt::format_to(out, FMT_COMPILE("{}"), "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [");
   for (const Meta& m : meta_) {
     sep();
     if (m.tid < 0) {
-      fmt::print(f, R"({{"ph": "M", "name": "process_name", "pid": {}, "args": {{"name": {}}}}})", m.pid, q(m.name));
-      fmt::print(f, ",\n" R"({{"ph": "M", "name": "process_sort_index", "pid": {}, "args": {{"sort_index": {}}}}})", m.pid, m.sort);
+      fmt::format_to(out, FMT_COMPILE(R"({{"ph": "M", "name": "process_name", "pid": {}, "args": {{"name": {}}}}})"), m.pid, q(m.name));
+      fmt::format_to(out, FMT_COMPILE(",\n" R"({{"ph": "M", "name": "process_sort_index", "pid": {}, "args": {{"sort_index": {}}}}})"),
+                     m.pid, m.sort);
     } else {
-      fmt::print(f, R"({{"ph": "M", "name": "thread_name", "pid": {}, "tid": {}, "args": {{"name": {}}}}})", m.pid, m.tid, q(m.name));
-      fmt::print(f, ",\n" R"({{"ph": "M", "name": "thread_sort_index", "pid": {}, "tid": {}, "args": {{"sort_index": {}}}}})",
-                 m.pid, m.tid, m.sort);
+      fmt::format_to(out, FMT_COMPILE(R"({{"ph": "M", "name": "thread_name", "pid": {}, "tid": {}, "args": {{"name": {}}}}})"), m.pid,
+                     m.tid, q(m.name));
+      fmt::format_to(out, FMT_COMPILE(",\n" R"({{"ph": "M", "name": "thread_sort_index", "pid": {}, "tid": {}, "args": {{"sort_index": {}}}}})"),
+                     m.pid, m.tid, m.sort);
     }
   }
   for (const Event& e : events_) {
     sep();
-    fmt::print(f, R"({{"ph": "X", "name": {}, "cat": {}, "ts": {:.4f}, "dur": {:.4f}, "pid": {}, "tid": {})", q(e.name),
-               q(e.cat), e.ts, e.dur, e.pid, e.tid);
-    if (e.arg) fmt::print(f, R"(, "args": {{"detail": {}}})", q(e.arg));
-    std::fputs("}", f);
+    fmt::format_to(out, FMT_COMPILE(R"({{"ph": "X", "name": {}, "cat": {}, "ts": {:.4f}, "dur": {:.4f}, "pid": {}, "tid": {})"),
+                   q(e.name), q(e.cat), e.ts, e.dur, e.pid, e.tid);
+    if (e.arg) fmt::format_to(out, FMT_COMPILE(R"(, "args": {{"detail": {}}})"), q(e.arg));
+    buf.push_back('}');
   }
-  std::fputs("\n]}\n", f);
-  bool ok = std::fflush(f) == 0;
+  for (const Counter& c : counters_) {
+    sep();
+    fmt::format_to(out, FMT_COMPILE(R"({{"ph": "C", "name": {}, "ts": {:.4f}, "pid": {}, "tid": 0, "args": {{"value": {:.3f}}}}})"),
+                   q(c.name), c.ts, c.pid, std::isfinite(c.value) ? c.value : 0.0);
+  }
+  fmt::format_to(out, FMT_COMPILE("{}"), "\n]}\n");
+  flush(true);
+  ok = std::fflush(f) == 0 && ok;
   ok = (std::fclose(f) == 0) && ok;
   if (!ok) {
     std::filesystem::remove(tmp);

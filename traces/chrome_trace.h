@@ -1,6 +1,6 @@
 #pragma once
 // Chrome Trace Event JSON (object form {"traceEvents": [...]}) that Perfetto and chrome://tracing open:
-// X (complete) events with ts/dur in microseconds, M metadata naming processes and threads. Events on
+// X (complete) events with ts/dur in microseconds, C counters, M metadata naming processes and threads. Events on
 // one thread must nest; `lanes()` spreads overlapping intervals over separate tracks. Names and
 // categories are interned, so an event costs a few dozen bytes; the file is streamed, written to
 // PATH.tmp and renamed (a reader never sees a partial file).
@@ -19,7 +19,16 @@ class ChromeTrace {
   // A complete event; `arg` (may be empty) is shown under args.detail.
   void complete(const std::string& name, const std::string& category, double ts_us, double dur_us, std::int32_t pid,
                 std::int32_t tid, const std::string& arg = {});
+  // The same with interned strings (id()), for writers that repeat a few names over many events.
+  std::uint32_t id(const std::string& s) { return intern(s); }
+  void complete(std::uint32_t name, std::uint32_t category, double ts_us, double dur_us, std::int32_t pid, std::int32_t tid,
+                std::uint32_t arg = 0) {
+    events_.push_back({ts_us, dur_us, pid, tid, name, category, arg});
+  }
+  // A counter sample ("ph": "C"): the series `name` of process `pid` holds `value` from `ts_us` on.
+  void counter(const std::string& name, double ts_us, std::int32_t pid, double value);
   std::size_t events() const { return events_.size(); }
+  std::size_t counters() const { return counters_.size(); }
 
   void write_atomic(const std::filesystem::path& path) const;
 
@@ -43,6 +52,12 @@ class ChromeTrace {
   std::unordered_map<std::string, std::uint32_t> ids_{{"", 0}};
   std::vector<Meta> meta_;
   std::vector<Event> events_;
+  struct Counter {
+    double ts, value;
+    std::int32_t pid;
+    std::uint32_t name;
+  };
+  std::vector<Counter> counters_;
 };
 
 }  // namespace wafer::traces

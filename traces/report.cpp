@@ -27,6 +27,13 @@ Table& Report::add_table(std::string key, std::vector<std::string> columns, std:
   tables_.push_back({std::move(key), std::move(description), std::move(columns), {}});
   return tables_.back();
 }
+Matrix& Report::add_matrix(std::string key, std::int32_t cols, std::int32_t rows, std::vector<double> values,
+                           std::string unit, std::string description) {
+  order_.push_back(key);
+  values.resize(std::size_t(std::max(0, cols)) * std::size_t(std::max(0, rows)), 0.0);
+  matrices_.push_back({std::move(key), std::move(unit), std::move(description), cols, rows, std::move(values)});
+  return matrices_.back();
+}
 Report& Report::section(const std::string& key, std::string title) {
   for (auto& [k, r] : sections_)
     if (k == key) return *r;
@@ -100,6 +107,19 @@ nlohmann::json Report::to_json() const {
         break;
       }
     if (done) continue;
+    for (const auto& m : matrices_)
+      if (m.key == key) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (std::int32_t y = 0; y < m.rows; ++y) {
+          nlohmann::json row = nlohmann::json::array();
+          for (std::int32_t x = 0; x < m.cols; ++x) row.push_back(cell(m.values[std::size_t(y) * std::size_t(m.cols) + std::size_t(x)]));
+          rows.push_back(std::move(row));
+        }
+        j[key] = {{"value", std::move(rows)}, {"unit", m.unit}};
+        done = true;
+        break;
+      }
+    if (done) continue;
     for (const auto& [k, r] : sections_)
       if (k == key) {
         j[key] = r->to_json();
@@ -114,6 +134,7 @@ void Report::print(std::FILE* out, int indent) const {
   if (!title_.empty()) fmt::print(out, "{}{}\n", pad, title_);
   std::size_t width = 0;
   for (const auto& s : stats_) width = std::max(width, s.key.size());
+  for (const auto& m : matrices_) width = std::max(width, m.key.size());
   for (const auto& key : order_) {
     bool done = false;
     for (const auto& s : stats_)
@@ -151,6 +172,14 @@ void Report::print(std::FILE* out, int indent) const {
           for (std::size_t c = 0; c < r.size(); ++c) put(c, r[c]);
           fmt::print(out, "{}\n", line);
         }
+        done = true;
+        break;
+      }
+    if (done) continue;
+    for (const auto& m : matrices_)
+      if (m.key == key) {
+        fmt::print(out, "{}  {:<{}}  {} x {} matrix [{}]{}\n", pad, m.key, width, m.cols, m.rows, m.unit,
+                   m.description.empty() ? "" : "  " + m.description);
         done = true;
         break;
       }

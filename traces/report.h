@@ -25,6 +25,15 @@ struct Table {
   std::vector<std::vector<std::variant<double, std::int64_t, std::string>>> rows;
 };
 
+// A grid of numbers (a heatmap: row-major, `rows` x `cols`), in JSON {"unit", "value": [[row 0], ...]}.
+struct Matrix {
+  std::string key;
+  std::string unit;
+  std::string description;
+  std::int32_t cols = 0, rows = 0;
+  std::vector<double> values;  // rows x cols; NaN for "no data" (null in JSON)
+};
+
 class Report {
  public:
   explicit Report(std::string title = {}) : title_(std::move(title)) {}
@@ -34,6 +43,8 @@ class Report {
   void add_int(std::string key, std::int64_t value, std::string unit, std::string description = {});
   void add_text(std::string key, std::string value, std::string description = {});
   Table& add_table(std::string key, std::vector<std::string> columns, std::string description = {});
+  Matrix& add_matrix(std::string key, std::int32_t cols, std::int32_t rows, std::vector<double> values, std::string unit,
+                     std::string description = {});
   // A nested section; repeated calls with the same key return the same section.
   Report& section(const std::string& key, std::string title = {});
 
@@ -50,6 +61,7 @@ class Report {
   std::string title_;
   std::vector<Stat> stats_;
   std::vector<Table> tables_;
+  std::vector<Matrix> matrices_;
   std::vector<std::pair<std::string, std::unique_ptr<Report>>> sections_;
   std::vector<std::string> order_;  // keys of stats, tables and sections, in insertion order
 };

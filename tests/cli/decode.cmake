@@ -12,6 +12,19 @@ wafer_cli_test(decode_tiny_stream --stdout "weights +stream" -- ${WAFER_EMU} dec
 wafer_cli_test(decode_tiny_defects --stdout "defects +generated" -- ${WAFER_EMU} decode ${TINY} --density 20 --seed 3)
 wafer_cli_test(decode_trace --file ${OUT}/decode_trace.json --no-file ${OUT}/decode_trace.json.tmp
   -- ${WAFER_EMU} decode ${TINY} --trace ${OUT}/decode_trace.json)
+# The trace checked against the results (valid JSON, X events complete, spans nest, a layer's spans sum to
+# its latency, counters per wafer, --trace-window tracks only the window), and its bad input.
+add_test(NAME cli.decode_trace_check COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/trace_check.py ${WAFER_EMU} ${OUT}/trace_check)
+wafer_cli_test(decode_trace_window_syntax --exit 2 --one-line-error --stderr "--trace-window '1-2,3': expected X0:X1,Y0:Y1"
+  --no-file ${OUT}/tw.json -- ${WAFER_EMU} decode ${TINY} --trace ${OUT}/tw.json --trace-window 1-2,3)
+wafer_cli_test(decode_trace_window_outside --exit 2 --one-line-error --stderr "--trace-window '6:8,0:1' is outside the 8x8 array"
+  --no-file ${OUT}/tw.json -- ${WAFER_EMU} decode ${TINY} --trace ${OUT}/tw.json --trace-window 6:8,0:1)
+wafer_cli_test(decode_trace_window_reversed --exit 2 --one-line-error --stderr "--trace-window '3:2,0:1': X0 must not exceed X1"
+  -- ${WAFER_EMU} decode ${TINY} --trace ${OUT}/tw.json --trace-window 3:2,0:1)
+wafer_cli_test(decode_trace_window_negative --exit 2 --one-line-error --stderr "--trace-window '-1:2,0:1' is outside"
+  -- ${WAFER_EMU} decode ${TINY} --trace ${OUT}/tw.json --trace-window -1:2,0:1)
+wafer_cli_test(decode_trace_window_alone --exit 2 --one-line-error --stderr "--trace-window needs --trace PATH"
+  -- ${WAFER_EMU} decode ${TINY} --trace-window 0:1,0:1)
 wafer_cli_test(decode_dump --stdout "task" -- ${WAFER_EMU} decode ${TINY} --dump-firmware 7,7)
 # The fixed costs of route switches and collective synchronisation are causes of their own (core/executor.h):
 # 2 switches of 4 cycles on the tiny model's critical path; a broadcast's root is marked in the firmware.

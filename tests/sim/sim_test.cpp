@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <numeric>
+#include <tuple>
 
 #include "hw/defect_map.h"
 #include "hw/error.h"
@@ -516,6 +517,83 @@ TEST(Simulator, RunsRepeatedlyAndDeterministically) {
   EXPECT_EQ(a.result.latency, b.result.latency);
   EXPECT_EQ(a.result.breakdown.cause, b.result.breakdown.cause);
   EXPECT_EQ(a.result.wafers[0].network.wait_cycles, b.result.wafers[0].network.wait_cycles);
+}
+
+// What a report and a trace ask of a step (sim::StepOptions region_cells, series_cells, keep_path) changes
+// nothing of the step, and adds up: the cells' link busy cycles and task cycles are the mesh's and the runs'
+// totals, the series' intervals tile the step, the path segments tile it and sum per layer to the breakdown.
+TEST(Regions, AddUpAndChangeNothing) {
+  hw::WaferSpec spec = tiny();
+  const noc::Fabric f = noc::Fabric::perfect(spec.logical());
+  for (noc::Fidelity fid : {noc::Fidelity::Approx, noc::Fidelity::Cycle}) {
+    Decode plain = decode(spec, f, 64, fid);
+    StepOptions o;
+    o.fidelity = fid;
+    o.keep_task_runs = true;
+    o.keep_path = true;
+    o.region_cells = 3;  // 8 x 8 tiles as 3 x 3 cells of 3 x 3 tiles (the last column and row cut to 2)
+    o.series_cells = 2;
+    o.series_intervals = 4;
+    const StepResult r = simulator().run(spec, f, {&plain.mapping.images[0]}, o);
+    const std::string what = noc::to_string(fid);
+    EXPECT_EQ(r.latency, plain.result.latency) << what;
+    EXPECT_EQ(r.breakdown.cause, plain.result.breakdown.cause) << what;
+    EXPECT_EQ(r.wafers[0].network.wait_cycles, plain.result.wafers[0].network.wait_cycles) << what;
+    EXPECT_EQ(r.wafers[0].network.link_traversals, plain.result.wafers[0].network.link_traversals) << what;
+
+    const RegionTotals& rt = r.wafers[0].regions;
+    EXPECT_EQ(rt.grid.cell, 3);
+    EXPECT_EQ(rt.grid.cols, 3);
+    EXPECT_EQ(rt.grid.rows, 3);
+    EXPECT_EQ(std::accumulate(rt.tiles.begin(), rt.tiles.end(), 0u), 64u);
+    EXPECT_EQ(rt.tiles[rt.grid.of({7, 7})], 4u);  // the corner cell is cut to 2 x 2
+    // 8 x 8 mesh: 2 x 8 x 7 x 2 directed links.
+    EXPECT_EQ(std::accumulate(rt.links.begin(), rt.links.end(), 0u), 224u);
+    std::uint64_t task_cycles = 0;
+    for (const auto& t : simulator().task_runs()[0]) task_cycles += t.end - t.start + spec.task_overhead;
+    EXPECT_EQ(std::accumulate(rt.task_cycles.begin(), rt.task_cycles.end(), std::uint64_t(0)), task_cycles) << what;
+    EXPECT_GT(std::accumulate(rt.link_busy.begin(), rt.link_busy.end(), std::uint64_t(0)), 0u) << what;
+
+    const RegionSeries& se = r.wafers[0].series;
+    ASSERT_GE(se.intervals(), 1u);
+    EXPECT_LE(se.intervals(), 5u) << what;  // at most series_intervals, + the last one to the end
+    EXPECT_EQ(se.t.front(), 0u);
+    EXPECT_GE(se.t.back(), r.latency);
+    EXPECT_EQ(se.grid.size(), 4u);
+    double busy = 0;
+    for (std::size_t i = 0; i < se.intervals(); ++i)
+      for (std::size_t c = 0; c < se.grid.size(); ++c)
+        busy += se.tiles_busy[i * se.grid.size() + c] * double(se.t[i + 1] - se.t[i]) * 16.0;  // 16 tiles a cell
+    EXPECT_NEAR(busy, double(task_cycles), 1e-6 * double(task_cycles)) << what;
+
+    const auto& path = r.wafers[0].step.path;
+    ASSERT_FALSE(path.empty());
+    EXPECT_EQ(path.front().from, 0u);
+    EXPECT_EQ(path.back().to, r.latency);
+    std::vector<Cycle> per_layer(plain.mapping.images[0].layer_names.size(), 0);
+    for (std::size_t i = 0; i < path.size(); ++i) {
+      if (i) {
+        EXPECT_EQ(path[i].from, path[i - 1].to) << what << " segment " << i;
+      }
+      per_layer[path[i].layer] += path[i].to - path[i].from;
+    }
+    for (std::size_t l = 0; l < per_layer.size(); ++l)
+      EXPECT_EQ(per_layer[l], sum(r.wafers[0].step.breakdown.per_layer[l])) << what << " layer " << l;
+  }
+}
+
+TEST(Regions, GridFitsAtMostTheAskedCells) {
+  for (auto [w, h, max] : std::vector<std::tuple<int, int, int>>{{8, 8, 128}, {762, 1172, 128}, {1, 1, 4}, {130, 5, 128}, {8, 8, 3}}) {
+    const RegionGrid g = RegionGrid::fit({w, h}, max);
+    EXPECT_LE(g.cols, max);
+    EXPECT_LE(g.rows, max);
+    EXPECT_GE(g.cols * g.cell, w);
+    EXPECT_GE(g.rows * g.cell, h);
+    if (g.cell > 1) {
+      EXPECT_GT(std::max(w, h), (g.cell - 1) * max) << "a smaller cell would fit";
+    }
+    EXPECT_EQ(g.of({w - 1, h - 1}), g.size() - 1);
+  }
 }
 
 }  // namespace

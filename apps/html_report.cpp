@@ -1,0 +1,587 @@
+#include "apps/html_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "apps/sweep.h"
+#include "hw/error.h"
+
+namespace wafer::apps::report {
+
+namespace {
+
+using json = nlohmann::json;
+
+// ---- small helpers -----------------------------------------------------------------------------------------
+
+std::string esc(const std::string& s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+std::string num(double v) {
+  if (!std::isfinite(v)) return "-";
+  const double a = std::fabs(v);
+  if (a != 0 && (a >= 1e7 || a < 1e-3)) return fmt::format("{:.3g}", v);
+  if (a >= 1000 || v == std::floor(v)) return fmt::format("{:.0f}", v);
+  return fmt::format("{:.3g}", v);
+}
+
+// A statistic {"value", "unit"} of a results object, or NaN.
+double value(const json& j, const std::string& key) {
+  if (!j.is_object() || !j.contains(key)) return NAN;
+  const json& s = j[key];
+  if (s.is_object() && s.contains("value") && s["value"].is_number()) return s["value"].get<double>();
+  if (s.is_number()) return s.get<double>();
+  return NAN;
+}
+std::string text(const json& j, const std::string& key) {
+  if (!j.is_object() || !j.contains(key)) return "";
+  const json& s = j[key];
+  if (s.is_string()) return s.get<std::string>();
+  if (s.is_object() && s.contains("value")) {
+    const json& v = s["value"];
+    std::string u = s.value("unit", "");
+    if (v.is_number()) return num(v.get<double>()) + (u.empty() ? "" : " " + u);
+    if (v.is_string()) return v.get<std::string>();
+  }
+  if (s.is_number()) return num(s.get<double>());
+  return "";
+}
+
+// Colour scales: a perceptual ramp (dark blue -> teal -> yellow), 32 steps.
+std::string ramp(double t) {
+  static const std::array<std::array<double, 3>, 5> k{{{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}}};
+  t = std::clamp(t, 0.0, 1.0);
+  const double x = t * double(k.size() - 1);
+  const std::size_t i = std::min<std::size_t>(k.size() - 2, std::size_t(x));
+  const double f = x - double(i);
+  auto c = [&](int ch) { return int(std::lround(k[i][std::size_t(ch)] * (1 - f) + k[i + 1][std::size_t(ch)] * f)); };
+  return fmt::format("#{:02x}{:02x}{:02x}", c(0), c(1), c(2));
+}
+constexpr int kLevels = 32;
+
+const std::array<const char*, 12> kCauseColours{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+                                                 "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#17becf", "#8c564b"};
+std::string layer_colour(int i, int n) {
+  if (i == -1) return "#eeeeee";
+  if (i == -2) return "#555555";
+  const double hue = std::fmod(double(i) * 137.508, 360.0);
+  const int light = 45 + (i % 3) * 10;
+  (void)n;
+  return fmt::format("hsl({:.0f},65%,{}%)", hue, light);
+}
+
+struct Matrix {
+  std::string unit;
+  int cols = 0, rows = 0;
+  std::vector<double> v;  // NaN: no data
+  bool ok() const { return cols > 0 && rows > 0; }
+  double at(int x, int y) const { return v[std::size_t(y) * std::size_t(cols) + std::size_t(x)]; }
+};
+Matrix matrix(const json& j, const std::string& key) {
+  Matrix m;
+  if (!j.is_object() || !j.contains(key) || !j[key].is_object() || !j[key].contains("value")) return m;
+  const json& rows = j[key]["value"];
+  if (!rows.is_array() || rows.empty() || !rows[0].is_array()) return m;
+  m.unit = j[key].value("unit", "");
+  m.rows = int(rows.size());
+  m.cols = int(rows[0].size());
+  m.v.assign(std::size_t(m.rows) * std::size_t(m.cols), NAN);
+  for (int y = 0; y < m.rows; ++y)
+    for (int x = 0; x < m.cols && x < int(rows[std::size_t(y)].size()); ++x) {
+      const json& c = rows[std::size_t(y)][std::size_t(x)];
+      if (c.is_number()) m.v[std::size_t(y) * std::size_t(m.cols) + std::size_t(x)] = c.get<double>();
+    }
+  return m;
+}
+std::string csv_of(const Matrix& m) {
+  std::string o;
+  for (int y = 0; y < m.rows; ++y) {
+    for (int x = 0; x < m.cols; ++x) {
+      if (x) o += ',';
+      const double v = m.at(x, y);
+      if (std::isfinite(v)) o += fmt::format("{}", v);
+    }
+    o += '\n';
+  }
+  return o;
+}
+
+// A matrix as an SVG picture: horizontal runs of one colour merged into one rect; `colour(v)` gives the
+// fill ("" for none). `px` pixels per cell side (the picture is at most ~640 px wide).
+template <class F>
+std::string svg_cells(const Matrix& m, F&& colour, const std::string& label, const std::string& extra = {}) {
+  const double px = std::clamp(640.0 / double(std::max(m.cols, m.rows)), 1.0, 40.0);
+  std::string o = fmt::format(
+      R"(<svg class="map" role="img" aria-label="{}" width="{:.0f}" height="{:.0f}" viewBox="0 0 {} {}" shape-rendering="crispEdges"><rect width="{}" height="{}" fill="#f4f4f4"/>)",
+      esc(label), px * m.cols, px * m.rows, m.cols, m.rows, m.cols, m.rows);
+  for (int y = 0; y < m.rows; ++y) {
+    int x = 0;
+    while (x < m.cols) {
+      const std::string c = colour(m.at(x, y));
+      int e = x + 1;
+      while (e < m.cols && colour(m.at(e, y)) == c) ++e;
+      if (!c.empty()) o += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="1" fill="{}"/>)", x, y, e - x, c);
+      x = e;
+    }
+  }
+  o += extra;
+  o += "</svg>";
+  return o;
+}
+
+std::string legend_ramp(double lo, double hi, const std::string& unit) {
+  std::string o = R"(<svg class="legend" width="260" height="34" viewBox="0 0 260 34">)";
+  for (int i = 0; i < kLevels; ++i)
+    o += fmt::format(R"(<rect x="{}" y="0" width="7" height="14" fill="{}"/>)", 10 + i * 7, ramp((i + 0.5) / kLevels));
+  o += fmt::format(R"(<text x="10" y="30" font-size="11">{}</text><text x="234" y="30" font-size="11" text-anchor="end">{} {}</text></svg>)",
+                   esc(num(lo)), esc(num(hi)), esc(unit));
+  return o;
+}
+
+// A heatmap with its legend and a one-line summary.
+std::string heatmap(const Matrix& m, const std::string& title, const std::string& what, bool fixed_percent) {
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  std::size_t n = 0;
+  for (double v : m.v)
+    if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v), sum += v, ++n;
+  if (!n) lo = hi = 0;
+  // Percentages from 0 to the largest value (a fixed 0-100 scale hides low utilisation); counts likewise.
+  (void)fixed_percent;
+  double top = hi;
+  double bottom = std::min(0.0, lo);
+  if (top <= bottom) top = bottom + 1;
+  auto colour = [&](double v) -> std::string {
+    if (!std::isfinite(v)) return "";
+    const int q = std::clamp(int((v - bottom) / (top - bottom) * kLevels), 0, kLevels - 1);
+    return ramp((q + 0.5) / kLevels);
+  };
+  std::string o = fmt::format(R"(<figure><figcaption><b>{}</b> [{}] {}<br>min {}, mean {}, max {}</figcaption>)", esc(title),
+                              esc(m.unit), esc(what), num(lo), num(n ? sum / double(n) : 0.0), num(hi));
+  o += svg_cells(m, colour, title);
+  o += "<br>" + legend_ramp(bottom, top, m.unit);
+  o += "</figure>";
+  return o;
+}
+
+// Horizontal stacked bars: rows of (label, values per series); one colour per series.
+std::string stacked_bars(const std::vector<std::pair<std::string, std::vector<double>>>& rows,
+                         const std::vector<std::string>& series, const std::string& unit, const std::string& label,
+                         int lw = 170) {
+  double maxv = 0;
+  for (const auto& r : rows) {
+    double s = 0;
+    for (double v : r.second) s += std::max(0.0, v);
+    maxv = std::max(maxv, s);
+  }
+  if (maxv <= 0) maxv = 1;
+  const int bw = 560, rh = 16, top = 8;
+  const int h = top + int(rows.size()) * rh + 24 + int((series.size() + 3) / 4) * 16;
+  std::string o = fmt::format(R"(<svg class="bars" role="img" aria-label="{}" width="{}" height="{}" viewBox="0 0 {} {}">)",
+                              esc(label), lw + bw + 90, h, lw + bw + 90, h);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const int y = top + int(i) * rh;
+    o += fmt::format(R"(<text x="{}" y="{}" font-size="11" text-anchor="end">{}</text>)", lw - 6, y + 11, esc(rows[i].first));
+    double x = lw, total = 0;
+    for (std::size_t s = 0; s < rows[i].second.size() && s < series.size(); ++s) {
+      const double v = std::max(0.0, rows[i].second[s]);
+      total += v;
+      const double w = v / maxv * bw;
+      if (w > 0)
+        o += fmt::format(R"(<rect x="{:.2f}" y="{}" width="{:.2f}" height="{}" fill="{}"><title>{}: {} {}</title></rect>)", x, y + 1,
+                         w, rh - 3, kCauseColours[s % kCauseColours.size()], esc(series[s]), num(v), esc(unit));
+      x += w;
+    }
+    o += fmt::format(R"(<text x="{:.1f}" y="{}" font-size="10">{}</text>)", x + 4, y + 11, esc(num(total)));
+  }
+  const int ly = top + int(rows.size()) * rh + 10;
+  for (std::size_t s = 0; s < series.size(); ++s) {
+    const int x = lw + int(s % 4) * 150, y = ly + int(s / 4) * 16;
+    o += fmt::format(R"(<rect x="{}" y="{}" width="10" height="10" fill="{}"/><text x="{}" y="{}" font-size="11">{}</text>)", x, y,
+                     kCauseColours[s % kCauseColours.size()], x + 14, y + 9, esc(series[s]));
+  }
+  o += "</svg>";
+  return o;
+}
+
+std::string table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) {
+  std::string o = "<table><tr>";
+  for (const auto& h : head) o += "<th>" + esc(h) + "</th>";
+  o += "</tr>";
+  for (const auto& r : rows) {
+    o += "<tr>";
+    for (const auto& c : r) o += "<td>" + esc(c) + "</td>";
+    o += "</tr>";
+  }
+  return o + "</table>";
+}
+
+const char* kStyle = R"(body{font-family:sans-serif;margin:24px;color:#222;max-width:1400px}
+h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;font-size:12px;margin:8px 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}
+th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}figure{display:inline-block;margin:8px 16px 8px 0;vertical-align:top}
+figcaption{font-size:12px;margin-bottom:4px;max-width:640px}.note{font-size:12px;color:#555}.kpi{font-size:15px}
+svg.map{border:1px solid #bbb;image-rendering:pixelated}
+)";
+
+std::string page(const std::string& title, const std::string& body) {
+  return fmt::format(R"(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{}</title><style>{}</style></head>
+<body>
+{}
+</body></html>
+)",
+                     esc(title), kStyle, body);
+}
+
+}  // namespace
+
+// ---- decode ------------------------------------------------------------------------------------------------
+
+json read_decode_json(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw hw::InputError(fmt::format("{}: cannot read results file", file.string()));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    throw hw::InputError(fmt::format("{}: malformed JSON at byte {}", file.string(), e.byte));
+  }
+  if (!j.is_object() || !j.contains("latency_cycles") || !j.contains("breakdown") || !j.contains("config"))
+    throw hw::InputError(fmt::format("{}: not the results of wafer-emu decode --json (no latency_cycles, breakdown, config)",
+                                     file.string()));
+  return j;
+}
+
+Output from_decode(const json& r, const std::string& source) {
+  Output out;
+  const json& cfg = r["config"];
+  const json& bd = r["breakdown"];
+  std::string b;
+  const std::string title = fmt::format("{} on {}: decode step", text(cfg, "model"), text(cfg, "wafer"));
+  b += "<h1>" + esc(title) + "</h1>";
+  b += fmt::format(R"(<p class="kpi">latency <b>{} µs</b> per token ({} cycles), {} tokens/s per user, {} tokens/s for the batch</p>)",
+                   num(value(r, "latency_us")), num(value(r, "latency_cycles")), num(value(r, "tokens_per_s")),
+                   num(value(r, "tokens_per_s_aggregate")));
+  b += "<p class=note>from " + esc(source) + " (wafer-emu report; docs/report.md)</p>";
+  {
+    std::vector<std::vector<std::string>> rows;
+    for (auto it = cfg.begin(); it != cfg.end(); ++it) rows.push_back({it.key(), text(cfg, it.key())});
+    b += "<h2>Configuration</h2>" + table({"setting", "value"}, rows);
+  }
+
+  // Causes.
+  std::vector<std::string> causes;
+  if (bd.contains("per_layer") && bd["per_layer"].is_array() && !bd["per_layer"].empty())
+    for (auto it = bd["per_layer"][0].begin(); it != bd["per_layer"][0].end(); ++it) {
+      const std::string k = it.key();
+      if (k.size() > 9 && k.ends_with(" [cycles]") && k != "total [cycles]") causes.push_back(k.substr(0, k.size() - 9));
+    }
+  b += "<h2>Where the time goes: the critical path by cause</h2>";
+  {
+    std::vector<double> v;
+    std::vector<std::vector<std::string>> rows;
+    const double lat = value(r, "latency_cycles");
+    for (const auto& c : causes) {
+      v.push_back(value(bd, c));
+      rows.push_back({c, num(value(bd, c)), num(lat > 0 ? 100.0 * value(bd, c) / lat : 0.0)});
+    }
+    b += stacked_bars({{"step", v}}, causes, "cycles", "critical path by cause");
+    b += table({"cause", "cycles", "share [%]"}, rows);
+  }
+  // Per layer.
+  if (bd.contains("per_layer") && bd["per_layer"].is_array()) {
+    std::vector<std::pair<std::string, std::vector<double>>> bars;
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& row : bd["per_layer"]) {
+      std::vector<double> v;
+      std::vector<std::string> cells{row.value("layer", std::string("?")), num(row.value("total [cycles]", 0.0)),
+                                     num(row.value("total [us]", 0.0)), num(row.value("share [%]", 0.0))};
+      for (const auto& c : causes) {
+        const double x = row.value(c + " [cycles]", 0.0);
+        v.push_back(x);
+        cells.push_back(num(x));
+      }
+      bars.emplace_back(row.value("layer", std::string("?")), std::move(v));
+      rows.push_back(std::move(cells));
+    }
+    std::vector<std::string> head{"layer", "total [cycles]", "total [us]", "share [%]"};
+    for (const auto& c : causes) head.push_back(c);
+    b += "<h2>Per layer and cause</h2>" + stacked_bars(bars, causes, "cycles", "critical path per layer");
+    b += table(head, rows);
+  }
+  if (bd.contains("per_op") && bd["per_op"].is_array()) {
+    std::vector<std::pair<std::string, std::vector<double>>> bars;
+    for (const auto& row : bd["per_op"]) {
+      std::vector<double> v;
+      for (const auto& c : causes) v.push_back(row.value(c + " [cycles]", 0.0));
+      bars.emplace_back(row.value("operator", std::string("?")), std::move(v));
+    }
+    b += "<h2>Per operator and cause</h2>" + stacked_bars(bars, causes, "cycles", "critical path per operator");
+  }
+
+  // The wafer.
+  const json* reg = r.contains("regions") && r["regions"].is_object() ? &r["regions"] : nullptr;
+  if (!reg) {
+    b += "<h2>The wafer</h2><p class=note>These results have no <code>regions</code> section (written by an older wafer-emu): "
+         "no maps.</p>";
+  } else {
+    const int cell = int(value(*reg, "cell_side"));
+    b += fmt::format("<h2>The wafer</h2><p class=note>{} x {} logical tiles as {} x {} cells of {} x {} tiles.</p>",
+                     num(value(*reg, "logical_width")), num(value(*reg, "logical_height")), num(value(*reg, "columns")),
+                     num(value(*reg, "rows")), cell, cell);
+    // Layer legend.
+    std::map<int, std::string> names;
+    if (reg->contains("layers") && (*reg)["layers"].is_array())
+      for (const auto& l : (*reg)["layers"]) names[l.value("index", -1)] = l.value("layer", std::string("?"));
+    const int nl = int(names.size());
+    for (int k = 0; reg->contains(fmt::format("wafer_{}", k)); ++k) {
+      const std::string wk = fmt::format("wafer_{}", k);
+      const json& w = (*reg)[wk];
+      b += fmt::format("<h2>Wafer {}</h2>", k);
+      const Matrix lay = matrix(w, "layer");
+      if (lay.ok()) {
+        std::set<int> present;
+        for (double v : lay.v)
+          if (std::isfinite(v)) present.insert(int(v));
+        b += "<figure><figcaption><b>Placement</b>: the layer held by most used tiles of each cell</figcaption>";
+        b += svg_cells(lay, [&](double v) { return std::isfinite(v) ? layer_colour(int(v), nl) : std::string(); }, "placement");
+        b += "<div class=note>";
+        for (int id : present) {
+          const std::string nm = id == -1 ? "idle" : names.count(id) ? names[id] : fmt::format("layer #{}", id);
+          b += fmt::format(R"(<span style="white-space:nowrap"><svg width="10" height="10"><rect width="10" height="10" fill="{}"/></svg> {}</span> )",
+                           layer_colour(id, nl), esc(nm));
+        }
+        b += "</div></figure>";
+        out.csv.emplace_back(wk + ".layer", csv_of(lay));
+      }
+      struct H {
+        const char* key;
+        const char* title;
+        const char* what;
+        bool percent;
+      };
+      for (const H& h : {H{"link_utilisation", "Link utilisation", "busy cycles of the cell's outgoing links over the step", true},
+                         H{"tile_busy", "Tiles busy", "share of the step the cell's cores ran tasks", true},
+                         H{"sram_use", "SRAM use", "bytes allocated over the cell's SRAM", true},
+                         H{"tiles_used", "Tiles used", "tiles with a program", false},
+                         H{"extra_hops", "Repair detours", "physical hops beyond one of the cell's links", false}}) {
+        const Matrix m = matrix(w, h.key);
+        if (!m.ok()) continue;
+        b += heatmap(m, h.title, h.what, h.percent);
+        out.csv.emplace_back(wk + "." + h.key, csv_of(m));
+      }
+    }
+    if (reg->contains("repair") && (*reg)["repair"].is_object()) {
+      const json& rp = (*reg)["repair"];
+      b += "<h2>Defects and repair</h2>";
+      std::vector<std::vector<std::string>> rows;
+      for (const char* k : {"scheme", "complete", "defects", "spare_tiles_used", "displaced_tiles", "links_detoured", "extra_hops"})
+        rows.push_back({k, text(rp, k)});
+      b += table({"", "value"}, rows);
+      const Matrix dm = matrix(rp, "defect_map"), sp = matrix(rp, "spares_used"), mv = matrix(rp, "displaced");
+      if (dm.ok() && sp.ok() && mv.ok()) {
+        // One picture: displaced tiles grey, spares used blue, defects red (on top).
+        Matrix kind = dm;
+        for (std::size_t i = 0; i < kind.v.size(); ++i)
+          kind.v[i] = dm.v[i] > 0 ? 3 : sp.v[i] > 0 ? 2 : mv.v[i] > 0 ? 1 : 0;
+        const std::array<const char*, 4> col{"", "#b8b8b8", "#2f6fdf", "#e02020"};
+        b += fmt::format("<figure><figcaption><b>The physical wafer</b> ({} x {} tiles, cells of {} x {}): "
+                         "<span style=\"color:#e02020\">■</span> defects, <span style=\"color:#2f6fdf\">■</span> spare tiles used, "
+                         "<span style=\"color:#888\">■</span> tiles repair displaced</figcaption>",
+                         num(value(rp, "physical_width")), num(value(rp, "physical_height")), num(value(rp, "cell_side")),
+                         num(value(rp, "cell_side")));
+        b += svg_cells(kind, [&](double v) { return std::string(col[std::size_t(std::clamp(int(v), 0, 3))]); }, "defects and repair");
+        b += "</figure>";
+        out.csv.emplace_back("repair.defect_map", csv_of(dm));
+        out.csv.emplace_back("repair.spares_used", csv_of(sp));
+        out.csv.emplace_back("repair.displaced", csv_of(mv));
+      }
+    } else {
+      b += "<h2>Defects and repair</h2><p class=note>No defects given: the wafer is perfect, repair was not needed.</p>";
+    }
+  }
+  out.html = page(title, b);
+  return out;
+}
+
+// ---- study -------------------------------------------------------------------------------------------------
+
+Output from_study(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  const fs::path pf = dir / "points.jsonl";
+  std::error_code ec;
+  if (!fs::exists(pf, ec))
+    throw hw::InputError(fmt::format("{}: holds no results (no points.jsonl: not a wafer-emu sweep --out folder)", dir.string()));
+  std::ifstream in(pf, std::ios::binary);
+  if (!in) throw hw::InputError(fmt::format("{}: cannot read", pf.string()));
+  std::vector<json> pts;
+  std::string line;
+  std::size_t lineno = 0;
+  std::vector<std::string> lines;
+  while (std::getline(in, line)) lines.push_back(line);
+  for (const auto& l : lines) {
+    ++lineno;
+    if (l.empty()) continue;
+    try {
+      json j = json::parse(l);
+      if (!j.is_object() || !j.contains("status") || !j.contains("settings")) throw json::other_error::create(501, "not a point", nullptr);
+      pts.push_back(std::move(j));
+    } catch (const json::exception&) {
+      if (lineno == lines.size()) continue;  // a last line being written
+      throw hw::InputError(fmt::format("{}:{}: not a point of a study (malformed line)", pf.string(), lineno));
+    }
+  }
+  if (pts.empty()) throw hw::InputError(fmt::format("{}: holds no results (no finished point)", pf.string()));
+  const sweep::Study st = sweep::read_dir_study(dir);  // its schema and hash checked as sweep --summarize does
+
+  // Group by every setting but the seed; placement and density first in the label.
+  struct Group {
+    std::string placement, density, rest;
+    std::vector<double> lat;
+    std::int64_t failed = 0;
+    std::map<std::string, std::int64_t> reasons;
+    std::map<std::string, double> causes;  // summed over ok points
+  };
+  std::map<std::tuple<std::string, double, std::string>, Group> groups;
+  std::set<std::string> cause_names;
+  for (const auto& p : pts) {
+    const json& s = p["settings"];
+    std::string placement = s.contains("placement") ? s["placement"].dump() : "\"layer-bands\"";
+    placement.erase(std::remove(placement.begin(), placement.end(), '"'), placement.end());
+    const double dens = s.contains("density") && s["density"].is_number() ? s["density"].get<double>() : -1.0;
+    std::string rest;
+    for (auto it = s.begin(); it != s.end(); ++it) {
+      if (it.key() == "seed" || it.key() == "placement" || it.key() == "density") continue;
+      bool axis = false;
+      for (const auto& [k, v] : st.axes) axis |= k == it.key();
+      if (!axis) continue;
+      std::string v = it.value().dump();
+      v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+      rest += (rest.empty() ? "" : ", ") + it.key() + " " + v;
+    }
+    Group& g = groups[{placement, dens, rest}];
+    g.placement = placement;
+    g.density = dens < 0 ? "no defects" : fmt::format("{} /cm²", num(dens));
+    g.rest = rest;
+    if (p["status"] == "ok" && p.contains("latency_us") && p["latency_us"].is_number()) {
+      g.lat.push_back(p["latency_us"].get<double>());
+      if (p.contains("breakdown_cycles") && p["breakdown_cycles"].is_object())
+        for (auto it = p["breakdown_cycles"].begin(); it != p["breakdown_cycles"].end(); ++it)
+          if (it.value().is_number()) g.causes[it.key()] += it.value().get<double>(), cause_names.insert(it.key());
+    } else {
+      ++g.failed;
+      std::string why = p.contains("failure") && p["failure"].is_object()
+                            ? p["failure"].value("stage", std::string("?")) + ": " + p["failure"].value("reason", std::string("?"))
+                            : std::string("failed");
+      ++g.reasons[sweep::reason_class(why)];
+    }
+  }
+  std::int64_t ok = 0, failed = 0;
+  double lo = INFINITY, hi = -INFINITY;
+  for (auto& [k, g] : groups) {
+    std::sort(g.lat.begin(), g.lat.end());
+    ok += std::int64_t(g.lat.size()), failed += g.failed;
+    if (!g.lat.empty()) lo = std::min(lo, g.lat.front()), hi = std::max(hi, g.lat.back());
+  }
+  std::string b;
+  const std::string title = fmt::format("Study {} ({})", st.name.empty() ? st.hash : st.name, st.hash);
+  b += "<h1>" + esc(title) + "</h1>";
+  b += fmt::format(R"(<p class="kpi">{} of {} points finished: {} ok, {} failed; {} settings</p>)", pts.size(), st.points(), ok,
+                   failed, groups.size());
+  b += "<p class=note>from " + esc(dir.string()) + " (wafer-emu report; docs/report.md). Settings group the points of every seed.</p>";
+
+  // Distributions: one row per setting, a box from p5 to p95, the median, the points as dots.
+  b += "<h2>Latency per token, per placement and defect density</h2>";
+  if (ok == 0) {
+    b += "<p class=note>No point finished ok: nothing to plot.</p>";
+  } else {
+    if (hi <= lo) hi = lo + 1;
+    const double pad = (hi - lo) * 0.05;
+    const double x0 = lo - pad, x1 = hi + pad;
+    const int lw = 330, pw = 560, rh = 22, top = 10;
+    const int h = top + int(groups.size()) * rh + 40;
+    b += fmt::format(R"(<svg class="dist" role="img" aria-label="latency distributions" width="{}" height="{}" viewBox="0 0 {} {}">)",
+                     lw + pw + 70, h, lw + pw + 70, h);
+    auto X = [&](double v) { return lw + (v - x0) / (x1 - x0) * pw; };
+    int i = 0;
+    for (const auto& [k, g] : groups) {
+      const int y = top + i * rh;
+      const std::string label = g.placement + ", " + g.density + (g.rest.empty() ? "" : ", " + g.rest);
+      b += fmt::format(R"(<text x="{}" y="{}" font-size="11" text-anchor="end">{}</text>)", lw - 8, y + 14, esc(label));
+      b += fmt::format(R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="#eee"/>)", lw, lw + pw, y + 10, y + 10);
+      if (!g.lat.empty()) {
+        const double p5 = sweep::percentile(g.lat, 5), p50 = sweep::percentile(g.lat, 50), p95 = sweep::percentile(g.lat, 95);
+        b += fmt::format(R"(<rect x="{:.1f}" y="{}" width="{:.1f}" height="14" fill="#9ecae1" stroke="#3182bd"><title>p5 {} µs, p50 {} µs, p95 {} µs, {} points</title></rect>)",
+                         X(p5), y + 3, std::max(1.0, X(p95) - X(p5)), num(p5), num(p50), num(p95), g.lat.size());
+        b += fmt::format(R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1}" y2="{2}" stroke="#08306b" stroke-width="2"/>)", X(p50), y + 1, y + 19);
+        for (double v : g.lat) b += fmt::format(R"(<circle cx="{:.1f}" cy="{}" r="2" fill="#e6550d" fill-opacity="0.7"/>)", X(v), y + 10);
+      }
+      if (g.failed) b += fmt::format(R"(<text x="{}" y="{}" font-size="10" fill="#a00">{} failed</text>)", lw + pw + 8, y + 14, g.failed);
+      ++i;
+    }
+    const int ay = top + int(groups.size()) * rh + 4;
+    b += fmt::format(R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="#333"/>)", lw, lw + pw, ay, ay);
+    for (int t = 0; t <= 4; ++t) {
+      const double v = x0 + (x1 - x0) * t / 4.0;
+      b += fmt::format(R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1}" y2="{2}" stroke="#333"/><text x="{0:.1f}" y="{3}" font-size="10" text-anchor="middle">{4}</text>)",
+                       X(v), ay, ay + 4, ay + 16, num(v));
+    }
+    b += fmt::format(R"(<text x="{}" y="{}" font-size="11" text-anchor="middle">latency per token [µs] (box p5-p95, bar the median, dots the points)</text></svg>)",
+                     lw + pw / 2, ay + 32);
+  }
+  // The table.
+  {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [k, g] : groups) {
+      auto pc = [&](double p) { return g.lat.empty() ? std::string("-") : num(sweep::percentile(g.lat, p)); };
+      double mean = 0;
+      for (double v : g.lat) mean += v;
+      std::string reasons;
+      for (const auto& [r, n] : g.reasons) reasons += fmt::format("{}{} x {}", reasons.empty() ? "" : "; ", n, r);
+      rows.push_back({g.placement, g.density, g.rest, std::to_string(g.lat.size() + std::size_t(g.failed)), std::to_string(g.lat.size()),
+                      std::to_string(g.failed), g.lat.empty() ? "-" : num(mean / double(g.lat.size())), pc(5), pc(50), pc(95), pc(100),
+                      reasons.empty() ? "-" : reasons});
+    }
+    b += table({"placement", "density", "other settings", "points", "ok", "failed", "mean [µs]", "p5 [µs]", "p50 [µs]", "p95 [µs]",
+                "max [µs]", "failures"},
+               rows);
+  }
+  // Mean cause split per setting.
+  if (!cause_names.empty()) {
+    std::vector<std::string> series(cause_names.begin(), cause_names.end());
+    std::vector<std::pair<std::string, std::vector<double>>> bars;
+    for (const auto& [k, g] : groups) {
+      if (g.lat.empty()) continue;
+      std::vector<double> v;
+      for (const auto& c : series) v.push_back(g.causes.count(c) ? g.causes.at(c) / double(g.lat.size()) : 0.0);
+      bars.emplace_back(g.placement + ", " + g.density + (g.rest.empty() ? "" : ", " + g.rest), std::move(v));
+    }
+    b += "<h2>Critical path by cause, mean over the seeds</h2>" + stacked_bars(bars, series, "cycles", "causes per setting", 420);
+  }
+  Output out;
+  out.html = page(title, b);
+  return out;
+}
+
+}  // namespace wafer::apps::report

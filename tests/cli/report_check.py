@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""`wafer-emu report` pages checked as documents, and their CSV matrices against the results.
+
+report_check.py WAFER_EMU OUTDIR
+
+- decode on the tiny wafer with generated defects, then `report`: the page parses as HTML with balanced
+  tags, holds the SVG pictures (placement, heatmaps, the physical wafer, the cause bars), references
+  nothing outside itself (no http:// or https://, no src=, no <script>, no <link>), and every heatmap CSV
+  beside it has the matrix of the results' regions section (same shape, same numbers);
+- a pipeline of two wafers: a section and CSVs per wafer;
+- a study folder (configs/studies/tiny.json): the distribution picture and a row per setting.
+"""
+import csv, html.parser, json, math, os, shutil, subprocess, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+VOID = {"meta", "br", "img", "hr", "input", "link", "wbr", "col", "area", "base", "source", "rect", "circle", "line", "path"}
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+class Doc(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.stack, self.count, self.errors, self.labels = [], {}, [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.count[tag] = self.count.get(tag, 0) + 1
+        a = dict(attrs)
+        if tag == "svg" and "aria-label" in a:
+            self.labels.append(a["aria-label"])
+        for k, v in attrs:
+            if k in ("src", "href") or (v and ("url(" in v)):
+                self.errors.append(f"<{tag} {k}={v!r}> refers to something outside the page")
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.count[tag] = self.count.get(tag, 0) + 1
+        a = dict(attrs)
+        if tag == "svg" and "aria-label" in a:
+            self.labels.append(a["aria-label"])
+
+    def handle_endtag(self, tag):
+        if tag in VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes <{self.stack[-1] if self.stack else 'nothing'}>")
+        else:
+            self.stack.pop()
+
+
+def check_page(path, want_labels):
+    text = open(path, encoding="utf-8").read()
+    for bad in ("http://", "https://", "<script", "<link", "@import", "<iframe", "<img"):
+        if bad in text:
+            fail(f"{path}: contains {bad!r} (the page must stand alone)")
+    if not text.startswith("<!DOCTYPE html>"):
+        fail(f"{path}: no <!DOCTYPE html>")
+    d = Doc()
+    d.feed(text)
+    d.close()
+    if d.errors or d.stack:
+        fail(f"{path}: {d.errors[:5]} unclosed {d.stack}")
+    for label in want_labels:
+        if label not in d.labels:
+            fail(f"{path}: no SVG '{label}' (has {d.labels})")
+    return d
+
+
+def read_csv(path):
+    with open(path) as f:
+        return [[float(c) if c else math.nan for c in row] for row in csv.reader(f)]
+
+
+def same(a, b):
+    return (math.isnan(a) and (b is None or math.isnan(b))) or (b is not None and abs(a - b) <= 1e-9 * max(1, abs(b)))
+
+
+def check_csv(path, matrix):
+    got = read_csv(path)
+    want = matrix["value"]
+    if len(got) != len(want) or any(len(g) != len(w) for g, w in zip(got, want)):
+        fail(f"{path}: {len(got)} rows x {len(got[0]) if got else 0}, the results have {len(want)} x {len(want[0])}")
+    for y, (g, w) in enumerate(zip(got, want)):
+        for x, (a, b) in enumerate(zip(g, w)):
+            if not same(a, b):
+                fail(f"{path}: row {y} column {x}: {a} != {b} in the results")
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    exe, out = sys.argv[1], sys.argv[2]
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    p = lambda n: os.path.join(out, n)
+
+    def run(args):
+        r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            fail(f"wafer-emu {' '.join(args)}: exit {r.returncode}\n{r.stderr}")
+        return r
+
+    tiny = ["decode", "--wafer", "tiny", "--model", "tiny-llama", "--context", "64"]
+    run(tiny + ["--density", "20", "--seed", "3", "--json", p("d.json")])
+    run(["report", "--in", p("d.json"), "--out", p("d.html")])
+    res = json.load(open(p("d.json")))
+    reg = res["regions"]
+    w0 = reg["wafer_0"]
+    if len(w0["link_utilisation"]["value"]) != reg["rows"]["value"] or len(w0["link_utilisation"]["value"][0]) != reg["columns"]["value"]:
+        fail("regions: matrix shape differs from rows x columns")
+    if sum(sum(r) for r in w0["tiles_used"]["value"]) != res["fabric"]["tiles_used"]["value"]:
+        fail("regions: tiles_used cells do not add up to fabric.tiles_used")
+    d = check_page(p("d.html"), ["placement", "Link utilisation", "Tiles busy", "SRAM use", "defects and repair",
+                                 "critical path by cause", "critical path per layer"])
+    for key in ("link_utilisation", "tile_busy", "sram_use", "tiles_used", "extra_hops", "layer"):
+        check_csv(p(f"d.wafer_0.{key}.csv"), w0[key])
+    for key in ("defect_map", "spares_used", "displaced"):
+        check_csv(p(f"d.repair.{key}.csv"), reg["repair"][key])
+    ndef = sum(sum(r) for r in reg["repair"]["defect_map"]["value"])
+    if ndef != reg["repair"]["defects"]["value"]:
+        fail(f"repair: the defect map holds {ndef} defects, the count says {reg['repair']['defects']['value']}")
+    print(f"decode page: {d.count.get('svg', 0)} SVGs, {d.count.get('rect', 0)} rects; CSVs match the results")
+
+    run(tiny + ["--wafers", "2", "--json", p("two.json")])
+    run(["report", p("two.json"), "--out", p("two.html")])
+    check_page(p("two.html"), ["placement", "Link utilisation"])
+    for k in (0, 1):
+        if not os.path.exists(p(f"two.wafer_{k}.link_utilisation.csv")):
+            fail(f"two wafers: no heatmap CSV for wafer {k}")
+    print("two wafers: a section and CSVs per wafer")
+
+    run(["sweep", "--spec", os.path.join(ROOT, "configs", "studies", "tiny.json"), "--out", p("study")])
+    run(["report", p("study"), "--out", p("study.html")])
+    d = check_page(p("study.html"), ["latency distributions", "causes per setting"])
+    text = open(p("study.html"), encoding="utf-8").read()
+    if text.count("<tr>") < 1 + 8:  # header + 8 settings of the tiny study
+        fail(f"study page: {text.count('<tr>')} table rows, expected a header and 8 settings")
+    print(f"study page: {d.count.get('svg', 0)} SVGs, {d.count.get('circle', 0)} points plotted")
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
