@@ -18,6 +18,7 @@ sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, c
   so.fidelity = p.fidelity;
   so.weight_bytes = p.options.weight_bits == 8 ? 1 : 2;
   so.keep_task_runs = p.keep_task_runs;
+  so.reuse = p.reuse;
   so.interwafer_bytes = std::uint64_t(std::max<std::int64_t>(1, mapping.interwafer_bytes_per_token()));
   return simulator.run(p.spec, fabric, images, so);
 }

@@ -21,6 +21,7 @@ struct DecodePoint {
   mapper::MapOptions options;
   noc::Fidelity fidelity = noc::Fidelity::Approx;
   bool keep_task_runs = false;  // keep every task run (for a Chrome trace)
+  bool reuse = true;            // sim::StepOptions::reuse (false: `decode --no-reuse`)
 };
 
 // Maps the point onto `fabric` (the wafer's repaired logical mesh). Throws hw::InputError with the

@@ -39,6 +39,11 @@ struct StepOptions {
   // caller should pass the mapper's figure).
   std::uint64_t interwafer_bytes = 0;
   bool keep_task_runs = false;  // keep every task run for task_runs() (traces)
+  // Pay once for what repeats (exactly): a wafer of the pipeline whose image is an earlier wafer's (the
+  // same programs on the same tiles, the same injections and done condition; only the layer names differ)
+  // and that streams no weights is not emulated again: its result is the earlier wafer's shifted to its own
+  // start (see Simulator::run). false: emulate every wafer (`decode --no-reuse`).
+  bool reuse = true;
 };
 
 struct WaferStep {
@@ -46,6 +51,7 @@ struct WaferStep {
   noc::NetworkStats network;
   std::size_t mesh_bytes = 0;   // mesh model state
   std::uint64_t link_busy_max = 0;  // busiest link's occupied cycles
+  int reused_from = -1;             // the earlier wafer whose result this is (shifted), -1: emulated
 };
 
 struct Named {
@@ -67,6 +73,10 @@ struct StepResult {
   memory::EdgeChannelRule channel_rule;
   double channel_busy_max_us = 0;
   double elaboration_s = 0, emulation_s = 0;
+  // Cost of the emulation (StepOptions::reuse): tile tasks the cores ran, against the tasks the result
+  // represents (every wafer's tasks_run); wafers whose result was reused.
+  std::uint64_t tasks_executed = 0, tasks_represented = 0;
+  std::uint32_t wafers_reused = 0;
 };
 
 class Top;
@@ -93,6 +103,11 @@ class Simulator {
   std::vector<std::vector<core::TaskRun>> runs_;
   double elaboration_s_ = 0;
 };
+
+// Whether wafer step `b` is wafer step `a` shifted in time: the same grid, programs, tile programs, operator
+// names, injections and done condition, as many layers (their names may differ), and no streamed weights
+// (the MemoryX port is shared by the wafers, so a streaming wafer's timing depends on the ones before).
+bool same_step(const firmware::Image& a, const firmware::Image& b);
 
 // SRAM per used tile, checked against the capacity; returns max / mean.
 memory::SramStats check_sram(const hw::WaferSpec& spec, const firmware::Image& image);

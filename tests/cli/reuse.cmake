@@ -1,0 +1,28 @@
+# Reuse of repeated work (sim::StepOptions::reuse): every case runs `decode` with reuse and with
+# --no-reuse and compares the JSON results byte for byte but for the wall_time section (reuse_check.py).
+# `some`: reuse must apply (fewer tasks executed than represented); `none`: the symmetry is broken, every
+# task runs; `any`: either.
+set(REUSE_CHECK python3 ${CMAKE_CURRENT_SOURCE_DIR}/reuse_check.py ${WAFER_EMU} ${OUT}/reuse)
+set(TINY_R --wafer tiny --model tiny-llama --context 64)
+set(TINY6 --wafer tiny --model ${DATA}/reuse_6_layers.json --context 64)
+function(reuse_test name expect)
+  add_test(NAME cli.reuse_${name} COMMAND ${REUSE_CHECK} ${name} ${expect} -- ${ARGN})
+endfunction()
+# A pipeline of wafers: the middle wafers of 4 run the same step (same programs, other layer names).
+reuse_test(wafers4 some ${TINY_R} --wafers 4)
+reuse_test(wafers4_cycle some ${TINY_R} --wafers 4 --fidelity cycle)
+reuse_test(wafers4_defects some ${TINY_R} --wafers 4 --density 20 --seed 3)
+reuse_test(wafers4_trace some ${TINY_R} --wafers 4 --trace TRACE)
+reuse_test(wafers6_6layers some ${TINY6} --wafers 6)
+# Two wafers: the first holds the embedding, the second the head: nothing repeats.
+reuse_test(wafers2 none ${TINY_R} --wafers 2)
+reuse_test(wafers2_cycle none ${TINY_R} --wafers 2 --fidelity cycle)
+# Streamed weights share the MemoryX port between wafers: a wafer that streams is never reused (the tiny
+# model fits resident, so nothing streams here and the middle wafers may be reused).
+reuse_test(wafers4_stream any ${TINY_R} --wafers 4 --weights stream)
+# One wafer, several placements.
+reuse_test(layer_bands any ${TINY6})
+reuse_test(layer_bands_defects any ${TINY6} --density 20 --seed 3)
+reuse_test(square_meshgemv any ${TINY6} --placement square --kernel meshgemv)
+reuse_test(square_meshgemv_cycle any ${TINY6} --placement square --kernel meshgemv --fidelity cycle)
+reuse_test(whole_wafer_meshgemv any ${TINY6} --placement whole-wafer --kernel meshgemv --allreduce chain)
