@@ -245,6 +245,7 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       core::ExecOptions eo;
       eo.weight_bytes = opt.weight_bytes;
       eo.start = start;
+      eo.reuse = opt.reuse;
       core::Executor ex(spec, *images[k], fabric, *mesh, &port, eo);
       auto t2 = std::chrono::steady_clock::now();
       res.elaboration_s += std::chrono::duration<double>(t2 - t1).count();
@@ -262,7 +263,8 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       for (std::size_t l = 0; l < fabric.links(); ++l) ws.link_busy_max = std::max(ws.link_busy_max, mesh->link_busy(noc::LinkId(l)));
       if (opt.keep_task_runs) runs_[k] = ex.task_runs();
       start = ws.step.end;
-      res.tasks_executed += ws.step.tasks_run;
+      res.tasks_executed += ws.step.tasks_executed;
+      res.layers_reused += ws.step.layers_reused;
       res.wafers.push_back(std::move(ws));
     }
     res.latency = start;

@@ -42,7 +42,8 @@ struct StepOptions {
   // Pay once for what repeats (exactly): a wafer of the pipeline whose image is an earlier wafer's (the
   // same programs on the same tiles, the same injections and done condition; only the layer names differ)
   // and that streams no weights is not emulated again: its result is the earlier wafer's shifted to its own
-  // start (see Simulator::run). false: emulate every wafer (`decode --no-reuse`).
+  // start (see Simulator::run); within a wafer, repeated layers are copied once their state repeats
+  // (core::ExecOptions::reuse). false: emulate everything (`decode --no-reuse`).
   bool reuse = true;
 };
 
@@ -77,6 +78,7 @@ struct StepResult {
   // represents (every wafer's tasks_run); wafers whose result was reused.
   std::uint64_t tasks_executed = 0, tasks_represented = 0;
   std::uint32_t wafers_reused = 0;
+  std::uint32_t layers_reused = 0;  // layers copied within the wafers emulated (core::StepResult)
 };
 
 class Top;

@@ -20,9 +20,20 @@ reuse_test(wafers2_cycle none ${TINY_R} --wafers 2 --fidelity cycle)
 # Streamed weights share the MemoryX port between wafers: a wafer that streams is never reused (the tiny
 # model fits resident, so nothing streams here and the middle wafers may be reused).
 reuse_test(wafers4_stream any ${TINY_R} --wafers 4 --weights stream)
-# One wafer, several placements.
-reuse_test(layer_bands any ${TINY6})
-reuse_test(layer_bands_defects any ${TINY6} --density 20 --seed 3)
-reuse_test(square_meshgemv any ${TINY6} --placement square --kernel meshgemv)
-reuse_test(square_meshgemv_cycle any ${TINY6} --placement square --kernel meshgemv --fidelity cycle)
-reuse_test(whole_wafer_meshgemv any ${TINY6} --placement whole-wafer --kernel meshgemv --allreduce chain)
+# One wafer. Layers time-multiplexed on the same tiles (square, whole-wafer with meshgemv): once the state
+# at the start of a layer repeats the one at the start of the layer before, the layers after are copied
+# (core::ExecOptions::reuse), with or without defects (the same tiles serve every layer, so a repaired
+# link slows them all alike), with each allreduce.
+set(SMALL8 --wafer small --model ${DATA}/reuse_small_8_layers.json --context 512)
+reuse_test(square_meshgemv some ${TINY6} --placement square --kernel meshgemv)
+reuse_test(square_meshgemv_trace some ${TINY6} --placement square --kernel meshgemv --trace TRACE)
+reuse_test(square_meshgemv_defects some ${TINY6} --placement square --kernel meshgemv --density 20 --seed 5)
+reuse_test(whole_wafer_meshgemv some ${TINY6} --placement whole-wafer --kernel meshgemv --allreduce chain)
+reuse_test(small_square_tree some ${SMALL8} --placement square --kernel meshgemv)
+reuse_test(small_square_chain_defects some ${SMALL8} --placement square --kernel meshgemv --allreduce chain --density 0.5 --seed 2)
+reuse_test(small_whole_wafer_centre some ${SMALL8} --placement whole-wafer --kernel meshgemv --allreduce centre --batch 2)
+# The cycle reference cannot jump (noc::Network::supports_reuse): every task runs, same answer.
+reuse_test(square_meshgemv_cycle none ${TINY6} --placement square --kernel meshgemv --fidelity cycle)
+# A band per layer (layer-bands): each layer on tiles of its own, not the repetition reuse looks for.
+reuse_test(layer_bands none ${TINY6})
+reuse_test(layer_bands_defects none ${TINY6} --density 20 --seed 3)
