@@ -399,7 +399,7 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
 
 void Executor::credit(std::uint32_t slot, TileIndex tile, std::uint32_t k, Cycle when, Cycle tail, std::uint32_t burst) {
   Slot& sl = slots_[slot];
-  if (ru_.on && !ru_.done) ru_.touched.push_back(slot);
+  if (ru_.on && !ru_.done) touch(slot);
   const bool first = sl.crit == kNone;
   if (first || when > sl.ready) sl.crit = burst, sl.ready = when;
   if (first || tail > sl.tail) sl.tail = tail;
@@ -527,7 +527,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     e = std::max(s + ti.body, slots_[slot].tail + costs_.stream_stage_latency);
   }
   if (ru_.on && !ru_.done) {
-    ru_.touched.push_back(slot);
+    touch(slot);
     if (t.layer >= ru_.next && t.layer <= ru_.b) {
       if (t.layer == ru_.next && !ru_.pending) {  // the first task of this layer: a cut at the end of the cycle
         ru_.pending = true;
@@ -796,6 +796,7 @@ void Executor::reuse_setup() {
     }
   ru_.margin = costs_.task_overhead + most + 1;
   ru_.cursor.assign(grid_.size() * std::size_t(ru_.max_groups), 0);
+  ru_.touched_bits.assign((slots_.size() + 63) / 64, 0);
   ru_.next = ru_.a;
   ru_.on = true;
 }
@@ -898,9 +899,11 @@ void Executor::reuse_cut() {
               route_changes_ == ru_.prev_routes && unclaimed_ == ru_.prev_unclaimed && done_count_ == ru_.prev_done &&
               warrivals_.empty();
   std::uint32_t touched_max = 0;
+  std::vector<std::uint32_t> step;  // per touched slot: its program's block length (the renaming's step)
+  std::vector<TileIndex> where;     // ... and its tile
   if (jump) {
-    std::sort(ru_.touched.begin(), ru_.touched.end());
-    ru_.touched.erase(std::unique(ru_.touched.begin(), ru_.touched.end()), ru_.touched.end());
+    step.reserve(ru_.touched.size());
+    where.reserve(ru_.touched.size());
     for (std::uint32_t s : ru_.touched) {
       const TileIndex t = slot_tile(s);
       const std::uint32_t p = image_.tile_program[t], k = s - slot0_[t];
@@ -908,6 +911,8 @@ void Executor::reuse_cut() {
         jump = false;
         break;
       }
+      step.push_back(ru_.len[p]);
+      where.push_back(t);
       touched_max = std::max<std::uint32_t>(touched_max, ru_.a + (k - ru_.off[p]) / ru_.len[p]);
       const Slot& sl = slots_[s];
       if (sl.crit != kNone && bursts_[sl.crit].kind != BurstKind::Data) {
@@ -931,7 +936,7 @@ void Executor::reuse_cut() {
     ru_.prev_routes = route_changes_;
     ru_.prev_done = done_count_;
     std::swap(ru_.prev_desc, ru_.desc);
-    ru_.touched.clear();
+    untouch_all();
     if (usable) net_.mark();
     if (ru_.next > ru_.b) ru_.done = true;
     return;
@@ -939,16 +944,20 @@ void Executor::reuse_cut() {
   // Jump: the template [prev cut, this cut) repeats K times.
   const Cycle D = now - ru_.prev_at;
   const std::uint64_t NB = nb - ru_.prev_bursts, NT = tasks_run_ - ru_.prev_tasks;
-  auto rename = [&](std::uint32_t slot, std::uint64_t m) -> std::uint32_t {  // slot -> m layers on
+  // Slot `slot` of tile t, m layers on.
+  auto rename_in = [&](std::uint32_t slot, TileIndex t, std::uint64_t m) -> std::uint32_t {
     if (slot == kNone || slot == kStepStart) return slot;
-    const TileIndex t = slot_tile(slot);
     const std::uint32_t p = image_.tile_program[t];
     return in_range(p, slot - slot0_[t]) ? slot + std::uint32_t(m) * ru_.len[p] : slot;
   };
-  auto moved = [&](Slot sl, std::uint64_t m) {
+  auto rename = [&](std::uint32_t slot, std::uint64_t m) -> std::uint32_t {
+    if (slot == kNone || slot == kStepStart) return slot;
+    return rename_in(slot, slot_tile(slot), m);
+  };
+  auto moved = [&](Slot sl, TileIndex t, std::uint64_t m) {  // a slot of tile t, m layers on
     if (sl.crit != kNone) sl.ready += m * D, sl.tail += m * D, sl.crit += std::uint32_t(m * NB);
     if (sl.start != kNever) sl.start += m * D, sl.end += m * D;
-    sl.prev = rename(sl.prev, m);
+    sl.prev = rename_in(sl.prev, t, m);
     return sl;
   };
   // The template's slots as they are at this cut, and the ones the state holds (the copies overwrite them).
@@ -957,7 +966,7 @@ void Executor::reuse_cut() {
   std::vector<std::pair<std::uint32_t, Slot>> held;
   for (std::uint32_t s : ru_.open) held.push_back({s, slots_[s]});
   for (std::uint64_t m = 1; m <= K; ++m) {
-    for (std::size_t i = 0; i < tmpl.size(); ++i) slots_[rename(ru_.touched[i], m)] = moved(tmpl[i], m);
+    for (std::size_t i = 0; i < tmpl.size(); ++i) slots_[ru_.touched[i] + std::uint32_t(m) * step[i]] = moved(tmpl[i], where[i], m);
     for (std::uint64_t id = ru_.prev_bursts; id < nb; ++id) {
       BurstRec b = bursts_[id];
       b.inject += m * D;
@@ -967,7 +976,7 @@ void Executor::reuse_cut() {
   }
   // The state K layers on: the slots it holds (written by the copies already when the template touched
   // them; kept explicit), the cores.
-  for (const auto& [s, sl] : held) slots_[rename(s, K)] = moved(sl, K);
+  for (const auto& [s, sl] : held) slots_[rename(s, K)] = moved(sl, slot_tile(s), K);
   for (TileIndex t = 0; t < grid_.size(); ++t) {
     const std::uint32_t p = image_.tile_program[t];
     if (p == firmware::kIdle) continue;
@@ -990,8 +999,9 @@ void Executor::reuse_cut() {
     return tag;
   });
   ru_.done = true;
-  ru_.touched.clear();
+  untouch_all();
   ru_.touched.shrink_to_fit();
+  ru_.touched_bits = {};
 }
 
 std::vector<TaskRun> Executor::task_runs() const {

@@ -285,7 +285,8 @@ class Executor final : public noc::NetworkClient {
     std::uint64_t prev_bursts = 0, prev_tasks = 0, prev_unclaimed = 0, prev_routes = 0;
     std::uint32_t prev_done = 0;
     std::vector<std::uint64_t> prev_desc, desc;
-    std::vector<std::uint32_t> touched;  // slots credited or started since the previous cut
+    std::vector<std::uint32_t> touched;  // slots credited or started since the previous cut (once each)
+    std::vector<std::uint64_t> touched_bits;  // per slot: in `touched`
     std::vector<std::uint16_t> cursor;   // per tile and claim group: the first slot not yet full
     std::vector<std::uint32_t> open;     // while describing: slots the state holds (partly full, timer due)
     std::uint32_t state_max = 0;         // while describing: the latest layer the state names
@@ -294,6 +295,15 @@ class Executor final : public noc::NetworkClient {
     std::uint32_t skipped_layers = 0;
   } ru_;
   void reuse_setup();
+  void touch(std::uint32_t slot) {
+    std::uint64_t& w = ru_.touched_bits[slot >> 6];
+    const std::uint64_t bit = std::uint64_t(1) << (slot & 63);
+    if (!(w & bit)) w |= bit, ru_.touched.push_back(slot);
+  }
+  void untouch_all() {
+    for (std::uint32_t s : ru_.touched) ru_.touched_bits[s >> 6] = 0;
+    ru_.touched.clear();
+  }
   void reuse_cut();
   bool in_range(std::uint32_t p, std::uint32_t k) const {
     return k >= ru_.off[p] && k < ru_.off[p] + std::uint32_t(ru_.b - ru_.a + 1) * ru_.len[p];
