@@ -63,16 +63,17 @@ timed_runs() {
   echo "  median_s=$median peak_rss_mib=$((rss / 1024)) runs=$n"
 }
 
-# square_job MODEL: the whole-square meshgemv mapping of MODEL on wse3, with reuse and with --no-reuse.
+# square_job WAFER MODEL SIDE CX,CY: the whole-square meshgemv mapping of MODEL on WAFER (its square SIDE x
+# SIDE, CX,CY a tile near its centre), with reuse and with --no-reuse.
 square_job() {
-  local model=$1
-  local sq=(decode --model "$model" --placement square --kernel meshgemv)
-  echo "-- wafer-emu ${sq[*]} (wse3)"
+  local wafer=$1 model=$2 side=$3 centre=$4
+  local sq=(decode --wafer "$wafer" --model "$model" --placement square --kernel meshgemv)
+  echo "-- wafer-emu ${sq[*]}"
   # Memory: the cores keep a 48-byte record per task slot and a 32-byte one per burst (about one per task),
   # for every task of the step, reuse or not (the copied layers are written out).
   local per_tile tiles need avail
-  per_tile=$("$WAFER_EMU" "${sq[@]}" --dump-firmware 381,586 | awk 'NR == 1 {for (i = 1; i <= NF; ++i) if ($i ~ /^tasks;?$/) print $(i - 1)}')
-  tiles=$((762 * 762))
+  per_tile=$("$WAFER_EMU" "${sq[@]}" --dump-firmware "$centre" | awk 'NR == 1 {for (i = 1; i <= NF; ++i) if ($i ~ /^tasks;?$/) print $(i - 1)}')
+  tiles=$((side * side))
   need=$((per_tile * tiles * 80 / 1048576))
   avail=$(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo)
   echo "  about $((per_tile * tiles)) tasks ($per_tile on the centre tile x $tiles tiles): about $need MiB of task and burst records; $avail MiB available"
@@ -94,8 +95,10 @@ for j in (a, b): j.pop("wall_time")
 print("  results identical (but for wall_time):", json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True))
 PY
 }
-square_job "${SPEED_SQUARE_MODEL:-llama-3.1-8b}"
-square_job "${SPEED_SQUARE_SMALL:-llama-3.2-1b}"
+square_job wse3 "${SPEED_SQUARE_MODEL:-llama-3.1-8b}" 762 381,586
+# A square that fits this machine: Llama-3.2-1B on a 300 x 300 wse3.
+echo '{"preset": "wse3", "name": "wse3-300x300", "logical_width": 300, "logical_height": 300, "spare_rows": 8, "spare_cols": 8}' >"$tmp/w300.json"
+square_job "$tmp/w300.json" "${SPEED_SQUARE_SMALL:-llama-3.2-1b}" 300 150,150
 
 small=(decode --wafer small --model small-llama --context 1024 --placement whole-wafer --kernel meshgemv)
 echo "-- callgrind: wafer-emu ${small[*]}"
@@ -105,6 +108,15 @@ if command -v valgrind >/dev/null 2>&1; then
   callgrind_annotate --inclusive=yes "$tmp/cg.out" >"$tmp/cg.txt" 2>/dev/null || true
   emul=$(awk '/Executor::run\(\)/ && !e {e = $1} END {print e}' "$tmp/cg.txt")
   echo "instructions: ${total} in all, ${emul:-?} in the emulation (Executor::run, inclusive)"
+  # Reuse, counted: 8 layers on the small wafer's square, with and without.
+  rep=(decode --wafer small --model "$here/../tests/cli/data/reuse_small_8_layers.json" --context 512 --placement square --kernel meshgemv)
+  for mode in reuse no-reuse; do
+    extra=(); [ "$mode" = no-reuse ] && extra=(--no-reuse)
+    valgrind --tool=callgrind --callgrind-out-file="$tmp/cg2.out" "$WAFER_EMU" "${rep[@]}" "${extra[@]}" --json "$tmp/cg2.json" >/dev/null 2>"$tmp/cg2.log"
+    total=$(awk '/refs:/ {print $NF}' "$tmp/cg2.log")
+    tasks=$(python3 -c "import json,sys; w=json.load(open(sys.argv[1]))['wall_time']; print(w['tasks_executed']['value'], 'of', w['tasks_represented']['value'])" "$tmp/cg2.json")
+    echo "-- callgrind ($mode): wafer-emu ${rep[*]}: ${total} instructions, tasks executed $tasks"
+  done
 else
   echo "valgrind is not installed: no instruction count (Debian: apt-get install valgrind)"
 fi
