@@ -922,6 +922,12 @@ void Executor::reuse_cut() {
     }
     for (std::uint64_t id = ru_.prev_bursts; id < nb && jump; ++id)
       if (bursts_[id].kind != BurstKind::Data) jump = false;
+    // (The slots the state holds lie in the run: one outside it would have changed in the template, so it
+    // was touched, and the loop above refused that already. Checked all the same: it is renamed below.)
+    for (std::uint32_t s : ru_.open) {
+      const TileIndex t = slot_tile(s);
+      if (!in_range(image_.tile_program[t], s - slot0_[t])) jump = false;
+    }
   }
   const std::uint32_t reach = std::max(touched_max, ru_.state_max);
   const std::uint64_t K = jump && reach < ru_.b ? ru_.b - reach : 0;
@@ -981,7 +987,7 @@ void Executor::reuse_cut() {
     const std::uint32_t p = image_.tile_program[t];
     if (p == firmware::kIdle) continue;
     if (core_free_[t] + ru_.margin >= now) core_free_[t] += K * D;
-    last_slot_[t] = rename(last_slot_[t], K);
+    last_slot_[t] = rename_in(last_slot_[t], t, K);
   }
   tasks_run_ += K * NT;
   ru_.skipped_tasks += K * NT;
