@@ -422,8 +422,8 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
     std::uint8_t& cfg = routes[cell];
     if (cfg != out) {
       changed |= cfg != kUnrouted;
+      if (log_routes_) [[unlikely]] route_log_.push_back({std::size_t(&cfg - routes_.data()), cfg});
       cfg = out;
-      ++route_changes_;
     }
   };
   constexpr std::uint8_t kDeliver = 1u << unsigned(hw::Dir::Ramp);
@@ -475,8 +475,8 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
     std::uint8_t& cfg = routes_[(std::size_t(c) * kInPorts + unsigned(in)) * grid_.size() + grid_.index(here)];
     if (cfg != out) {
       changed |= cfg != kUnrouted;
+      if (log_routes_) [[unlikely]] route_log_.push_back({std::size_t(&cfg - routes_.data()), cfg});
       cfg = out;
-      ++route_changes_;
     }
     for (unsigned m = st.ports; m != 0; m &= m - 1) {
       const hw::Dir dir = hw::Dir(__builtin_ctz(m));
@@ -536,6 +536,8 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
         net_.pause_at(now + 1);
       } else {
         ru_.done = true;  // layers overlap in an unforeseen way: no reuse
+        log_routes_ = false;
+        route_log_.clear();
       }
     }
   }
@@ -799,6 +801,7 @@ void Executor::reuse_setup() {
   ru_.touched_bits.assign((slots_.size() + 63) / 64, 0);
   ru_.next = ru_.a;
   ru_.on = true;
+  log_routes_ = !routes_.empty();
 }
 
 // Task k of `tile` as the description names it: in the run, relative to the cut's layer.
@@ -894,10 +897,20 @@ void Executor::reuse_cut() {
     }
   }
   const bool usable = described && !ru_.bad;
+  // The route tables: the same as at the previous cut when every entry the window changed holds its value
+  // from before the window's first change of it again.
+  bool routes_same = true;
+  if (!route_log_.empty()) {
+    std::stable_sort(route_log_.begin(), route_log_.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (std::size_t i = 0; i < route_log_.size() && routes_same; ++i)
+      if (i == 0 || route_log_[i].first != route_log_[i - 1].first)
+        routes_same = routes_[route_log_[i].first] == route_log_[i].second;
+    route_log_.clear();
+  }
   // The template: the window since the previous cut, if that was the layer before.
-  bool jump = usable && ru_.have && ru_.prev_layer + 1 == ru_.layer && out == ru_.prev_desc &&
-              route_changes_ == ru_.prev_routes && unclaimed_ == ru_.prev_unclaimed && done_count_ == ru_.prev_done &&
-              warrivals_.empty();
+  bool jump = usable && ru_.have && ru_.prev_layer + 1 == ru_.layer && out == ru_.prev_desc && routes_same &&
+              unclaimed_ == ru_.prev_unclaimed && done_count_ == ru_.prev_done && warrivals_.empty();
   std::uint32_t touched_max = 0;
   std::vector<std::uint32_t> step;  // per touched slot: its program's block length (the renaming's step)
   std::vector<TileIndex> where;     // ... and its tile
@@ -939,12 +952,11 @@ void Executor::reuse_cut() {
     ru_.prev_bursts = nb;
     ru_.prev_tasks = tasks_run_;
     ru_.prev_unclaimed = unclaimed_;
-    ru_.prev_routes = route_changes_;
     ru_.prev_done = done_count_;
     std::swap(ru_.prev_desc, ru_.desc);
     untouch_all();
     if (usable) net_.mark();
-    if (ru_.next > ru_.b) ru_.done = true;
+    if (ru_.next > ru_.b) ru_.done = true, log_routes_ = false, route_log_ = {};
     return;
   }
   // Jump: the template [prev cut, this cut) repeats K times.
@@ -1005,6 +1017,8 @@ void Executor::reuse_cut() {
     return tag;
   });
   ru_.done = true;
+  log_routes_ = false;
+  route_log_ = {};
   untouch_all();
   ru_.touched.shrink_to_fit();
   ru_.touched_bits = {};

@@ -265,7 +265,9 @@ class Executor final : public noc::NetworkClient {
   };
   std::vector<SendCost> send_costs_;  // start_task's scratch, a stack (start_task can nest)
   bool ran_ = false;
-  std::uint64_t route_changes_ = 0;  // route table entries that changed (a window with some is not repeated)
+  // Reuse: the route table entries changed since the last cut, each with its value before the change.
+  std::vector<std::pair<std::size_t, std::uint8_t>> route_log_;
+  bool log_routes_ = false;
 
   // ---- Reuse of repeated layers (ExecOptions::reuse; executor.cpp "Reuse") ----
   struct Reuse {
@@ -282,7 +284,7 @@ class Executor final : public noc::NetworkClient {
     bool have = false;
     std::uint32_t prev_layer = 0;
     Cycle prev_at = 0;
-    std::uint64_t prev_bursts = 0, prev_tasks = 0, prev_unclaimed = 0, prev_routes = 0;
+    std::uint64_t prev_bursts = 0, prev_tasks = 0, prev_unclaimed = 0;
     std::uint32_t prev_done = 0;
     std::vector<std::uint64_t> prev_desc, desc;
     std::vector<std::uint32_t> touched;  // slots credited or started since the previous cut (once each)

@@ -32,6 +32,11 @@ reuse_test(whole_wafer_meshgemv some ${TINY6} --placement whole-wafer --kernel m
 reuse_test(small_square_tree some ${SMALL8} --placement square --kernel meshgemv)
 reuse_test(small_square_chain_defects some ${SMALL8} --placement square --kernel meshgemv --allreduce chain --density 0.5 --seed 2)
 reuse_test(small_whole_wafer_centre some ${SMALL8} --placement whole-wafer --kernel meshgemv --allreduce centre --batch 2)
+# The bands kernel on one region: its colors are rerouted within every layer (color_switch), and back, so
+# the route tables are the same at every layer's start.
+reuse_test(square_bands some ${TINY6} --placement square)
+reuse_test(small_square_bands some ${SMALL8} --placement square)
+reuse_test(small_whole_wafer_bands_defects some ${SMALL8} --placement whole-wafer --batch 2 --density 0.5 --seed 3)
 # The cycle reference cannot jump (noc::Network::supports_reuse): every task runs, same answer.
 reuse_test(square_meshgemv_cycle none ${TINY6} --placement square --kernel meshgemv --fidelity cycle)
 # A band per layer (layer-bands): each layer on tiles of its own, not the repetition reuse looks for.
