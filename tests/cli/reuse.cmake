@@ -37,6 +37,8 @@ reuse_test(small_whole_wafer_centre some ${SMALL8} --placement whole-wafer --ker
 reuse_test(square_bands some ${TINY6} --placement square)
 reuse_test(small_square_bands some ${SMALL8} --placement square)
 reuse_test(small_whole_wafer_bands_defects some ${SMALL8} --placement whole-wafer --batch 2 --density 0.5 --seed 3)
+# Layers on one region of each wafer of a pipeline (too few per wafer to jump here: the same answer).
+reuse_test(small_square_wafers2 any ${SMALL8} --placement square --wafers 2)
 # The cycle reference cannot jump (noc::Network::supports_reuse): every task runs, same answer.
 reuse_test(square_meshgemv_cycle none ${TINY6} --placement square --kernel meshgemv --fidelity cycle)
 # A band per layer (layer-bands): each layer on tiles of its own, not the repetition reuse looks for.
