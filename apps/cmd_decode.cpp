@@ -251,7 +251,9 @@ int run_decode(const std::vector<std::string>& args) {
       ("dump-firmware", po::value<std::string>()->value_name("X,Y"), "print that tile's program (wafer 0) and stop")
       ("trace", po::value<std::string>()->value_name("PATH"), "write a Chrome Trace Event JSON (Perfetto)")
       ("trace-window", po::value<std::string>()->value_name("X0:X1,Y0:Y1"),
-       "--trace: per-tile tracks for these tiles only (inclusive; default every tile, capped)");
+       "--trace: per-tile tracks for these tiles only (inclusive; default every tile, capped)")
+      ("no-reuse", "emulate everything: no wafer of a pipeline and no repeated layer is copied from an earlier "
+                   "one (the results are identical either way; this checks it)");
   po::variables_map vm;
   if (!parse(args, opts, "decode", "[--wafer W] [--model M] [--context N] [--batch B] [--placement P] ... [--json PATH]", vm))
     return 0;
@@ -325,7 +327,7 @@ int run_decode(const std::vector<std::string>& args) {
   std::optional<SearchResult> searched;
   if (mo.placement == "auto") {
     simulator.emplace();
-    DecodePoint base{spec, model, mo, fidelity, false, {}, false, 0, 0};
+    DecodePoint base{spec, model, mo, fidelity, false, {}, false, 0, 0, vm.count("no-reuse") == 0};
     SearchBudget budget;
     budget.task_runs = vm["search-budget"].as<std::int64_t>();
     if (budget.task_runs < 0) throw hw::InputError(fmt::format("--search-budget {} must be at least 0", budget.task_runs));
@@ -334,7 +336,8 @@ int run_decode(const std::vector<std::string>& args) {
   }
   // The regions section (about 5 % of the default job's CPU time on wse3) only when the results are written.
   const bool regions = vm.count("json") > 0;
-  DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0, {}, false, regions ? kRegionCells : 0, 0};
+  DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0, {}, false, regions ? kRegionCells : 0, 0,
+                    vm.count("no-reuse") == 0};
   if (vm.count("trace")) {
     tile_tracks.resize(std::size_t(mo.wafers));
     point.keep_tile = [&](std::size_t k, hw::TileIndex t, std::uint32_t runs) { return tile_tracks.keep(k, t, runs); };
@@ -470,6 +473,13 @@ int run_decode(const std::vector<std::string>& args) {
   wall.add("mapping", mapping_s, "s");
   wall.add("elaboration", res.elaboration_s, "s", "SystemC top, mesh model, core state");
   wall.add("emulation", res.emulation_s, "s");
+  // What the emulation cost, in tile tasks: with reuse (sim::StepOptions::reuse) a wafer running the same
+  // step as an earlier one is not emulated again. Kept here, beside the other figures that depend on how the
+  // result was computed, not on the result.
+  wall.add_int("tasks_executed", std::int64_t(res.tasks_executed), "tasks", "tile tasks the cores ran");
+  wall.add_int("tasks_represented", std::int64_t(res.tasks_represented), "tasks", "tile tasks the result stands for (tasks_run)");
+  wall.add_int("wafers_reused", std::int64_t(res.wafers_reused), "wafers", "wafers whose step is an earlier wafer's, shifted");
+  wall.add_int("layers_reused", std::int64_t(res.layers_reused), "layers", "layers copied once their state repeated");
   for (std::size_t i = 0; i < mapping.notes.size(); ++i) rep.add_text(fmt::format("note_{}", i + 1), mapping.notes[i]);
 
   if (regions) add_regions(rep, spec, fabric, images, res, defect_map ? &*defect_map : nullptr, repair ? &*repair : nullptr);

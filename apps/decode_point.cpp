@@ -22,6 +22,7 @@ sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, c
   so.keep_path = p.keep_path;
   so.region_cells = p.region_cells;
   so.series_cells = p.series_cells;
+  so.reuse = p.reuse;
   so.interwafer_bytes = std::uint64_t(std::max<std::int64_t>(1, mapping.interwafer_bytes_per_token()));
   return simulator.run(p.spec, fabric, images, so);
 }

@@ -27,6 +27,7 @@ struct DecodePoint {
   std::function<bool(std::size_t wafer, hw::TileIndex tile, std::uint32_t runs)> keep_tile;
   bool keep_path = false;
   std::int32_t region_cells = 0, series_cells = 0;
+  bool reuse = true;            // sim::StepOptions::reuse (false: `decode --no-reuse`)
 };
 
 // Maps the point onto `fabric` (the wafer's repaired logical mesh). Throws hw::InputError with the

@@ -319,7 +319,7 @@ double Predictor::predict(const Case& c, const hw::WaferSpec& spec, const std::s
   const std::string where = fmt::format("{}: case '{}'", file, c.name);
   if (info(c.kind).decode) {
     if (!sim_) sim_ = std::make_unique<sim::Simulator>();
-    const DecodePoint point{spec, c.model, c.mapping, fidelity_, false, {}, false, 0, 0};
+    const DecodePoint point{spec, c.model, c.mapping, fidelity_, false, {}, false, 0, 0, true};
     const noc::Fabric fabric = noc::Fabric::perfect(spec.logical());
     mapper::Mapping mapping;
     try {

@@ -145,6 +145,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
     }
     routes_.assign(n * route_colors_ * kInPorts, kUnrouted);
   }
+  if (opt_.reuse && !opt_.sample && !streams && net_.supports_reuse()) reuse_setup();
 }
 
 Executor::~Executor() = default;
@@ -289,6 +290,9 @@ StepResult Executor::run() {
   auto* mesh = opt_.sample ? dynamic_cast<noc::Mesh*>(&net_) : nullptr;
   if (mesh) {
     for (Cycle next = opt_.sample(opt_.start); !mesh->idle(); next = opt_.sample(next)) mesh->run_until(next);
+  } else if (ru_.on) {
+    while (net_.run_paused())
+      if (ru_.pending) reuse_cut();
   } else {
     net_.run();
   }
@@ -298,6 +302,8 @@ StepResult Executor::run() {
   r.finished = done_count_ >= image_.done_arrivals;
   r.end = r.finished ? done_end_ : net_.now();
   r.tasks_run = tasks_run_;
+  r.tasks_executed = tasks_run_ - ru_.skipped_tasks;
+  r.layers_reused = ru_.skipped_layers;
   r.tasks_total = slots_.size();
   r.bursts = bursts_.size() - (weight_burst_ == kNone ? 0 : 1) - image_.start.size();
   r.weight_bursts = weight_bursts_;
@@ -404,6 +410,7 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
 
 void Executor::credit(std::uint32_t slot, TileIndex tile, std::uint32_t k, Cycle when, Cycle tail, std::uint32_t burst) {
   Slot& sl = slots_[slot];
+  if (ru_.on && !ru_.done) touch(slot);
   const bool first = sl.crit == kNone;
   if (first || when > sl.ready) sl.crit = burst, sl.ready = when;
   if (first || tail > sl.tail) sl.tail = tail;
@@ -426,6 +433,7 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
     std::uint8_t& cfg = routes[cell];
     if (cfg != out) {
       changed |= cfg != kUnrouted;
+      if (log_routes_) [[unlikely]] route_log_.push_back({std::size_t(&cfg - routes_.data()), cfg});
       cfg = out;
     }
   };
@@ -478,6 +486,7 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
     std::uint8_t& cfg = routes_[(std::size_t(c) * kInPorts + unsigned(in)) * grid_.size() + grid_.index(here)];
     if (cfg != out) {
       changed |= cfg != kUnrouted;
+      if (log_routes_) [[unlikely]] route_log_.push_back({std::size_t(&cfg - routes_.data()), cfg});
       cfg = out;
     }
     for (unsigned m = st.ports; m != 0; m &= m - 1) {
@@ -527,6 +536,21 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     s = ready;
     if (armed > ready) s = armed, slots_[slot].prev = last_slot_[tile] == kNone ? kStepStart : last_slot_[tile];
     e = std::max(s + ti.body, slots_[slot].tail + costs_.stream_stage_latency);
+  }
+  if (ru_.on && !ru_.done) {
+    touch(slot);
+    if (t.layer >= ru_.next && t.layer <= ru_.b) {
+      if (t.layer == ru_.next && !ru_.pending) {  // the first task of this layer: a cut at the end of the cycle
+        ru_.pending = true;
+        ru_.layer = t.layer;
+        ru_.next = t.layer + 1u;
+        net_.pause_at(now + 1);
+      } else {
+        ru_.done = true;  // layers overlap in an unforeseen way: no reuse
+        log_routes_ = false;
+        route_log_.clear();
+      }
+    }
   }
   slots_[slot].start = s;
   slots_[slot].end = e;
@@ -597,9 +621,6 @@ void Executor::walk_critical_path(StepResult& r) {
     else
       r.path.push_back({cursor - v, cursor, c, layer, op});
     cursor -= v;
-  };
-  auto slot_tile = [&](std::uint32_t slot) {
-    return TileIndex(std::upper_bound(slot0_.begin(), slot0_.end(), slot) - slot0_.begin() - 1);
   };
 
   // A burst reaching `sink` at `arrive` (its tail, or its head for a Stream trigger), feeding (layer, op).
@@ -698,6 +719,327 @@ void Executor::walk_critical_path(StepResult& r) {
     if (ended) return;
   }
   throw std::logic_error("critical path walk did not terminate");
+}
+
+TileIndex Executor::slot_tile(std::uint32_t slot) const {
+  return TileIndex(std::upper_bound(slot0_.begin(), slot0_.end(), slot) - slot0_.begin() - 1);
+}
+
+// ---- Reuse of repeated layers ------------------------------------------------------------------------
+// The programs hold layers a..b as identical blocks (the same tasks but for Task::layer), one after the
+// other: in program p, layer l's block is tasks off[p] + (l - a) len[p] .. + len[p]. Renaming a task one
+// layer on (k -> k + len[p]) maps the run onto itself but for its ends.
+//
+// A cut is taken at the end of the cycle in which the first task of layer l (a <= l <= b) starts. Its
+// description holds everything the rest of the run depends on, relative to the cut's cycle T and with the
+// tasks of the run named relative to layer l (k - (l - a) len[p]): the mesh's pending events (in the order
+// they will run), bursts in flight and busy resources (noc::Network::describe_state); per tile the cycle
+// its core is free (when it can still matter) and its last task; per tile and claim group the first task
+// not yet full (the tasks before it are full, those after it have had no arrival: arrivals fill a group in
+// program order) and that task's arrivals so far; the records of the bursts in flight and the tasks the
+// pending timers will start. When the description at the cut of layer l equals the one at layer l - 1, the
+// window between the two (the template) was clean (every task it touched lies in the run, no route changed,
+// no burst went unclaimed, the step did not end), the run is deterministic and nothing in it reads an
+// absolute cycle, so from the cut of layer l the run repeats the template shifted by D = T_l - T_(l-1) and
+// renamed one layer on, again and again while the renaming stays inside layers a..b. The executor then
+// copies the template K times (its slots and bursts, shifted and renamed), adds K times its statistics, and
+// moves the mesh and the cores' state K x D cycles on (noc::Network::repeat).
+void Executor::reuse_setup() {
+  const std::size_t nl = image_.layer_names.size(), np = image_.programs.size();
+  if (nl < 3 || np == 0) return;
+  // Per program and layer: the block's first task and size, or not contiguous.
+  std::vector<std::int64_t> first(np * nl, -1);
+  std::vector<std::uint32_t> count(np * nl, 0);
+  std::vector<std::uint8_t> broken(np * nl, 0);
+  for (std::size_t p = 0; p < np; ++p) {
+    const auto& tasks = image_.programs[p].tasks;
+    for (std::size_t k = 0; k < tasks.size(); ++k) {
+      const std::size_t l = tasks[k].layer;
+      if (first[p * nl + l] < 0) first[p * nl + l] = std::int64_t(k);
+      else if (tasks[k - 1].layer != l) broken[p * nl + l] = 1;
+      ++count[p * nl + l];
+    }
+  }
+  auto same_mod_layer = [](const Task& x, const Task& y) {
+    return x.trigger == y.trigger && x.arrivals == y.arrivals && x.start == y.start && x.op == y.op && x.ops == y.ops &&
+           x.sends == y.sends;
+  };
+  // ok[l]: layer l's block follows layer l-1's and equals it in every program.
+  std::vector<std::uint8_t> ok(nl, 0);
+  for (std::size_t l = 1; l < nl; ++l) {
+    bool good = true;
+    for (std::size_t p = 0; p < np && good; ++p) {
+      const std::size_t i = p * nl + l, j = i - 1;
+      if (count[i] == 0 && count[j] == 0) continue;
+      if (count[i] != count[j] || broken[i] || broken[j] || first[i] != first[j] + std::int64_t(count[j])) {
+        good = false;
+        break;
+      }
+      const auto& tasks = image_.programs[p].tasks;
+      for (std::uint32_t k = 0; k < count[i] && good; ++k)
+        good = same_mod_layer(tasks[std::size_t(first[j]) + k], tasks[std::size_t(first[i]) + k]);
+    }
+    ok[l] = good;
+  }
+  // The longest run of layers a..b with ok[a+1..b].
+  std::size_t best_a = 0, best_len = 0;
+  for (std::size_t l = 1; l < nl;) {
+    if (!ok[l]) {
+      ++l;
+      continue;
+    }
+    std::size_t e = l;
+    while (e + 1 < nl && ok[e + 1]) ++e;
+    if (e - l + 2 > best_len) best_len = e - l + 2, best_a = l - 1;
+    l = e + 1;
+  }
+  if (best_len < 3 || best_a + best_len - 1 > 0xFFFF) return;  // a jump needs two cuts and a layer to skip
+  ru_.a = std::uint16_t(best_a);
+  ru_.b = std::uint16_t(best_a + best_len - 1);
+  ru_.off.assign(np, 0);
+  ru_.len.assign(np, 0);
+  for (std::size_t p = 0; p < np; ++p) {
+    const std::size_t i = p * nl + ru_.a;
+    ru_.len[p] = count[i];
+    ru_.off[p] = count[i] ? std::uint32_t(first[i]) : 0;
+    ru_.max_groups = std::max<std::uint32_t>(ru_.max_groups,
+                                             std::uint32_t((p + 1 < np ? pgroup0_[p + 1] : groups_.size()) - pgroup0_[p]));
+  }
+  // A core free before now - margin cannot delay a task started from now on (Complete: it starts at now at
+  // the earliest; Stream: armed = free + overhead + setup + fixed costs stays below its input's head, > now).
+  Cycle most = 0;
+  for (std::size_t p = 0; p < np; ++p)
+    for (std::size_t k = 0; k < image_.programs[p].tasks.size(); ++k) {
+      const Task& t = image_.programs[p].tasks[k];
+      most = std::max(most, tinfo_[prog0_[p] + k].setup +
+                                Cycle(t.sends.size()) * (costs_.color_switch + costs_.collective_sync));
+    }
+  ru_.margin = costs_.task_overhead + most + 1;
+  ru_.cursor.assign(grid_.size() * std::size_t(ru_.max_groups), 0);
+  ru_.touched_bits.assign((slots_.size() + 63) / 64, 0);
+  ru_.next = ru_.a;
+  ru_.on = true;
+  log_routes_ = !routes_.empty();
+}
+
+// Task k of `tile` as the description names it: in the run, relative to the cut's layer.
+void Executor::describe_task(std::vector<std::uint64_t>& out, TileIndex tile, std::uint32_t k) {
+  const std::uint32_t p = image_.tile_program[tile];
+  if (!in_range(p, k)) {
+    out.push_back(2), out.push_back(k);
+    return;
+  }
+  const std::uint32_t shift = std::uint32_t(ru_.layer - ru_.a) * ru_.len[p];
+  out.push_back(1), out.push_back(std::uint64_t(std::int64_t(k) - std::int64_t(shift)));
+  ru_.state_max = std::max<std::uint32_t>(ru_.state_max, ru_.a + (k - ru_.off[p]) / ru_.len[p]);
+}
+
+// A burst record the state still reads (in flight, or a pending self-delivery): relative to the cut.
+void Executor::describe_burst(std::vector<std::uint64_t>& out, std::uint32_t id) {
+  const Cycle now = net_.now();
+  const BurstRec& b = bursts_[id];
+  out.push_back(std::uint64_t(id) - std::uint64_t(bursts_.size()));
+  out.push_back(b.inject - now);
+  if (b.kind != BurstKind::Data) {
+    ru_.bad = true;
+    return;
+  }
+  const TileIndex t = slot_tile(b.sender);
+  out.push_back(t);
+  describe_task(out, t, b.sender - slot0_[t]);
+  out.insert(out.end(), {std::uint64_t(b.src), std::uint64_t(b.lag), std::uint64_t(b.color), std::uint64_t(b.self),
+                         std::uint64_t(b.vshift), std::uint64_t(b.switches), std::uint64_t(b.syncs)});
+}
+
+void Executor::reuse_cut() {
+  ru_.pending = false;
+  if (ru_.done) return;
+  const Cycle now = net_.now();
+  auto& out = ru_.desc;
+  out.clear();
+  ru_.state_max = ru_.layer;
+  ru_.bad = false;
+  ru_.open.clear();
+  const std::uint64_t nb = bursts_.size();
+  // The mesh: pending events, bursts in flight (their records), busy resources.
+  const bool described = net_.describe_state(
+      [&](std::uint64_t tag, bool timer, std::vector<std::uint64_t>& o) {
+        if (!timer) return describe_burst(o, std::uint32_t(tag));
+        const std::uint64_t kind = tag & kKindMask;
+        o.push_back(kind >> 56);
+        if (kind == kTimerReady) {
+          const TileIndex tile = TileIndex((tag >> 16) & 0xFFFFFFFFull);
+          const std::uint32_t k = std::uint32_t(tag & 0xFFFF);
+          const Slot& sl = slots_[slot0_[tile] + k];
+          ru_.open.push_back(slot0_[tile] + k);
+          o.push_back(tile);
+          describe_task(o, tile, k);
+          o.insert(o.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), sl.ready - now, sl.tail - now,
+                             std::uint64_t(sl.crit) - nb});
+        } else if (kind == kTimerDeliver) {
+          describe_burst(o, std::uint32_t(tag & 0xFFFFFFFFull));
+        } else {
+          ru_.bad = true;  // streamed weights: not described
+        }
+      },
+      out);
+  // The cores: per tile its core's free cycle (while it can matter), its last task, and per claim group the
+  // first task not yet full with its arrivals so far.
+  for (TileIndex t = 0; t < grid_.size() && described && !ru_.bad; ++t) {
+    const std::uint32_t p = image_.tile_program[t];
+    if (p == firmware::kIdle) continue;
+    const Cycle cf = core_free_[t];
+    out.push_back(cf + ru_.margin >= now ? cf - now : 0xFFFF'FFFF'FFFF'FFF0ull);
+    if (last_slot_[t] == kNone) out.push_back(3);
+    else describe_task(out, t, last_slot_[t] - slot0_[t]);
+    const std::uint32_t g0 = pgroup0_[p], g1 = p + 1 < image_.programs.size() ? pgroup0_[p + 1] : std::uint32_t(groups_.size());
+    const TaskInfo* ti = tinfo_.data() + prog0_[p];
+    const std::uint32_t s0 = slot0_[t];
+    for (std::uint32_t g = g0; g < g1; ++g) {
+      const Group& gr = groups_[g];
+      const std::uint16_t* list = group_tasks_.data() + gr.begin;
+      std::uint16_t& i = ru_.cursor[std::size_t(t) * ru_.max_groups + (g - g0)];
+      while (i < gr.size && slots_[s0 + list[i]].count >= ti[list[i]].arrivals) ++i;
+      if (i == gr.size) {
+        out.push_back(4);
+        continue;
+      }
+      describe_task(out, t, list[i]);
+      const Slot& sl = slots_[s0 + list[i]];
+      if (sl.count > 0) ru_.open.push_back(s0 + list[i]);
+      if (sl.count > 0)
+        out.insert(out.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), sl.ready - now, sl.tail - now,
+                               std::uint64_t(sl.crit) - nb});
+      else
+        out.push_back(5);
+    }
+  }
+  const bool usable = described && !ru_.bad;
+  // The route tables: the same as at the previous cut when every entry the window changed holds its value
+  // from before the window's first change of it again.
+  bool routes_same = true;
+  if (!route_log_.empty()) {
+    std::stable_sort(route_log_.begin(), route_log_.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (std::size_t i = 0; i < route_log_.size() && routes_same; ++i)
+      if (i == 0 || route_log_[i].first != route_log_[i - 1].first)
+        routes_same = routes_[route_log_[i].first] == route_log_[i].second;
+    route_log_.clear();
+  }
+  // The template: the window since the previous cut, if that was the layer before.
+  bool jump = usable && ru_.have && ru_.prev_layer + 1 == ru_.layer && out == ru_.prev_desc && routes_same &&
+              unclaimed_ == ru_.prev_unclaimed && done_count_ == ru_.prev_done && warrivals_.empty();
+  std::uint32_t touched_max = 0;
+  std::vector<std::uint32_t> step;  // per touched slot: its program's block length (the renaming's step)
+  std::vector<TileIndex> where;     // ... and its tile
+  if (jump) {
+    step.reserve(ru_.touched.size());
+    where.reserve(ru_.touched.size());
+    for (std::uint32_t s : ru_.touched) {
+      const TileIndex t = slot_tile(s);
+      const std::uint32_t p = image_.tile_program[t], k = s - slot0_[t];
+      if (!in_range(p, k)) {
+        jump = false;
+        break;
+      }
+      step.push_back(ru_.len[p]);
+      where.push_back(t);
+      touched_max = std::max<std::uint32_t>(touched_max, ru_.a + (k - ru_.off[p]) / ru_.len[p]);
+      const Slot& sl = slots_[s];
+      if (sl.crit != kNone && bursts_[sl.crit].kind != BurstKind::Data) {
+        jump = false;
+        break;
+      }
+    }
+    for (std::uint64_t id = ru_.prev_bursts; id < nb && jump; ++id)
+      if (bursts_[id].kind != BurstKind::Data) jump = false;
+    // (The slots the state holds lie in the run: one outside it would have changed in the template, so it
+    // was touched, and the loop above refused that already. Checked all the same: it is renamed below.)
+    for (std::uint32_t s : ru_.open) {
+      const TileIndex t = slot_tile(s);
+      if (!in_range(image_.tile_program[t], s - slot0_[t])) jump = false;
+    }
+  }
+  const std::uint32_t reach = std::max(touched_max, ru_.state_max);
+  const std::uint64_t K = jump && reach < ru_.b ? ru_.b - reach : 0;
+  if (K == 0) {
+    // No jump here: this cut becomes the previous one.
+    ru_.have = usable;
+    ru_.prev_layer = ru_.layer;
+    ru_.prev_at = now;
+    ru_.prev_bursts = nb;
+    ru_.prev_tasks = tasks_run_;
+    ru_.prev_unclaimed = unclaimed_;
+    ru_.prev_done = done_count_;
+    std::swap(ru_.prev_desc, ru_.desc);
+    untouch_all();
+    if (usable) net_.mark();
+    if (ru_.next > ru_.b) ru_.done = true, log_routes_ = false, route_log_ = {};
+    return;
+  }
+  // Jump: the template [prev cut, this cut) repeats K times.
+  const Cycle D = now - ru_.prev_at;
+  const std::uint64_t NB = nb - ru_.prev_bursts, NT = tasks_run_ - ru_.prev_tasks;
+  // Slot `slot` of tile t, m layers on.
+  auto rename_in = [&](std::uint32_t slot, TileIndex t, std::uint64_t m) -> std::uint32_t {
+    if (slot == kNone || slot == kStepStart) return slot;
+    const std::uint32_t p = image_.tile_program[t];
+    return in_range(p, slot - slot0_[t]) ? slot + std::uint32_t(m) * ru_.len[p] : slot;
+  };
+  auto rename = [&](std::uint32_t slot, std::uint64_t m) -> std::uint32_t {
+    if (slot == kNone || slot == kStepStart) return slot;
+    return rename_in(slot, slot_tile(slot), m);
+  };
+  auto moved = [&](Slot sl, TileIndex t, std::uint64_t m) {  // a slot of tile t, m layers on
+    if (sl.crit != kNone) sl.ready += m * D, sl.tail += m * D, sl.crit += std::uint32_t(m * NB);
+    if (sl.start != kNever) sl.start += m * D, sl.end += m * D;
+    sl.prev = rename_in(sl.prev, t, m);
+    return sl;
+  };
+  // The template's slots as they are at this cut, and the ones the state holds (the copies overwrite them).
+  std::vector<Slot> tmpl(ru_.touched.size());
+  for (std::size_t i = 0; i < tmpl.size(); ++i) tmpl[i] = slots_[ru_.touched[i]];
+  std::vector<std::pair<std::uint32_t, Slot>> held;
+  for (std::uint32_t s : ru_.open) held.push_back({s, slots_[s]});
+  for (std::uint64_t m = 1; m <= K; ++m) {
+    for (std::size_t i = 0; i < tmpl.size(); ++i) slots_[ru_.touched[i] + std::uint32_t(m) * step[i]] = moved(tmpl[i], where[i], m);
+    for (std::uint64_t id = ru_.prev_bursts; id < nb; ++id) {
+      BurstRec b = bursts_[id];
+      b.inject += m * D;
+      b.sender = rename(b.sender, m);
+      bursts_.push_back(b);
+    }
+  }
+  // The state K layers on: the slots it holds (written by the copies already when the template touched
+  // them; kept explicit), the cores.
+  for (const auto& [s, sl] : held) slots_[rename(s, K)] = moved(sl, slot_tile(s), K);
+  for (TileIndex t = 0; t < grid_.size(); ++t) {
+    const std::uint32_t p = image_.tile_program[t];
+    if (p == firmware::kIdle) continue;
+    if (core_free_[t] + ru_.margin >= now) core_free_[t] += K * D;
+    last_slot_[t] = rename_in(last_slot_[t], t, K);
+  }
+  tasks_run_ += K * NT;
+  ru_.skipped_tasks += K * NT;
+  ru_.skipped_layers += std::uint32_t(K);
+  net_.repeat(D, K, [&](std::uint64_t tag, bool timer) -> std::uint64_t {
+    if (!timer) return tag + K * NB;
+    const std::uint64_t kind = tag & kKindMask;
+    if (kind == kTimerDeliver) return kind | ((tag & 0xFFFFFFFFull) + K * NB);
+    if (kind == kTimerReady) {
+      const TileIndex tile = TileIndex((tag >> 16) & 0xFFFFFFFFull);
+      const std::uint32_t k = std::uint32_t(tag & 0xFFFF);
+      const std::uint32_t r = rename(slot0_[tile] + k, K);
+      return kind | (std::uint64_t(tile) << 16) | (r - slot0_[tile]);
+    }
+    return tag;
+  });
+  ru_.done = true;
+  log_routes_ = false;
+  route_log_ = {};
+  untouch_all();
+  ru_.touched.shrink_to_fit();
+  ru_.touched_bits = {};
 }
 
 std::vector<TaskRun> Executor::task_runs() const {

@@ -108,6 +108,13 @@ struct ExecOptions {
   // it is run to the end or up to a limit at a time).
   std::function<Cycle(Cycle)> sample;
   bool keep_path = false;  // keep the critical path as timed segments (StepResult::path)
+  // Pay once for repeated layers, exactly (docs/timing.md "Reuse"): when the network supports it
+  // (noc::Network::supports_reuse) and the programs hold a run of identical layer blocks, the state at the
+  // start of each such layer is compared with the one at the start of the layer before (relative to that
+  // cycle, tasks renamed one layer on); when equal, the layers that follow are not emulated but copied,
+  // shifted in time, as long as the renaming stays inside the run. The result is the same either way.
+  // Not with `sample` (its samples follow the run in time).
+  bool reuse = false;
 };
 
 // A piece of the critical path: [from, to) attributed to one cause, layer and operator. The segments tile
@@ -124,6 +131,8 @@ struct StepResult {
   Cycle start = 0, end = 0;      // end = tail of the last done burst
   Cycle latency() const { return end - start; }
   std::uint64_t tasks_run = 0, tasks_total = 0;
+  std::uint64_t tasks_executed = 0;   // of tasks_run, those emulated (the others copied: ExecOptions::reuse)
+  std::uint32_t layers_reused = 0;    // layers copied rather than emulated
   std::uint64_t bursts = 0;           // bursts the cores sent (weights and injections excluded)
   std::uint64_t weight_bursts = 0, weight_bytes = 0;  // StreamIn ops served (no mesh bursts) and their bytes
   std::uint64_t unclaimed = 0;        // bursts no task took (a firmware bug when nonzero)
@@ -290,6 +299,54 @@ class Executor final : public noc::NetworkClient {
   };
   std::vector<SendCost> send_costs_;  // start_task's scratch, a stack (start_task can nest)
   bool ran_ = false;
+  // Reuse: the route table entries changed since the last cut, each with its value before the change.
+  std::vector<std::pair<std::size_t, std::uint8_t>> route_log_;
+  bool log_routes_ = false;
+
+  // ---- Reuse of repeated layers (ExecOptions::reuse; executor.cpp "Reuse") ----
+  struct Reuse {
+    bool on = false;                  // the image has a run of identical layers and the network can jump
+    bool done = false;                // jumped, or gave up
+    std::uint16_t a = 0, b = 0;       // layers a..b: identical blocks in every program
+    std::vector<std::uint32_t> off, len;  // per program: layer a's block (first task), tasks per block
+    std::uint32_t max_groups = 0;     // most claim groups of one program
+    Cycle margin = 0;                 // a core free before now - margin is as good as idle
+    std::uint32_t next = 0;           // the layer whose first task start makes the next cut
+    bool pending = false;             // a cut is due at the end of this cycle
+    std::uint32_t layer = 0;          // the pending cut's layer
+    // The previous cut (`have`): its layer, cycle, counters and description.
+    bool have = false;
+    std::uint32_t prev_layer = 0;
+    Cycle prev_at = 0;
+    std::uint64_t prev_bursts = 0, prev_tasks = 0, prev_unclaimed = 0;
+    std::uint32_t prev_done = 0;
+    std::vector<std::uint64_t> prev_desc, desc;
+    std::vector<std::uint32_t> touched;  // slots credited or started since the previous cut (once each)
+    std::vector<std::uint64_t> touched_bits;  // per slot: in `touched`
+    std::vector<std::uint16_t> cursor;   // per tile and claim group: the first slot not yet full
+    std::vector<std::uint32_t> open;     // while describing: slots the state holds (partly full, timer due)
+    std::uint32_t state_max = 0;         // while describing: the latest layer the state names
+    bool bad = false;                    // while describing: something that cannot be renamed
+    std::uint64_t skipped_tasks = 0;
+    std::uint32_t skipped_layers = 0;
+  } ru_;
+  void reuse_setup();
+  void touch(std::uint32_t slot) {
+    std::uint64_t& w = ru_.touched_bits[slot >> 6];
+    const std::uint64_t bit = std::uint64_t(1) << (slot & 63);
+    if (!(w & bit)) w |= bit, ru_.touched.push_back(slot);
+  }
+  void untouch_all() {
+    for (std::uint32_t s : ru_.touched) ru_.touched_bits[s >> 6] = 0;
+    ru_.touched.clear();
+  }
+  void reuse_cut();
+  bool in_range(std::uint32_t p, std::uint32_t k) const {
+    return k >= ru_.off[p] && k < ru_.off[p] + std::uint32_t(ru_.b - ru_.a + 1) * ru_.len[p];
+  }
+  hw::TileIndex slot_tile(std::uint32_t slot) const;
+  void describe_task(std::vector<std::uint64_t>& out, hw::TileIndex tile, std::uint32_t k);
+  void describe_burst(std::vector<std::uint64_t>& out, std::uint32_t id);
 };
 
 }  // namespace wafer::core

@@ -110,12 +110,13 @@ void ApproxMesh::timer(Cycle at, std::uint64_t tag) {
 void ApproxMesh::run_until(Cycle limit) {
   // Two copies of the loop: with the client's arrival hints and without (a hint test in every hop was
   // measured at several percent of bench_noc_wafer, whose client takes none).
-  if (hint_) run_loop<true>(limit);
-  else run_loop<false>(limit);
+  stop_ = limit;
+  run_loop_any();
+  stop_ = ~Cycle(0);
 }
 
 template <bool kHint>
-void ApproxMesh::run_loop(Cycle limit) {
+void ApproxMesh::run_loop() {
   // The bulk of the events (a burst's injection, a hop of a Network burst or of a unicast Plan flow) are
   // handled in the loop itself; the rest out of line.
   auto f = [this](Cycle t, const Event& e) __attribute__((always_inline)) {
@@ -132,13 +133,121 @@ void ApproxMesh::run_loop(Cycle limit) {
       handle(t, e);
     }
   };
-  queue_.run(limit, f, [this](const Event& e) __attribute__((always_inline)) { prefetch(e); });
+  queue_.run(stop_, f, [this](const Event& e) __attribute__((always_inline)) { prefetch(e); });
+}
+
+bool ApproxMesh::run_paused() {
+  stop_ = ~Cycle(0);
+  while (!queue_.empty() && stop_ == ~Cycle(0)) run_loop_any();
+  stop_ = ~Cycle(0);
+  return !queue_.empty();
+}
+
+namespace {
+std::uint64_t rel(Cycle v, Cycle now) { return v - now; }  // (two's complement: cycles before now wrap)
+constexpr std::uint64_t kUnset = 0xFFFF'FFFF'FFFF'FFF0ull;
+}  // namespace
+
+bool ApproxMesh::describe_state(const TagDescriber& tag, std::vector<std::uint64_t>& out) const {
+  const Cycle now = queue_.now();
+  std::vector<std::pair<Cycle, Event>> ev;
+  queue_.pending(ev);
+  std::vector<std::uint32_t> order;        // the bursts in flight, in the order the events name them
+  std::vector<std::uint8_t> pre;           // ... whether still waiting for its injection
+  std::vector<std::uint32_t> index(bursts_.size(), kNone);
+  out.push_back(ev.size());
+  for (const auto& [t, e] : ev) {
+    out.push_back(rel(t, now));
+    out.push_back(std::uint64_t(e.kind) | std::uint64_t(e.in) << 8);
+    if (e.kind == Kind::Timer) {
+      tag(std::uint64_t(e.a) | (std::uint64_t(e.b) << 32), true, out);
+      continue;
+    }
+    if (e.kind != Kind::Inject && e.kind != Kind::Node) return false;  // Plans: not described
+    if (bursts_[e.a].flow != kNone) return false;
+    if (index[e.a] == kNone) index[e.a] = std::uint32_t(order.size()), order.push_back(e.a), pre.push_back(0);
+    if (e.kind == Kind::Inject) pre[index[e.a]] = 1;
+    out.push_back(index[e.a]);
+    out.push_back(e.b);
+    out.push_back(e.c);
+  }
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const Burst& br = bursts_[order[i]];
+    out.insert(out.end(), {std::uint64_t(br.lag), std::uint64_t(br.wavelets), std::uint64_t(br.refs), std::uint64_t(br.src),
+                           pre[i] ? kUnset : rel(br.inject, now), br.head ? rel(br.head, now) : kUnset,
+                           br.tail ? rel(br.tail, now) : kUnset, br.wait, std::uint64_t(br.hops), std::uint64_t(br.color),
+                           std::uint64_t(br.src_c.x), std::uint64_t(br.src_c.y)});
+    const Target& t = br.target;
+    out.push_back(std::uint64_t(t.kind));
+    if (t.kind == Destination::Kind::Tile) {
+      out.insert(out.end(), {std::uint64_t(t.dst), std::uint64_t(t.dst_c.x), std::uint64_t(t.dst_c.y)});
+    } else {
+      out.insert(out.end(), {std::uint64_t(t.along), std::uint64_t(t.src.x), std::uint64_t(t.src.y),
+                             std::uint64_t(t.region.x0), std::uint64_t(t.region.y0), std::uint64_t(t.region.w),
+                             std::uint64_t(t.region.h), std::uint64_t(t.sinks)});
+    }
+    tag(br.tag, false, out);
+  }
+  // The resources busy beyond now (one free at or before now is as good as idle: every reservation takes
+  // the later of the request, >= now, and the next-free cycle).
+  for (TileIndex tile = 0; tile < tiles_.size(); ++tile) {
+    const TileRes& r = tiles_[tile];
+    const Cycle v[6] = {r.link_free[0], r.link_free[1], r.link_free[2], r.link_free[3], r.ramp_in, r.ramp_out};
+    for (std::uint64_t k = 0; k < 6; ++k)
+      if (v[k] > now) out.insert(out.end(), {std::uint64_t(tile) << 3 | k, v[k] - now});
+  }
+  return true;
+}
+
+void ApproxMesh::mark() {
+  mark_stats_ = stats_;
+  mark_busy_.assign(busy_.begin(), busy_.end());
+}
+
+void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag) {
+  const Cycle now = queue_.now(), shift = period * times;
+  auto more = [&](std::uint64_t& v, std::uint64_t marked) { v += times * (v - marked); };
+  more(stats_.bursts, mark_stats_.bursts);
+  more(stats_.link_traversals, mark_stats_.link_traversals);
+  more(stats_.wavelet_link_cycles, mark_stats_.wavelet_link_cycles);
+  more(stats_.wait_cycles, mark_stats_.wait_cycles);
+  more(stats_.transfer_cycles, mark_stats_.transfer_cycles);
+  for (std::size_t l = 0; l < busy_.size(); ++l) more(busy_[l], mark_busy_[l]);
+  std::vector<std::pair<Cycle, Event>> ev;
+  queue_.pending(ev);
+  std::vector<std::uint8_t> seen(bursts_.size(), 0), pre(bursts_.size(), 0);
+  for (const auto& [t, e] : ev)
+    if (e.kind == Kind::Inject) pre[e.a] = 1;
+  for (auto& [t, e] : ev) {
+    t += shift;
+    if (e.kind == Kind::Timer) {
+      const std::uint64_t tag = retag(std::uint64_t(e.a) | (std::uint64_t(e.b) << 32), true);
+      e.a = std::uint32_t(tag), e.b = std::uint32_t(tag >> 32);
+      continue;
+    }
+    if (seen[e.a]) continue;
+    seen[e.a] = 1;
+    Burst& br = bursts_[e.a];
+    if (!pre[e.a]) br.inject += shift;
+    if (br.head) br.head += shift;
+    if (br.tail) br.tail += shift;
+    br.tag = retag(br.tag, false);
+  }
+  for (TileRes& r : tiles_) {
+    for (Cycle& c : r.link_free)
+      if (c > now) c += shift;
+    if (r.ramp_in > now) r.ramp_in += shift;
+    if (r.ramp_out > now) r.ramp_out += shift;
+  }
+  queue_.rebuild(now + shift, ev);
+  last_event_ += shift;
 }
 
 Cycle ApproxMesh::run() {
   while (!queue_.empty()) run_until(~Cycle(0));
   return last_event_;
 }
+
 
 // A burst asks for its source's injection ramp: its head reaches the source's router ramp_latency later (at
 // once for a burst to the tile itself), or when the ramp has passed the core's earlier bursts, whichever is

@@ -34,6 +34,12 @@ class ApproxMesh final : public Mesh {
   Cycle run() override;
   Cycle now() const override { return queue_.now(); }
   const NetworkStats& stats() const override { return stats_; }
+  bool supports_reuse() const override { return true; }
+  bool run_paused() override;
+  void pause_at(Cycle at) override { stop_ = std::min(stop_, at); }
+  bool describe_state(const TagDescriber& tag, std::vector<std::uint64_t>& out) const override;
+  void mark() override;
+  void repeat(Cycle period, std::uint64_t times, const Retag& retag) override;
 
   // Mesh
   Fidelity fidelity() const override { return Fidelity::Approx; }
@@ -86,7 +92,11 @@ class ApproxMesh final : public Mesh {
 
   void handle(Cycle now, const Event& e);
   template <bool kHint>
-  void run_loop(Cycle limit);
+  void run_loop();  // up to stop_ (which a handler may lower: pause_at)
+  void run_loop_any() {
+    if (hint_) run_loop<true>();
+    else run_loop<false>();
+  }
   template <bool kHint>
   void inject(Cycle now, std::uint32_t b);
   void prefetch(const Event& e) const;
@@ -126,6 +136,9 @@ class ApproxMesh final : public Mesh {
   Calendar<Event> queue_;
   NetworkStats stats_;
   Cycle last_event_ = 0;
+  Cycle stop_ = ~Cycle(0);  // the running loop's limit
+  NetworkStats mark_stats_;  // mark()
+  std::vector<std::uint64_t> mark_busy_;
   // What a hop reads and writes, in one cache line (the busy counters, written only, live apart).
   struct alignas(64) TileRes {
     Cycle link_free[4];         // per output link (Dir N, E, S, W): first cycle it is free

@@ -45,12 +45,13 @@ class Calendar {
   void run(hw::Cycle limit, F&& f) {
     run(limit, f, [](const Event&) {});
   }
+  // `limit` is read again after every cycle (a handler may lower it: Network::pause_at).
   // The same; before each event runs, `pre(event)` is called on the event kAhead places further in the
   // current bucket, so a model can prefetch the records that event will touch (the events of one cycle
   // are independent reads of scattered records: memory latency, not work, bounds them). Order is unchanged.
   static constexpr std::size_t kAhead = 6;
   template <class F, class P>
-  void run(hw::Cycle limit, F&& f, P&& pre) {
+  void run(const hw::Cycle& limit, F&& f, P&& pre) {
     while (now_ < limit) {
       // Far events enter their bucket the cycle it enters the window, before any event pushed straight
       // into it (which needs now() > t - kBuckets): a bucket holds its events in push order.
@@ -85,6 +86,28 @@ class Calendar {
   }
 
   // Drops every event and restarts time at zero (capacity kept).
+  // The pending events in the order they will run (time, then push order; at one cycle the events already
+  // in the window's bucket before the far ones moved into it), each with its cycle.
+  void pending(std::vector<std::pair<hw::Cycle, Event>>& out) const {
+    out.clear();
+    std::vector<Far> far(overflow_);
+    std::sort(far.begin(), far.end(), [](const Far& a, const Far& b) { return b < a; });
+    std::size_t f = 0;
+    for (hw::Cycle t = now_; t < now_ + kBuckets; ++t) {
+      const Bucket& b = ring_[t & kMask];
+      for (std::uint32_t i = 0; i < b.size; ++i) out.push_back({t, b.data[i]});
+      for (; f < far.size() && far[f].t == t; ++f) out.push_back({t, far[f].e});
+    }
+    for (; f < far.size(); ++f) out.push_back({far[f].t, far[f].e});
+  }
+  // Empties the queue, sets its clock to `now` and pushes `events` (in pending()'s order, none before now):
+  // they then run in that order.
+  void rebuild(hw::Cycle now, const std::vector<std::pair<hw::Cycle, Event>>& events) {
+    reset();
+    now_ = now;
+    for (const auto& [t, e] : events) push(t, e);
+  }
+
   void reset() {
     for (auto& b : ring_) b.size = 0;
     overflow_.clear();

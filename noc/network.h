@@ -4,6 +4,8 @@
 // wavelet by wavelet). Routes come from the pure routing function (noc/routing), hop by hop, so a send
 // allocates nothing.
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "hw/coord.h"
 #include "noc/routing/fabric.h"
@@ -78,6 +80,33 @@ class Network {
   virtual Cycle run() = 0;
   virtual Cycle now() const = 0;
   virtual const NetworkStats& stats() const = 0;
+
+  // ---- Exact reuse of a repeated stretch of a run (optional; core::Executor, docs/timing.md) ----------
+  // A model that supports it can stop at a cycle boundary, describe its state there relative to that
+  // cycle, and jump: repeat the stretch since a mark `times` more times by shifting its state in time.
+  virtual bool supports_reuse() const { return false; }
+  // run() that returns early, at the boundary `pause_at` asked for (every event before it handled, none
+  // after); returns whether events are left.
+  virtual bool run_paused() {
+    run();
+    return false;
+  }
+  // From inside an event: stop once the events before cycle `at` (> now) are handled.
+  virtual void pause_at(Cycle /*at*/) {}
+  // At a boundary: appends a description of the state that decides the future (pending events in the order
+  // they will run, the bursts in flight, the resources busy beyond now()), every cycle relative to now().
+  // A client tag is described by `tag(tag, is_timer, out)`. Returns false when the state cannot be
+  // described (the caller must not jump).
+  using TagDescriber = std::function<void(std::uint64_t tag, bool timer, std::vector<std::uint64_t>& out)>;
+  virtual bool describe_state(const TagDescriber& /*tag*/, std::vector<std::uint64_t>& /*out*/) const { return false; }
+  // At a boundary: remembers the statistics (and per-link counters) as they are now.
+  virtual void mark() {}
+  // At a boundary whose state is, `period` cycles later, that of the mark's boundary shifted (equal
+  // descriptions): the stretch since the mark repeats `times` more times. Adds `times` x the statistics
+  // since the mark, shifts every pending event and busy resource by times x period and renames the client
+  // tags of what is in flight with `retag(tag, is_timer)`.
+  using Retag = std::function<std::uint64_t(std::uint64_t tag, bool timer)>;
+  virtual void repeat(Cycle /*period*/, std::uint64_t /*times*/, const Retag& /*retag*/) {}
 };
 
 }  // namespace wafer::noc

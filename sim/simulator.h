@@ -78,6 +78,13 @@ struct StepOptions {
   std::int32_t region_cells = 0;  // RegionTotals with at most this many cells a side (0: none)
   std::int32_t series_cells = 0;  // RegionSeries with at most this many cells a side (0: none)
   std::uint32_t series_intervals = 64;  // at most this many intervals in a RegionSeries
+  // Pay once for what repeats (exactly): a wafer of the pipeline whose image is an earlier wafer's (the
+  // same programs on the same tiles, the same injections and done condition; only the layer names differ)
+  // and that streams no weights is not emulated again: its result is the earlier wafer's shifted to its own
+  // start (see Simulator::run); within a wafer, repeated layers are copied once their state repeats
+  // (core::ExecOptions::reuse). false: emulate everything (`decode --no-reuse`). Off while a trace's extras
+  // are asked for (keep_task_runs, keep_path, series_cells): they follow the run in time, tile by tile.
+  bool reuse = true;
 };
 
 struct WaferStep {
@@ -87,6 +94,7 @@ struct WaferStep {
   std::uint64_t link_busy_max = 0;  // busiest link's occupied cycles
   RegionTotals regions;             // StepOptions::region_cells
   RegionSeries series;              // StepOptions::series_cells
+  int reused_from = -1;             // the earlier wafer whose result this is (shifted), -1: emulated
 };
 
 struct Named {
@@ -108,6 +116,11 @@ struct StepResult {
   memory::EdgeChannelRule channel_rule;
   double channel_busy_max_us = 0;
   double elaboration_s = 0, emulation_s = 0;
+  // Cost of the emulation (StepOptions::reuse): tile tasks the cores ran, against the tasks the result
+  // represents (every wafer's tasks_run); wafers whose result was reused.
+  std::uint64_t tasks_executed = 0, tasks_represented = 0;
+  std::uint32_t wafers_reused = 0;
+  std::uint32_t layers_reused = 0;  // layers copied within the wafers emulated (core::StepResult)
 };
 
 class Top;
@@ -134,6 +147,11 @@ class Simulator {
   std::vector<std::vector<core::TaskRun>> runs_;
   double elaboration_s_ = 0;
 };
+
+// Whether wafer step `b` is wafer step `a` shifted in time: the same grid, programs, tile programs, operator
+// names, injections and done condition, as many layers (their names may differ), and no streamed weights
+// (the MemoryX port is shared by the wafers, so a streaming wafer's timing depends on the ones before).
+bool same_step(const firmware::Image& a, const firmware::Image& b);
 
 // SRAM per used tile, checked against the capacity; returns max / mean.
 memory::SramStats check_sram(const hw::WaferSpec& spec, const firmware::Image& image);

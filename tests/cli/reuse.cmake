@@ -1,0 +1,47 @@
+# Reuse of repeated work (sim::StepOptions::reuse): every case runs `decode` with reuse and with
+# --no-reuse and compares the JSON results byte for byte but for the wall_time section (reuse_check.py).
+# `some`: reuse must apply (fewer tasks executed than represented); `none`: the symmetry is broken, every
+# task runs; `any`: either.
+set(REUSE_CHECK python3 ${CMAKE_CURRENT_SOURCE_DIR}/reuse_check.py ${WAFER_EMU} ${OUT}/reuse)
+set(TINY_R --wafer tiny --model tiny-llama --context 64)
+set(TINY6 --wafer tiny --model ${DATA}/reuse_6_layers.json --context 64)
+function(reuse_test name expect)
+  add_test(NAME cli.reuse_${name} COMMAND ${REUSE_CHECK} ${name} ${expect} -- ${ARGN})
+endfunction()
+# A pipeline of wafers: the middle wafers of 4 run the same step (same programs, other layer names).
+reuse_test(wafers4 some ${TINY_R} --wafers 4)
+reuse_test(wafers4_cycle some ${TINY_R} --wafers 4 --fidelity cycle)
+reuse_test(wafers4_defects some ${TINY_R} --wafers 4 --density 20 --seed 3)
+# With a trace everything is emulated (its extras follow the run in time): the same answer, no reuse.
+reuse_test(wafers4_trace none ${TINY_R} --wafers 4 --trace TRACE)
+reuse_test(wafers6_6layers some ${TINY6} --wafers 6)
+# Two wafers: the first holds the embedding, the second the head: nothing repeats.
+reuse_test(wafers2 none ${TINY_R} --wafers 2)
+reuse_test(wafers2_cycle none ${TINY_R} --wafers 2 --fidelity cycle)
+# Streamed weights share the MemoryX port between wafers: a wafer that streams is never reused (the tiny
+# model fits resident, so nothing streams here and the middle wafers may be reused).
+reuse_test(wafers4_stream any ${TINY_R} --wafers 4 --weights stream)
+# One wafer. Layers time-multiplexed on the same tiles (square, whole-wafer with meshgemv): once the state
+# at the start of a layer repeats the one at the start of the layer before, the layers after are copied
+# (core::ExecOptions::reuse), with or without defects (the same tiles serve every layer, so a repaired
+# link slows them all alike), with each allreduce.
+set(SMALL8 --wafer small --model ${DATA}/reuse_small_8_layers.json --context 512)
+reuse_test(square_meshgemv some ${TINY6} --placement square --kernel meshgemv)
+reuse_test(square_meshgemv_trace none ${TINY6} --placement square --kernel meshgemv --trace TRACE)
+reuse_test(square_meshgemv_defects some ${TINY6} --placement square --kernel meshgemv --density 20 --seed 5)
+reuse_test(whole_wafer_meshgemv some ${TINY6} --placement whole-wafer --kernel meshgemv --allreduce chain)
+reuse_test(small_square_tree some ${SMALL8} --placement square --kernel meshgemv)
+reuse_test(small_square_chain_defects some ${SMALL8} --placement square --kernel meshgemv --allreduce chain --density 0.5 --seed 2)
+reuse_test(small_whole_wafer_centre some ${SMALL8} --placement whole-wafer --kernel meshgemv --allreduce centre --batch 2)
+# The bands kernel on one region: its colors are rerouted within every layer (color_switch), and back, so
+# the route tables are the same at every layer's start.
+reuse_test(square_bands some ${TINY6} --placement square)
+reuse_test(small_square_bands some ${SMALL8} --placement square)
+reuse_test(small_whole_wafer_bands_defects some ${SMALL8} --placement whole-wafer --batch 2 --density 0.5 --seed 3)
+# Layers on one region of each wafer of a pipeline (too few per wafer to jump here: the same answer).
+reuse_test(small_square_wafers2 any ${SMALL8} --placement square --wafers 2)
+# The cycle reference cannot jump (noc::Network::supports_reuse): every task runs, same answer.
+reuse_test(square_meshgemv_cycle none ${TINY6} --placement square --kernel meshgemv --fidelity cycle)
+# A band per layer (layer-bands): each layer on tiles of its own, not the repetition reuse looks for.
+reuse_test(layer_bands none ${TINY6})
+reuse_test(layer_bands_defects none ${TINY6} --density 20 --seed 3)

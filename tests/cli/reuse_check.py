@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""`decode` with and without reuse (sim::StepOptions::reuse, `--no-reuse`) gives the same answer.
+
+reuse_check.py WAFER_EMU OUT_DIR NAME REUSE -- DECODE-ARGS...
+
+Runs `wafer-emu decode DECODE-ARGS` twice, with reuse (the default) and with --no-reuse, and compares the two
+JSON results byte for byte once the `wall_time` section (host timing, and the emulation's cost: tasks
+executed, wafers reused) is taken out. With --trace in DECODE-ARGS the two Chrome traces are compared too.
+REUSE says what the run with reuse must show: `some` (fewer tasks executed than represented: the test
+fails if reuse silently stopped applying), `none` (every task executed: a case where the symmetry is
+broken), or `any`. The run with --no-reuse must always execute every task it represents.
+"""
+import json, os, subprocess, sys
+
+
+def run(exe, args, out, trace):
+    a = list(args)
+    if trace:
+        a[a.index("--trace") + 1] = trace
+    r = subprocess.run([exe, "decode"] + a + ["--json", out], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        print(f"FAIL: exit {r.returncode}: {' '.join(a)}\n{r.stderr}")
+        sys.exit(1)
+    with open(out) as f:
+        text = f.read()
+    j = json.loads(text)
+    wall = j.pop("wall_time")
+    return j, wall
+
+
+def main():
+    if len(sys.argv) < 6 or sys.argv[5] != "--":
+        print(__doc__)
+        return 2
+    exe, out_dir, name, expect = sys.argv[1:5]
+    args = sys.argv[6:]
+    os.makedirs(out_dir, exist_ok=True)
+    has_trace = "--trace" in args
+    ta = os.path.join(out_dir, f"{name}.reuse.trace.json") if has_trace else None
+    tb = os.path.join(out_dir, f"{name}.full.trace.json") if has_trace else None
+    a, wa = run(exe, args, os.path.join(out_dir, f"{name}.reuse.json"), ta)
+    b, wb = run(exe, args + ["--no-reuse"], os.path.join(out_dir, f"{name}.full.json"), tb)
+    bad = []
+    # Byte for byte: the same serialisation of both (sorted keys, no whitespace freedom).
+    sa, sb = json.dumps(a, sort_keys=True), json.dumps(b, sort_keys=True)
+    if sa != sb:
+        for k in sorted(set(a) | set(b)):
+            if json.dumps(a.get(k), sort_keys=True) != json.dumps(b.get(k), sort_keys=True):
+                bad.append(f"section {k!r} differs:\n  reuse {json.dumps(a.get(k), sort_keys=True)[:400]}\n"
+                           f"  full  {json.dumps(b.get(k), sort_keys=True)[:400]}")
+    if has_trace:
+        with open(ta, "rb") as f, open(tb, "rb") as g:
+            if f.read() != g.read():
+                bad.append("the Chrome traces differ")
+    ex, rep = wa["tasks_executed"]["value"], wa["tasks_represented"]["value"]
+    fex, frep = wb["tasks_executed"]["value"], wb["tasks_represented"]["value"]
+    tasks_run = b["fabric"]["tasks_run"]["value"]
+    if frep != tasks_run or rep != tasks_run:
+        bad.append(f"tasks represented {rep} (reuse) / {frep} (full) != tasks_run {tasks_run}")
+    if fex != frep:
+        bad.append(f"--no-reuse executed {fex} tasks of {frep}")
+    if expect == "some" and not ex < rep:
+        bad.append(f"reuse expected, but {ex} tasks executed of {rep}")
+    if expect == "none" and ex != rep:
+        bad.append(f"no reuse expected, but {ex} tasks executed of {rep}")
+    if bad:
+        print(f"FAIL {name}: " + "\n".join(bad))
+        return 1
+    print(f"ok {name}: identical; tasks executed {ex} of {rep} with reuse")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
