@@ -6,6 +6,7 @@
 // and passes the same one to every emulate_point / run_point call.
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "hw/wafer_spec.h"
 #include "mapper/mapper.h"
@@ -34,7 +35,15 @@ struct DecodePoint {
 // mapper's reason when it refuses.
 mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric);
 
-// Emulates one decode step of `mapping` (made by map_point for the same point and fabric).
+// The memory a run may use, in bytes: WAFER_EMU_MEMORY_MB (MiB) when set (hw::InputError when it is not
+// a whole number), else /proc/meminfo's MemAvailable; none when neither can be read.
+std::optional<std::uint64_t> memory_available();
+// Refuses (hw::InputError, with the figures) a mapping whose full run would keep more task records than
+// memory_available() on some wafer (core::Executor::record_bytes), before anything is allocated.
+void check_memory(const mapper::Mapping& mapping);
+
+// Emulates one decode step of `mapping` (made by map_point for the same point and fabric), after
+// check_memory.
 sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric,
                               const mapper::Mapping& mapping);
 

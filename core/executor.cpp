@@ -275,6 +275,8 @@ void Executor::request_weights() {
   if (!warrivals_.empty()) net_.timer(warrivals_[0].at, kTimerWeights);
 }
 
+std::uint64_t Executor::record_bytes(std::uint64_t tasks) { return tasks * (sizeof(Slot) + sizeof(BurstRec)); }
+
 StepResult Executor::run() {
   if (ran_) throw std::logic_error("Executor::run called twice");
   ran_ = true;

@@ -164,6 +164,10 @@ class Executor final : public noc::NetworkClient {
   // Runs the step to completion (the network runs until no event is left).
   StepResult run();
 
+  // The records a run keeps for `tasks` task slots (one Slot each, and about one BurstRec per task: most
+  // tasks send one burst), in bytes: what a full run of that many tasks needs beyond the mesh and programs.
+  static std::uint64_t record_bytes(std::uint64_t tasks);
+
   // After run(): every task that ran (in tile order), for traces.
   std::vector<TaskRun> task_runs() const;
   // After run(): calls f(run) for every task that ran, in tile order, without keeping them.

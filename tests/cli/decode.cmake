@@ -92,3 +92,15 @@ wafer_cli_test(decode_auto_bad_budget --exit 2 --one-line-error --stderr "--sear
 # With no budget nothing is emulated: the best closed form is chosen, and says so.
 wafer_cli_test(decode_auto_no_budget --stdout "chosen_by +closed form" --stdout "chosen +meshgemv"
   -- ${WAFER_EMU} decode ${TINY} --placement auto --search-budget 0)
+# A run keeps a record per tile task (core::Executor::record_bytes): a job whose records exceed the memory
+# available is refused before it allocates them. The tiny job's 651 tasks need about 52 KB: refused under a
+# limit of 0 MiB, run under 1 MiB; a limit that is not a number is an error naming the variable.
+wafer_cli_test(decode_memory_refused --exit 2 --one-line-error
+  --stderr "the step would not fit in memory: wafer 0 runs 651 tile tasks.*WAFER_EMU_MEMORY_MB overrides"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64)
+set_tests_properties(cli.decode_memory_refused PROPERTIES ENVIRONMENT "WAFER_EMU_MEMORY_MB=0")
+wafer_cli_test(decode_memory_enough --stdout "tasks_run +651 tasks" -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64)
+set_tests_properties(cli.decode_memory_enough PROPERTIES ENVIRONMENT "WAFER_EMU_MEMORY_MB=1")
+wafer_cli_test(decode_memory_variable --exit 2 --one-line-error --stderr "WAFER_EMU_MEMORY_MB '1e3' is not a whole number of MiB"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64)
+set_tests_properties(cli.decode_memory_variable PROPERTIES ENVIRONMENT "WAFER_EMU_MEMORY_MB=1e3")
