@@ -149,6 +149,12 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
     p.options = c.options;
     p.keep_task_runs = false;
     const mapper::Mapping m = map_point(p, fabric);
+    try {
+      check_memory(m);
+    } catch (const hw::InputError& e) {
+      c.skipped = fmt::format("not emulated: {}", e.what());
+      continue;
+    }
     c.emulated = double(emulate_point(simulator, p, fabric, m).latency);
     left -= c.task_runs;
     ++emulated;
