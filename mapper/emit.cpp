@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "hw/error.h"
 #include "mapper/mapper.h"
@@ -631,26 +632,53 @@ void Emitter::extend(hw::TileIndex t, std::uint32_t f, Run& run) {
   stream_bytes_ += frags_[f].stream_bytes;
 }
 
+bool same_but_layer(const StageSpec& a, const StageSpec& b) {
+  return a.kind == b.kind && a.region == b.region && a.streamed == b.streamed && a.in_arrivals == b.in_arrivals &&
+         a.relay_in == b.relay_in && a.out == b.out && a.out_dest == b.out_dest && a.out_color == b.out_color &&
+         a.k == b.k && a.n == b.n && a.residual_in == b.residual_in;
+}
+
 void Emitter::add_classes(const hw::Rect& r, const std::vector<std::uint32_t>& row_class,
                           const std::vector<std::uint32_t>& col_class,
-                          const std::function<Fragment(std::uint32_t, std::uint32_t)>& build) {
+                          const std::function<Fragment(std::uint32_t, std::uint32_t)>& build, const StageSpec* stage) {
   constexpr std::uint32_t kUnbuilt = 0xFFFFFFFFu, kEmpty = 0xFFFFFFFEu;
   const std::uint32_t nc = col_class.empty() ? 1 : *std::max_element(col_class.begin(), col_class.end()) + 1;
   const std::uint32_t nr = row_class.empty() ? 1 : *std::max_element(row_class.begin(), row_class.end()) + 1;
   std::vector<std::uint32_t> table(std::size_t(nr) * nc, kUnbuilt);
+  const bool relabel = stage && memo_.valid && same_but_layer(*stage, memo_.stage) && memo_.row_class == row_class &&
+                       memo_.col_class == col_class && memo_.table.size() == table.size();
+  // The previous stage's fragment for this pair, with this stage's layer (when every task of it reports the
+  // previous stage's layer, as every builder stamps them); nothing when there is none to copy.
+  auto relabelled = [&](std::size_t i) -> std::optional<Fragment> {
+    const std::uint32_t old = memo_.table[i];
+    if (old == kUnbuilt || old == kEmpty) return std::nullopt;
+    Fragment fr = frags_[old];
+    for (auto& t : fr.tasks) {
+      if (t.layer != memo_.stage.layer) return std::nullopt;
+      t.layer = stage->layer;
+    }
+    return fr;
+  };
   for (std::int32_t y = 0; y < r.h; ++y) {
     Run run;
     for (std::int32_t x = 0; x < r.w; ++x) {
       const std::uint32_t rc = row_class[std::size_t(y)], cc = col_class[std::size_t(x)];
-      std::uint32_t& f = table[std::size_t(rc) * nc + cc];
+      const std::size_t i = std::size_t(rc) * nc + cc;
+      std::uint32_t& f = table[i];
       if (f == kUnbuilt) {
-        Fragment fr = build(rc, cc);
-        f = fr.tasks.empty() ? kEmpty : intern_fragment(std::move(fr));
+        if (relabel && memo_.table[i] == kEmpty) {
+          f = kEmpty;
+        } else {
+          std::optional<Fragment> copy = relabel ? relabelled(i) : std::nullopt;
+          Fragment fr = copy ? std::move(*copy) : build(rc, cc);
+          f = fr.tasks.empty() ? kEmpty : intern_fragment(std::move(fr));
+        }
       }
       if (f == kEmpty) continue;
       extend(grid_.index({r.x0 + x, r.y0 + y}), f, run);
     }
   }
+  if (stage) memo_ = {true, *stage, row_class, col_class, std::move(table)};
 }
 
 namespace {

@@ -68,7 +68,12 @@ struct StageSpec {
   // Kernel sizes (Gemv: k x n; Norm: k).
   std::int64_t k = 0, n = 0;
   bool residual_in = false;  // meshgemv: the input is a decoder layer's output to add to the residual stream
+  // (A new field must be compared in same_but_layer.)
 };
+
+// Whether two stages differ at most in their layer index and name: then their fragments differ only in
+// the layer their tasks report (time-multiplexed decoder layers on one region), and so do their needs.
+bool same_but_layer(const StageSpec& a, const StageSpec& b);
 
 struct EmitParams {
   const hw::WaferSpec* spec = nullptr;
@@ -144,9 +149,13 @@ class Emitter {
   // Stamps a stage whose tile (x, y) of `region` runs build(row_class[y], col_class[x]) (local frame, x = 0 the
   // west column): one fragment per distinct pair of classes, built when first needed; empty fragments are
   // skipped.
+  // With `stage`: when the stage before it (stamped the same way) is the same but for its layer
+  // (same_but_layer) with the same classes, its fragments are copied with their tasks' layer changed
+  // instead of built again (the decoder layers of a time-multiplexed region: 32 builds become one).
   void add_classes(const hw::Rect& region, const std::vector<std::uint32_t>& row_class,
                    const std::vector<std::uint32_t>& col_class,
-                   const std::function<Fragment(std::uint32_t, std::uint32_t)>& build);
+                   const std::function<Fragment(std::uint32_t, std::uint32_t)>& build,
+                   const StageSpec* stage = nullptr);
   firmware::Image finish(std::vector<std::string> layer_names);
   std::int64_t stream_bytes() const { return stream_bytes_; }
 
@@ -168,6 +177,12 @@ class Emitter {
   std::vector<std::pair<std::uint64_t, std::uint32_t>> trie_;  // open addressing: key (seq<<32|frag) -> child
   std::size_t trie_used_ = 0;
   std::int64_t stream_bytes_ = 0;
+  struct ClassMemo {  // add_classes' last stage: its classes and fragment per pair of classes
+    bool valid = false;
+    StageSpec stage;
+    std::vector<std::uint32_t> row_class, col_class, table;
+  };
+  ClassMemo memo_;
 };
 
 // Global <-> local column of a region (local 0 = the side away from the residual column).

@@ -310,8 +310,14 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       return u;
     };
     const std::uint32_t cap = std::uint32_t(spec.sram_bytes);
+    // (A stage the same as the one before but for its layer needs what that one needs.)
+    std::size_t prev = specs.size();
     for (auto& gr : groups)
-      for (std::size_t i : gr) needs[i] = detail::stage_need(specs[i], ep);
+      for (std::size_t i : gr) {
+        needs[i] = prev < specs.size() && detail::same_but_layer(specs[i], specs[prev]) ? needs[prev]
+                                                                                        : detail::stage_need(specs[i], ep);
+        prev = i;
+      }
     std::size_t over = 0;
     for (auto& gr : groups) over += group_need(gr).total() > cap ? gr.size() : 0;
     if (opt.weights == WeightMode::Resident && over > 0) {

@@ -342,7 +342,7 @@ void add_meshgemv(Emitter& em, const StageSpec& s, const EmitParams& p) {
   const Layout L = layout(s, p);
   em.add_classes(s.region.rect, L.row_class, L.col_class, [&](std::uint32_t rc, std::uint32_t cc) {
     return Builder(s, p, L.row_keys[rc], L.col_keys[cc]).build();
-  });
+  }, &s);
 }
 
 StageNeed meshgemv_need(const StageSpec& s, const EmitParams& p) {

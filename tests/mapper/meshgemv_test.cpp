@@ -208,3 +208,41 @@ TEST(MeshGemv, LayersShareTheirCode) {
   EXPECT_EQ(three, two);  // layer 0 (no residual input) and one copy of the others' code
   EXPECT_EQ(six, two);
 }
+
+// The decoder layers of one region are stamped from one build (Emitter::add_classes relabels the previous
+// layer's fragments): every tile's program holds one block per layer, in order, each reporting its own
+// layer, and the blocks of layers 1.. are the same but for that (layer 0 has no residual input).
+TEST(MeshGemv, LayersCopiedFromOneBuildReportTheirOwnLayer) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  const noc::Fabric fabric = noc::Fabric::perfect(tiny.logical());
+  ModelConfig m = load_model("tiny-llama");
+  m.layers = 5;
+  const Mapping mp = map_model(tiny, fabric, m, mesh_options());
+  const firmware::Image& im = mp.images[0];
+  std::size_t checked = 0;
+  for (const auto& p : im.programs) {
+    std::map<std::string, std::vector<firmware::Task>> block;  // layer name -> its tasks, in program order
+    std::vector<std::string> order;
+    for (const auto& t : p.tasks) {
+      const std::string& name = im.layer_names.at(t.layer);
+      if (block.find(name) == block.end()) order.push_back(name);
+      block[name].push_back(t);
+    }
+    std::vector<std::string> layers;
+    for (const auto& n : order)
+      if (n.rfind("layer ", 0) == 0) layers.push_back(n);
+    ASSERT_EQ(layers.size(), 5u);
+    for (int l = 0; l < 5; ++l) EXPECT_EQ(layers[std::size_t(l)], "layer " + std::to_string(l));
+    for (int l = 2; l < 5; ++l) {
+      auto a = block[layers[1]], b = block[layers[std::size_t(l)]];
+      ASSERT_EQ(a.size(), b.size());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        EXPECT_NE(a[i].layer, b[i].layer);
+        b[i].layer = a[i].layer;
+        EXPECT_EQ(a[i], b[i]) << "layer " << l << " task " << i;
+      }
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0u);
+}
