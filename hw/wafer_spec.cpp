@@ -56,7 +56,7 @@ const std::vector<ParamInfo>& wafer_params() {
        &W::stream_stage_latency, 0, 1000},
       {"colors", "colors", "routable colors (virtual channels) per router",
        "public: 24 routable colors (WSE-2); WSE-3 assumed the same", &W::colors, 1, 64},
-      {"task_overhead", "cycles", "activating a task when its trigger (data on a color) arrives",
+      {"task_overhead", "cycles", "running a task beyond its vector work: activation when its trigger (data on a color) arrives, and its fixed software costs",
        "fitted (docs/fidelity.md, `wafer-emu validate --fit` on configs/validation/public.json: WaferLLM decode "
        "layers on WSE-2); no published figure: it stands for a kernel phase's software costs",
        &W::task_overhead, 0, 1e6},
