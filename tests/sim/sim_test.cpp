@@ -596,5 +596,55 @@ TEST(Regions, GridFitsAtMostTheAskedCells) {
   }
 }
 
+// ---- steps of T new tokens (prefill chunks, speculative verify steps) ----------------------------------
+StepResult tokens_step(const hw::WaferSpec& spec, const char* model, std::int64_t context, std::int64_t tokens,
+                       noc::Fidelity f = noc::Fidelity::Approx) {
+  mapper::MapOptions mo;
+  mo.context = context, mo.tokens = tokens;
+  const noc::Fabric fabric = noc::Fabric::perfect(spec.logical());
+  mapper::Mapping mp = mapper::map_model(spec, fabric, mapper::load_model(model), mo);
+  StepOptions o;
+  o.fidelity = f;
+  return simulator().run(spec, fabric, {&mp.images[0]}, o);
+}
+
+// The hand-computed causal attention of tests/mapper (Prefill.CausalAttentionOpsByHand) runs: every task
+// once, the breakdown sums; three tokens take longer than one.
+TEST(Prefill, CausalAttentionStepRuns) {
+  hw::WaferSpec spec = tiny();
+  const mapper::ModelConfig m = mapper::load_model("tiny-llama");
+  StepResult one = run(spec, mapper::map_attention(spec, {0, 0, 2, 2}, m, 6));
+  StepResult three = run(spec, mapper::map_attention(spec, {0, 0, 2, 2}, m, 6, 1, 3));
+  EXPECT_EQ(three.wafers[0].step.tasks_run, three.wafers[0].step.tasks_total);
+  EXPECT_EQ(three.wafers[0].step.unclaimed, 0u);
+  EXPECT_EQ(sum(three.breakdown.cause), three.latency);
+  EXPECT_GT(three.latency, one.latency);
+}
+
+// A prompt of T tokens (context T): the time to first token grows with T; T = 1 is the decode step at
+// context 1, cycle for cycle and cause for cause.
+TEST(Prefill, TimeToFirstTokenGrowsWithThePrompt) {
+  hw::WaferSpec spec = tiny();
+  Cycle prev = 0;
+  for (std::int64_t t : {1, 4, 16, 64}) {
+    StepResult r = tokens_step(spec, "tiny-llama", t, t);
+    EXPECT_GT(r.latency, prev) << t;
+    EXPECT_EQ(sum(r.breakdown.cause), r.latency) << t;
+    prev = r.latency;
+  }
+  noc::Fabric f = noc::Fabric::perfect(spec.logical());
+  StepResult d = decode(spec, f, 1).result, p = tokens_step(spec, "tiny-llama", 1, 1);
+  EXPECT_EQ(p.latency, d.latency);
+  EXPECT_EQ(p.breakdown.cause, d.breakdown.cause);
+}
+
+// A 32-token chunk of the 2-layer small-llama ending at position 256 on the 64 x 64 small wafer: the two
+// fidelities agree within 5 %, the cores' causes too.
+TEST(Prefill, ApproxAndCycleAgreeOnASmallWafer) {
+  const hw::WaferSpec small = hw::preset("small");
+  expect_agree(tokens_step(small, "small-llama", 256, 32), tokens_step(small, "small-llama", 256, 32, noc::Fidelity::Cycle),
+               "small-llama on small, 32 tokens at context 256");
+}
+
 }  // namespace
 }  // namespace wafer::sim
