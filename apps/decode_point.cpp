@@ -1,8 +1,12 @@
 #include "apps/decode_point.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 #include <string_view>
+
+#include "hw/error.h"
 
 namespace wafer::apps {
 
@@ -45,6 +49,81 @@ DecodeRun run_point(sim::Simulator& simulator, const DecodePoint& p) {
   out.mapping = map_point(p, fabric);
   out.step = emulate_point(simulator, p, fabric, out.mapping);
   out.layer_cycles_total = decoder_layer_cycles(out.step);
+  return out;
+}
+
+namespace {
+void add_named(std::vector<sim::Named>& a, const std::vector<sim::Named>& b) {
+  for (const auto& n : b) {
+    auto it = std::find_if(a.begin(), a.end(), [&](const sim::Named& x) { return x.name == n.name; });
+    if (it == a.end()) {
+      a.push_back(n);
+      continue;
+    }
+    for (std::size_t c = 0; c < n.cycles.size(); ++c) it->cycles[c] += n.cycles[c];
+  }
+}
+// A refusal that fewer token vectors per step can cure (SRAM, an op too large for one tile).
+bool too_big(const hw::InputError& e) {
+  const std::string_view w = e.what();
+  return w.find("SRAM") != std::string_view::npos || w.find("elements in one operation") != std::string_view::npos;
+}
+}  // namespace
+
+void add_step(sim::StepResult& a, const sim::StepResult& b) {
+  a.latency += b.latency;
+  a.latency_us += b.latency_us;
+  for (std::size_t c = 0; c < a.breakdown.cause.size(); ++c) a.breakdown.cause[c] += b.breakdown.cause[c];
+  a.breakdown.path_tasks += b.breakdown.path_tasks;
+  a.breakdown.path_bursts += b.breakdown.path_bursts;
+  add_named(a.per_layer, b.per_layer);
+  add_named(a.per_op, b.per_op);
+  add_named(a.work_per_op, b.work_per_op);
+  a.memoryx_bytes += b.memoryx_bytes, a.memoryx_requests += b.memoryx_requests, a.memoryx_busy_us += b.memoryx_busy_us;
+  a.elaboration_s += b.elaboration_s, a.emulation_s += b.emulation_s;
+}
+
+PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric, std::int64_t max_chunk) {
+  const std::int64_t T = p.options.tokens, C = p.options.context;
+  if (T < 1 || T > C)
+    throw hw::InputError(fmt::format("a step of {} tokens ending at position {}: need 1 <= tokens <= context", T, C));
+  PrefillRun out;
+  // The largest chunk whose last (longest-context) step maps.
+  std::int64_t c = max_chunk > 0 ? std::min(max_chunk, T) : T;
+  DecodePoint q = p;
+  for (;;) {
+    q.options.tokens = c, q.options.context = C;
+    try {
+      out.mapping = map_point(q, fabric);
+      break;
+    } catch (const hw::InputError& e) {
+      if (c == 1 || max_chunk > 0 || !too_big(e)) throw;
+      c = (c + 1) / 2;
+    }
+  }
+  out.chunk = c;
+  sim::StepResult sum;  // the chunks' critical-path figures added up
+  for (std::int64_t first = 0; first < T; first += c) {
+    const std::int64_t n = std::min(c, T - first);
+    PrefillChunk ch{first, n, C - T + first + n, 0};
+    q.options.tokens = n, q.options.context = ch.context;
+    const bool last = first + n >= T;
+    mapper::Mapping m = last && n == c ? std::move(out.mapping) : map_point(q, fabric);
+    sim::StepResult r = emulate_point(simulator, q, fabric, m);
+    ch.latency = r.latency;
+    add_step(sum, r);
+    out.chunks.push_back(ch);
+    if (last) {
+      out.mapping = std::move(m);
+      out.step = std::move(r);
+    }
+  }
+  // The last chunk's step, its summable figures replaced by the sums over every chunk.
+  sim::StepResult& s = out.step;
+  s.latency = 0, s.latency_us = 0, s.breakdown.cause = {}, s.breakdown.path_tasks = 0, s.breakdown.path_bursts = 0;
+  s.per_layer.clear(), s.per_op.clear(), s.work_per_op.clear();
+  s.memoryx_bytes = s.memoryx_requests = 0, s.memoryx_busy_us = 0, s.elaboration_s = s.emulation_s = 0;
+  add_step(s, sum);
   return out;
 }
 

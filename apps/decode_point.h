@@ -54,4 +54,25 @@ struct DecodeRun {
 // map_point + emulate_point on a perfect (defect-free) fabric of the wafer's logical size.
 DecodeRun run_point(sim::Simulator& simulator, const DecodePoint& p);
 
+// A step of T = p.options.tokens new tokens per sequence whose last sits at position C = p.options.context:
+// a prefill chunk (C = T: a prompt from scratch, the time to first token) or a speculative verify step of T
+// draft tokens. Where SRAM does not hold T token vectors (the mapper refuses), it runs in chunks of c tokens,
+// c = T halved until the last chunk (the longest context) maps, or `max_chunk` when given; chunk j
+// processes tokens [j c, min(T, (j + 1) c)) at context C - T + min(T, (j + 1) c), one after another.
+struct PrefillChunk {
+  std::int64_t first = 0, tokens = 0, context = 0;
+  hw::Cycle latency = 0;
+};
+struct PrefillRun {
+  std::int64_t chunk = 0;             // tokens per chunk (the last may hold fewer)
+  std::vector<PrefillChunk> chunks;
+  sim::StepResult step;               // latency, breakdown, per layer / operator summed over the chunks;
+                                      // the other figures are the last chunk's
+  mapper::Mapping mapping;            // the last chunk's
+};
+PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric,
+                       std::int64_t max_chunk = 0);
+// Adds b's latency and critical-path figures (causes, per layer, per operator by name, work) into a.
+void add_step(sim::StepResult& a, const sim::StepResult& b);
+
 }  // namespace wafer::apps

@@ -92,3 +92,14 @@ wafer_cli_test(decode_auto_bad_budget --exit 2 --one-line-error --stderr "--sear
 # With no budget nothing is emulated: the best closed form is chosen, and says so.
 wafer_cli_test(decode_auto_no_budget --stdout "chosen_by +closed form" --stdout "chosen +meshgemv"
   -- ${WAFER_EMU} decode ${TINY} --placement auto --search-budget 0)
+
+# decode --prefill T (docs/mapping.md section 3c): a prompt in chunks reports the chunking; bad input.
+wafer_cli_test(decode_prefill_zero --exit 2 --one-line-error --stderr "--prefill 0 must be at least 1"
+  -- ${WAFER_EMU} decode ${TINY} --prefill 0)
+wafer_cli_test(decode_prefill_beyond --exit 2 --one-line-error --stderr "--prefill 65 is more tokens than --context 64 holds"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64 --prefill 65)
+wafer_cli_test(decode_prefill_meshgemv --exit 2 --one-line-error --stderr "--prefill is emitted for --kernel bands only"
+  -- ${WAFER_EMU} decode ${TINY} --prefill 4 --kernel meshgemv --placement whole-wafer)
+wafer_cli_test(decode_chunk_alone --exit 2 --one-line-error --stderr "--chunk needs --prefill T" -- ${WAFER_EMU} decode ${TINY} --chunk 4)
+wafer_cli_test(decode_prefill_chunks --stdout "ttft_us" --stdout "chunk_tokens +8 tokens" --stdout "chunks +4 chunks"
+  -- ${WAFER_EMU} decode ${TINY} --prefill 32 --chunk 8)
