@@ -6,6 +6,8 @@
 #include <numeric>
 #include <string_view>
 
+#include <stdexcept>
+
 #include "hw/error.h"
 
 namespace wafer::apps {
@@ -83,41 +85,66 @@ void add_step(sim::StepResult& a, const sim::StepResult& b) {
   a.elaboration_s += b.elaboration_s, a.emulation_s += b.emulation_s;
 }
 
-PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric, std::int64_t max_chunk) {
-  const std::int64_t T = p.options.tokens, C = p.options.context;
+PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric, std::int64_t max_chunk,
+                       PrefillCache* cache) {
+  const std::int64_t T = p.options.tokens, C = p.options.context, B = p.options.batch;
   if (T < 1 || T > C)
     throw hw::InputError(fmt::format("a step of {} tokens ending at position {}: need 1 <= tokens <= context", T, C));
   PrefillRun out;
-  // The largest chunk whose last (longest-context) step maps.
-  std::int64_t c = max_chunk > 0 ? std::min(max_chunk, T) : T;
   DecodePoint q = p;
-  for (;;) {
+  auto maps = [&](std::int64_t c) {  // does a chunk of c tokens at context C map? (it keeps the mapping)
     q.options.tokens = c, q.options.context = C;
     try {
       out.mapping = map_point(q, fabric);
-      break;
+      return true;
     } catch (const hw::InputError& e) {
       if (c == 1 || max_chunk > 0 || !too_big(e)) throw;
-      c = (c + 1) / 2;
+      return false;
     }
+  };
+  // The largest chunk that maps: T, else a binary search between 1 (which must map) and T.
+  std::int64_t c = max_chunk > 0 ? std::min(max_chunk, T) : T;
+  bool mapped_c = false;  // out.mapping holds the step of c tokens at context C
+  if (cache && !max_chunk && cache->chunk.count({C, B})) {
+    c = std::min(T, cache->chunk[{C, B}]);
+  } else if (maps(c)) {
+    mapped_c = true;
+  } else {
+    std::int64_t lo = 1, hi = c;  // lo maps (or throws), hi does not
+    if (!maps(1)) throw std::logic_error("unreachable");
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      (maps(mid) ? lo : hi) = mid;
+    }
+    c = lo, mapped_c = true;  // the last mapping that succeeded is lo's
+    if (cache && !max_chunk) cache->chunk[{C, B}] = c;
   }
   out.chunk = c;
   sim::StepResult sum;  // the chunks' critical-path figures added up
-  for (std::int64_t first = 0; first < T; first += c) {
-    const std::int64_t n = std::min(c, T - first);
-    PrefillChunk ch{first, n, C - T + first + n, 0};
-    q.options.tokens = n, q.options.context = ch.context;
-    const bool last = first + n >= T;
-    mapper::Mapping m = last && n == c ? std::move(out.mapping) : map_point(q, fabric);
-    sim::StepResult r = emulate_point(simulator, q, fabric, m);
+  bool have_last = false;
+  for (std::int64_t start = C - T; start < C;) {
+    const std::int64_t end = std::min(C, (start / c + 1) * c), n = end - start;
+    PrefillChunk ch{start - (C - T), n, end, 0};
+    const auto key = std::make_tuple(n, end, B);
+    const bool last = end == C;
+    sim::StepResult r;
+    if (cache && cache->steps.count(key)) {
+      r = cache->steps[key];
+      ++cache->hits;
+    } else {
+      q.options.tokens = n, q.options.context = end;
+      mapper::Mapping m = last && n == c && mapped_c ? std::move(out.mapping) : map_point(q, fabric);
+      r = emulate_point(simulator, q, fabric, m);
+      if (cache) cache->steps[key] = r, ++cache->emulated;
+      if (last) out.mapping = std::move(m), have_last = true;
+    }
     ch.latency = r.latency;
     add_step(sum, r);
     out.chunks.push_back(ch);
-    if (last) {
-      out.mapping = std::move(m);
-      out.step = std::move(r);
-    }
+    if (last) out.step = std::move(r);
+    start = end;
   }
+  if (!have_last) out.mapping = {};
   // The last chunk's step, its summable figures replaced by the sums over every chunk.
   sim::StepResult& s = out.step;
   s.latency = 0, s.latency_us = 0, s.breakdown.cause = {}, s.breakdown.path_tasks = 0, s.breakdown.path_bursts = 0;
