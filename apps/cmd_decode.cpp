@@ -230,6 +230,11 @@ int run_decode(const std::vector<std::string>& args) {
        "a shipped model name or a HuggingFace config.json")
       ("context", po::value<std::int64_t>()->default_value(4096)->value_name("N"), "KV-cache length (tokens attended)")
       ("batch", po::value<std::int64_t>()->default_value(1)->value_name("B"), "sequences decoded together")
+      ("prefill", po::value<std::int64_t>()->value_name("T"),
+       "emulate a step of T new tokens per sequence instead (a prompt's prefill: time to first token; context "
+       "defaults to T; with --context C > T, a chunk whose last token is at position C, or a speculative verify "
+       "step of T draft tokens), chunked where SRAM forces it")
+      ("chunk", po::value<std::int64_t>()->value_name("N"), "--prefill: at most N tokens per chunk (default: as many as fit)")
       ("placement", po::value<std::string>()->default_value("layer-bands")->value_name("NAME|auto"),
        "placement strategy, or auto: search placements x kernels x allreduces x group sizes")
       ("kernel", po::value<std::string>()->default_value("bands")->value_name("bands|meshgemv"),
@@ -277,6 +282,21 @@ int run_decode(const std::vector<std::string>& args) {
   if (mo.group < 0 || mo.group > 8192) throw hw::InputError(fmt::format("--group {} must be between 0 and 8192", mo.group));
   if (mo.batch < 1) throw hw::InputError(fmt::format("--batch {} must be at least 1", mo.batch));
   if (mo.context < 1) throw hw::InputError(fmt::format("--context {} must be at least 1", mo.context));
+  std::int64_t prefill = 0, max_chunk = 0;
+  if (vm.count("chunk") && !vm.count("prefill")) throw hw::InputError("--chunk needs --prefill T");
+  if (vm.count("prefill")) {
+    prefill = vm["prefill"].as<std::int64_t>();
+    if (prefill < 1) throw hw::InputError(fmt::format("--prefill {} must be at least 1", prefill));
+    if (vm["context"].defaulted()) mo.context = prefill;
+    if (prefill > mo.context)
+      throw hw::InputError(fmt::format("--prefill {} is more tokens than --context {} holds", prefill, mo.context));
+    if (vm.count("chunk")) {
+      max_chunk = vm["chunk"].as<std::int64_t>();
+      if (max_chunk < 1) throw hw::InputError(fmt::format("--chunk {} must be at least 1", max_chunk));
+    }
+    if (mo.placement == "auto") throw hw::InputError("--prefill maps with a given --placement, not auto");
+    if (mo.kernel != mapper::Kernel::Bands) throw hw::InputError("--prefill is emitted for --kernel bands only");
+  }
   if (mo.wafers < 1 || mo.wafers > 64) throw hw::InputError(fmt::format("--wafers {} must be between 1 and 64", mo.wafers));
   if (mo.weight_bits != 16 && mo.weight_bits != 8)
     throw hw::InputError(fmt::format("--weight-bits {} must be 16 or 8", mo.weight_bits));
@@ -344,7 +364,18 @@ int run_decode(const std::vector<std::string>& args) {
     point.keep_path = true;
     point.series_cells = kSeriesCells;
   }
-  mapper::Mapping mapping = map_point(point, fabric);
+  std::optional<PrefillRun> pre;
+  mapper::Mapping mapping;
+  if (prefill > 0 && !vm.count("dump-firmware")) {
+    simulator.emplace();
+    point.options.tokens = prefill;
+    pre = run_prefill(*simulator, point, fabric, max_chunk);
+    mapping = std::move(pre->mapping);
+    point.options.tokens = pre->chunks.back().tokens;
+  } else {
+    if (prefill > 0) point.options.tokens = max_chunk > 0 ? std::min(max_chunk, prefill) : prefill;
+    mapping = map_point(point, fabric);
+  }
   const double mapping_s = since(t_start);
   std::vector<const firmware::Image*> images;
   for (const auto& im : mapping.images) images.push_back(&im);
@@ -359,15 +390,16 @@ int run_decode(const std::vector<std::string>& args) {
   }
 
   if (!simulator) simulator.emplace();
-  sim::StepResult res = emulate_point(*simulator, point, fabric, mapping);
+  sim::StepResult res = pre ? std::move(pre->step) : emulate_point(*simulator, point, fabric, mapping);
 
   // ---- report --------------------------------------------------------------------------------------
-  traces::Report rep("decode step");
+  traces::Report rep(pre ? "prefill step" : "decode step");
   auto& cfg = rep.section("config", "configuration");
   cfg.add_text("wafer", spec.name);
   cfg.add_text("model", model.name);
   cfg.add_int("context", mo.context, "tokens");
   cfg.add_int("batch", mo.batch, "sequences");
+  if (pre) cfg.add_int("prefill_tokens", prefill, "tokens", "new tokens per sequence, the last at position context");
   cfg.add_text("placement", mapping.placement);
   cfg.add_text("kernel", mapper::to_string(mo.kernel));
   if (mo.kernel == mapper::Kernel::MeshGemv) {
@@ -384,10 +416,27 @@ int run_decode(const std::vector<std::string>& args) {
   cfg.add("clock", spec.clock_ghz, "GHz");
 
   const double us = res.latency_us;
-  rep.add_int("latency_cycles", std::int64_t(res.latency), "cycles", "one token, every layer, every wafer");
-  rep.add("latency_us", us, "us", "latency per token");
-  rep.add("tokens_per_s", us > 0 ? 1e6 / us : 0.0, "tokens/s", "per user (sequence)");
-  rep.add("tokens_per_s_aggregate", us > 0 ? 1e6 * double(mo.batch) / us : 0.0, "tokens/s", "the whole batch");
+  if (pre) {
+    rep.add_int("latency_cycles", std::int64_t(res.latency), "cycles", "every chunk, every layer, every wafer");
+    rep.add("latency_us", us, "us", "the whole step");
+    rep.add("ttft_us", us, "us",
+            mo.context == prefill ? "time to first token of a prompt of prefill_tokens tokens"
+                                  : "a chunk ending at position context (a speculative verify step has this shape)");
+    rep.add("prompt_tokens_per_s", us > 0 ? 1e6 * double(prefill) / us : 0.0, "tokens/s", "per sequence");
+    rep.add("prompt_tokens_per_s_aggregate", us > 0 ? 1e6 * double(prefill * mo.batch) / us : 0.0, "tokens/s", "the whole batch");
+    auto& pc = rep.section("prefill", "the step in chunks (SRAM holds at most chunk_tokens token vectors per sequence)");
+    pc.add_int("chunk_tokens", pre->chunk, "tokens");
+    pc.add_int("chunks", std::int64_t(pre->chunks.size()), "chunks");
+    auto& ct = pc.add_table("per_chunk", {"first token", "tokens", "context [tokens]", "latency [cycles]", "latency [us]"},
+                            "one after another; the breakdown below sums them");
+    for (const auto& c : pre->chunks)
+      ct.rows.push_back({c.first, c.tokens, c.context, std::int64_t(c.latency), spec.cycles_to_us(double(c.latency))});
+  } else {
+    rep.add_int("latency_cycles", std::int64_t(res.latency), "cycles", "one token, every layer, every wafer");
+    rep.add("latency_us", us, "us", "latency per token");
+    rep.add("tokens_per_s", us > 0 ? 1e6 / us : 0.0, "tokens/s", "per user (sequence)");
+    rep.add("tokens_per_s_aggregate", us > 0 ? 1e6 * double(mo.batch) / us : 0.0, "tokens/s", "the whole batch");
+  }
 
   auto& bd = rep.section("breakdown", "critical path by cause, layer and operator (sums to the latency)");
   const double total = double(res.latency);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -89,6 +90,106 @@ DecodeRun run_point(sim::Simulator& simulator, const DecodePoint& p) {
   out.mapping = map_point(p, fabric);
   out.step = emulate_point(simulator, p, fabric, out.mapping);
   out.layer_cycles_total = decoder_layer_cycles(out.step);
+  return out;
+}
+
+namespace {
+void add_named(std::vector<sim::Named>& a, const std::vector<sim::Named>& b) {
+  for (const auto& n : b) {
+    auto it = std::find_if(a.begin(), a.end(), [&](const sim::Named& x) { return x.name == n.name; });
+    if (it == a.end()) {
+      a.push_back(n);
+      continue;
+    }
+    for (std::size_t c = 0; c < n.cycles.size(); ++c) it->cycles[c] += n.cycles[c];
+  }
+}
+// A refusal that fewer token vectors per step can cure (SRAM, an op too large for one tile).
+bool too_big(const hw::InputError& e) {
+  const std::string_view w = e.what();
+  return w.find("SRAM") != std::string_view::npos || w.find("elements in one operation") != std::string_view::npos;
+}
+}  // namespace
+
+void add_step(sim::StepResult& a, const sim::StepResult& b) {
+  a.latency += b.latency;
+  a.latency_us += b.latency_us;
+  for (std::size_t c = 0; c < a.breakdown.cause.size(); ++c) a.breakdown.cause[c] += b.breakdown.cause[c];
+  a.breakdown.path_tasks += b.breakdown.path_tasks;
+  a.breakdown.path_bursts += b.breakdown.path_bursts;
+  add_named(a.per_layer, b.per_layer);
+  add_named(a.per_op, b.per_op);
+  add_named(a.work_per_op, b.work_per_op);
+  a.memoryx_bytes += b.memoryx_bytes, a.memoryx_requests += b.memoryx_requests, a.memoryx_busy_us += b.memoryx_busy_us;
+  a.elaboration_s += b.elaboration_s, a.emulation_s += b.emulation_s;
+}
+
+PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric, std::int64_t max_chunk,
+                       PrefillCache* cache) {
+  const std::int64_t T = p.options.tokens, C = p.options.context, B = p.options.batch;
+  if (T < 1 || T > C)
+    throw hw::InputError(fmt::format("a step of {} tokens ending at position {}: need 1 <= tokens <= context", T, C));
+  PrefillRun out;
+  DecodePoint q = p;
+  auto maps = [&](std::int64_t c) {  // does a chunk of c tokens at context C map? (it keeps the mapping)
+    q.options.tokens = c, q.options.context = C;
+    try {
+      out.mapping = map_point(q, fabric);
+      return true;
+    } catch (const hw::InputError& e) {
+      if (c == 1 || max_chunk > 0 || !too_big(e)) throw;
+      return false;
+    }
+  };
+  // The largest chunk that maps: T, else a binary search between 1 (which must map) and T.
+  std::int64_t c = max_chunk > 0 ? std::min(max_chunk, T) : T;
+  bool mapped_c = false;  // out.mapping holds the step of c tokens at context C
+  if (cache && !max_chunk && cache->chunk.count({C, B})) {
+    c = std::min(T, cache->chunk[{C, B}]);
+  } else if (maps(c)) {
+    mapped_c = true;
+  } else {
+    std::int64_t lo = 1, hi = c;  // lo maps (or throws), hi does not
+    if (!maps(1)) throw std::logic_error("unreachable");
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      (maps(mid) ? lo : hi) = mid;
+    }
+    c = lo, mapped_c = true;  // the last mapping that succeeded is lo's
+    if (cache && !max_chunk) cache->chunk[{C, B}] = c;
+  }
+  out.chunk = c;
+  sim::StepResult sum;  // the chunks' critical-path figures added up
+  bool have_last = false;
+  for (std::int64_t start = C - T; start < C;) {
+    const std::int64_t end = std::min(C, (start / c + 1) * c), n = end - start;
+    PrefillChunk ch{start - (C - T), n, end, 0};
+    const auto key = std::make_tuple(n, end, B);
+    const bool last = end == C;
+    sim::StepResult r;
+    if (cache && cache->steps.count(key)) {
+      r = cache->steps[key];
+      ++cache->hits;
+    } else {
+      q.options.tokens = n, q.options.context = end;
+      mapper::Mapping m = last && n == c && mapped_c ? std::move(out.mapping) : map_point(q, fabric);
+      r = emulate_point(simulator, q, fabric, m);
+      if (cache) cache->steps[key] = r, ++cache->emulated;
+      if (last) out.mapping = std::move(m), have_last = true;
+    }
+    ch.latency = r.latency;
+    add_step(sum, r);
+    out.chunks.push_back(ch);
+    if (last) out.step = std::move(r);
+    start = end;
+  }
+  if (!have_last) out.mapping = {};
+  // The last chunk's step, its summable figures replaced by the sums over every chunk.
+  sim::StepResult& s = out.step;
+  s.latency = 0, s.latency_us = 0, s.breakdown.cause = {}, s.breakdown.path_tasks = 0, s.breakdown.path_bursts = 0;
+  s.per_layer.clear(), s.per_op.clear(), s.work_per_op.clear();
+  s.memoryx_bytes = s.memoryx_requests = 0, s.memoryx_busy_us = 0, s.elaboration_s = s.emulation_s = 0;
+  add_step(s, sum);
   return out;
 }
 

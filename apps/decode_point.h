@@ -6,7 +6,9 @@
 // and passes the same one to every emulate_point / run_point call.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
+#include <tuple>
 
 #include "hw/wafer_spec.h"
 #include "mapper/mapper.h"
@@ -63,5 +65,34 @@ struct DecodeRun {
 
 // map_point + emulate_point on a perfect (defect-free) fabric of the wafer's logical size.
 DecodeRun run_point(sim::Simulator& simulator, const DecodePoint& p);
+
+// A step of T = p.options.tokens new tokens per sequence whose last sits at position C = p.options.context:
+// a prefill chunk (C = T: a prompt from scratch, the time to first token) or a speculative verify step of T
+// draft tokens. Where SRAM does not hold T token vectors (the mapper refuses), it runs in chunks of at most
+// c tokens: c = the largest count whose step at context C (the largest KV cache) maps, or `max_chunk` when
+// given. Chunks end at multiples of c in the sequence (the first one may be shorter when C - T positions
+// are cached), one after another; chunk j covers positions (e_{j-1}, e_j] and runs at context e_j.
+struct PrefillChunk {
+  std::int64_t first = 0, tokens = 0, context = 0;  // first: index of its first token among the T
+  hw::Cycle latency = 0;
+};
+struct PrefillRun {
+  std::int64_t chunk = 0;             // at most this many tokens per chunk
+  std::vector<PrefillChunk> chunks;
+  sim::StepResult step;               // latency, breakdown, per layer / operator summed over the chunks;
+                                      // the other figures are the last chunk's
+  mapper::Mapping mapping;            // the last chunk's (empty when it came from the cache)
+};
+// Emulated chunks kept between calls for the same wafer, model and options but tokens, context and batch
+// (apps `table`: the chunks of a short prompt are those of a longer one ending at the same context).
+struct PrefillCache {
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, sim::StepResult> steps;  // (tokens, context, batch)
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> chunk;  // (context, batch) -> largest chunk
+  std::int64_t hits = 0, emulated = 0;
+};
+PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric,
+                       std::int64_t max_chunk = 0, PrefillCache* cache = nullptr);
+// Adds b's latency and critical-path figures (causes, per layer, per operator by name, work) into a.
+void add_step(sim::StepResult& a, const sim::StepResult& b);
 
 }  // namespace wafer::apps

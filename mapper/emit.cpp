@@ -96,7 +96,17 @@ RowKey row_key(const StageSpec& s, const EmitParams& p, std::int32_t r) {
   k.v[0] = r == 0, k.v[1] = r == h - 1;
   std::int64_t dim = (s.kind == StageKind::Gemv || s.kind == StageKind::Norm) ? s.k : p.model->hidden;
   k.v[2] = split(dim, h, r);
-  if (has_attention(s.kind)) k.v[3] = split(p.context, h, r);
+  if (has_attention(s.kind)) {
+    k.v[3] = split(p.context, h, r);
+    if (p.tokens > 1) {
+      // Causal attention of a T-token step: token t attends positions [0, C - T + 1 + t); this row holds
+      // [start, start + pos). v[11] = what token 0 attends of this row before clamping (pos: every token
+      // attends all of it). A decode step (T = 1) leaves it 0, so its keys are as they always were.
+      const std::int64_t start = r * (p.context / h) + std::min<std::int64_t>(r, p.context % h);
+      const std::int64_t first = p.context - p.tokens + 1 - start;
+      k.v[11] = std::max(std::min(first, k.v[3]), -p.tokens);
+    }
+  }
   k.v[4] = r < std::int64_t(s.in_arrivals.size()) ? s.in_arrivals[std::size_t(r)] : 1;
   if (s.out == OutKind::Transfer && r < std::int64_t(s.out_dest.size())) {
     const Dest& d = s.out_dest[std::size_t(r)];
@@ -130,8 +140,9 @@ constexpr std::int64_t kStreamBuffer = 4096;  // bytes: double-buffered chunks o
 class Builder : FragmentBuilder {
  public:
   Builder(const StageSpec& s, const EmitParams& p, const RowKey& rk, const ColKey& ck)
-      : FragmentBuilder(s.layer, p.batch), s_(s), p_(p), h_(s.region.rect.h), w_(s.region.rect.w) {
-    top_ = rk.v[0], bot_ = rk.v[1], Hr_ = rk.v[2], pos_ = rk.v[3], arr_ = rk.v[4];
+      : FragmentBuilder(s.layer, p.batch, s.kind == StageKind::Head ? 1 : p.tokens), s_(s), p_(p), h_(s.region.rect.h),
+        w_(s.region.rect.w) {
+    top_ = rk.v[0], bot_ = rk.v[1], Hr_ = rk.v[2], pos_ = rk.v[3], arr_ = rk.v[4], causal_ = rk.v[11];
     out_.kind = Dest::Kind(rk.v[5]), out_.dx = std::int32_t(rk.v[6]), out_.dy = std::int32_t(rk.v[7]);
     out_.span = std::int32_t(rk.v[8]), collect_dy_ = rk.v[9];
     out_color_ = firmware::Color(rk.v[10]);
@@ -238,7 +249,13 @@ class Builder : FragmentBuilder {
   // What the residual tile does with a stage's output.
   void output(Ix t) {
     switch (s_.out) {
-      case OutKind::Transfer: send_global(t, out_color_, Hr_, out_); break;
+      case OutKind::Transfer: {
+        const std::int64_t keep = B_;
+        if (s_.out_last_token) B_ = S_;  // the head reads each sequence's last token only
+        send_global(t, out_color_, Hr_, out_);
+        B_ = keep;
+        break;
+      }
       case OutKind::Gather: {
         const std::int64_t H = p_.model->hidden;
         if (h_ == 1) return send(t, color::kDone, H, self());
@@ -257,24 +274,43 @@ class Builder : FragmentBuilder {
     const ModelConfig& m = *p_.model;
     const std::int64_t G = m.group();
     op_ = kOpAttention;
-    sat_add(f_.sram.kv_cache, 2 * pos_ * dims_ * B_ * kActivationBytes);
-    const std::int64_t sv = pos_ * G * kvh_;  // scores of this row's positions, for the segment's query heads
-    acts(sv + G * dims_);
+    sat_add(f_.sram.kv_cache, 2 * pos_ * dims_ * S_ * kActivationBytes);
+    // Positions of this row each token attends (causal): (count, tokens with that count), in token order.
+    // A decode step: one token attending all pos_ positions. P = (token, position) pairs on this row.
+    std::vector<std::pair<std::int64_t, std::int64_t>> groups;
+    std::int64_t P = 0;
+    for (std::int64_t t = 0; t < T_; ++t) {
+      const std::int64_t c = T_ == 1 ? pos_ : std::clamp<std::int64_t>(causal_ + t, 0, pos_);
+      P += c;
+      if (!groups.empty() && groups.back().first == c) ++groups.back().second;
+      else groups.push_back({c, 1});
+    }
+    const std::int64_t tok = B_;  // per-token multiplier; the pairs below already count the tokens
+    const std::int64_t sv = P * G * kvh_;  // scores of this row's pairs, for the segment's query heads
+    sat_add(f_.sram.activations, (sv * S_ + G * dims_ * tok) * kActivationBytes);
     Ix t = task(color::kColIn);
-    matvec(t, G * dims_, pos_);  // per query head and dim: that q value times the row's K-cache column
+    B_ = S_;
+    for (const auto& [c, n] : groups) matvec(t, G * dims_ * n, c);  // per token, query head, dim: q x a K column
     row_reduce(t, sv, seg_first_, seg_last_, segw_, [&](Ix e) {
+      B_ = S_;
       op(e, OpKind::Max, sv);
-      col_chain(e, G * kvh_, OpKind::Max, {});
+      B_ = tok;
+      col_chain(e, G * kvh_, OpKind::Max, {});  // per token and query head
       Ix t2 = task(color::kBcast);
+      B_ = S_;
       op(t2, OpKind::Exp, sv);
       op(t2, OpKind::Sum, sv);
+      B_ = tok;
       col_chain(t2, G * kvh_, OpKind::Add, {{OpKind::Mul, G * kvh_}});
       Ix t3 = task(color::kBcast);
+      B_ = S_;
       op(t3, OpKind::Mul, sv);
       send(t3, color::kRowIn, sv, row_seg());
     });
+    B_ = S_;
     Ix pv = task(color::kRowIn);
-    matvec(pv, G * pos_, dims_);  // per query head and position: its weight times that V row
+    matvec(pv, G * P, dims_);  // per pair and query head: its weight times that V row
+    B_ = tok;
     col_reduce(pv, G * dims_, end);
   }
   // q/k rotary embedding and the KV-cache append on the bottom row, then q up the column to the scores.
@@ -446,7 +482,7 @@ class Builder : FragmentBuilder {
   std::int64_t h_, w_;
   bool top_ = false, bot_ = false, first_ = false, res_ = false, seg_first_ = false, seg_last_ = false;
   std::int64_t Hr_ = 0, pos_ = 0, arr_ = 1, collect_dy_ = 0, segw_ = 1, kvh_ = 0, dims_ = 0, Ii_ = 0, Vi_ = 0;
-  std::int64_t Ni_ = 0, collect_dx_ = 0;
+  std::int64_t Ni_ = 0, collect_dx_ = 0, causal_ = 0;
   Dest out_;
   firmware::Color out_color_ = color::kResIn;
   std::int64_t streamed_weights_ = 0;
@@ -490,7 +526,7 @@ struct KeyTable {
 
 RowKey reduced(const RowKey& k) {
   RowKey r = k;
-  for (std::size_t i = 4; i < r.v.size(); ++i) r.v[i] = 0;  // arrivals, hand-off, collect: residual column only
+  for (std::size_t i = 4; i <= 10; ++i) r.v[i] = 0;  // arrivals, hand-off, collect: residual column only
   return r;
 }
 
@@ -610,7 +646,8 @@ void Emitter::add(const StageSpec& s) {
     t.trigger = color::kRelay;
     t.layer = s.layer;
     t.op = s.kind == StageKind::Head ? kOpFinalNorm : kOpLayernorm;
-    std::int64_t bytes = split(p_.model->hidden, r.h, y) * p_.batch * kActivationBytes;
+    const std::int64_t vectors = p_.batch * (s.kind == StageKind::Head ? 1 : p_.tokens);
+    std::int64_t bytes = split(p_.model->hidden, r.h, y) * vectors * kActivationBytes;
     std::uint32_t wl = std::uint32_t(std::max<std::int64_t>(1, (bytes + p_.spec->wavelet_bytes - 1) / p_.spec->wavelet_bytes));
     t.sends.push_back({color::kResIn, wl, {Dest::Kind::Tile, s.region.mirrored ? -k : k, 0, 1}});
     fr.tasks.push_back(std::move(t));
@@ -635,7 +672,7 @@ void Emitter::extend(hw::TileIndex t, std::uint32_t f, Run& run) {
 bool same_but_layer(const StageSpec& a, const StageSpec& b) {
   return a.kind == b.kind && a.region == b.region && a.streamed == b.streamed && a.in_arrivals == b.in_arrivals &&
          a.relay_in == b.relay_in && a.out == b.out && a.out_dest == b.out_dest && a.out_color == b.out_color &&
-         a.k == b.k && a.n == b.n && a.residual_in == b.residual_in;
+         a.k == b.k && a.n == b.n && a.residual_in == b.residual_in && a.out_last_token == b.out_last_token;
 }
 
 void Emitter::add_classes(const hw::Rect& r, const std::vector<std::uint32_t>& row_class,

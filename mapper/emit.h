@@ -68,6 +68,7 @@ struct StageSpec {
   // Kernel sizes (Gemv: k x n; Norm: k).
   std::int64_t k = 0, n = 0;
   bool residual_in = false;  // meshgemv: the input is a decoder layer's output to add to the residual stream
+  bool out_last_token = false;  // the next stage is the head: only each sequence's last token goes on
   // (A new field must be compared in same_but_layer.)
 };
 
@@ -79,6 +80,7 @@ struct EmitParams {
   const hw::WaferSpec* spec = nullptr;
   const ModelConfig* model = nullptr;
   std::int64_t batch = 1, context = 1;
+  std::int64_t tokens = 1;        // new tokens per sequence (MapOptions::tokens)
   std::int64_t weight_bytes = 2;  // per parameter
   Kernel kernel = Kernel::Bands;
   AllreduceAlgo allreduce = AllreduceAlgo::Tree;  // meshgemv
@@ -87,7 +89,7 @@ struct EmitParams {
 
 // Per-tile facts a fragment depends on (so equal keys give equal fragments).
 struct RowKey {
-  std::array<std::int64_t, 11> v{};
+  std::array<std::int64_t, 12> v{};  // v[11]: causal offset of a T-token step (kept by reduced())
   friend bool operator==(const RowKey&, const RowKey&) = default;
 };
 struct ColKey {
@@ -115,7 +117,9 @@ Fragment build_fragment(const StageSpec& s, const EmitParams& p, const RowKey& r
 class FragmentBuilder {
  protected:
   using Ix = std::size_t;
-  FragmentBuilder(std::uint16_t layer, std::int64_t batch) : layer_(layer), B_(batch) {}
+  // `tokens`: token vectors per sequence (a prefill chunk's T); per-token work is done batch x tokens times.
+  FragmentBuilder(std::uint16_t layer, std::int64_t batch, std::int64_t tokens = 1)
+      : layer_(layer), B_(batch * tokens), S_(batch), T_(tokens) {}
 
   Ix task(firmware::Color c, std::int64_t arrivals = 1, firmware::Task::Start st = firmware::Task::Start::Complete);
   // InputError when one op would process more than 2^32 - 1 elements.
@@ -128,7 +132,9 @@ class FragmentBuilder {
   Fragment finish();
 
   std::uint16_t layer_;
-  std::int64_t B_;
+  std::int64_t B_;  // multiplier of the per-token element counts: batch x tokens (batch inside per-sequence parts)
+  std::int64_t S_;  // sequences (batch)
+  std::int64_t T_;  // token vectors per sequence
   std::uint16_t op_ = 0;  // index into op_names(): the operator the next tasks report
   Fragment f_;
 };

@@ -17,10 +17,11 @@ void check_region(const hw::WaferSpec& spec, hw::Rect r) {
 }
 
 firmware::Image run(const hw::WaferSpec& spec, const ModelConfig& model, detail::StageSpec s, std::int64_t batch,
-                    std::int64_t context, std::uint16_t done_arrivals) {
+                    std::int64_t context, std::uint16_t done_arrivals, std::int64_t tokens = 1) {
   check_region(spec, s.region.rect);
   detail::EmitParams ep;
   ep.spec = &spec, ep.model = &model, ep.batch = batch, ep.context = context, ep.weight_bytes = 2;
+  ep.tokens = tokens;
   detail::Emitter em(ep, spec.logical());
   s.in_arrivals.assign(std::size_t(s.region.rect.h), 1);
   em.add(s);
@@ -75,21 +76,22 @@ firmware::Image map_rmsnorm(const hw::WaferSpec& spec, hw::Rect region, std::int
 }
 
 firmware::Image map_attention(const hw::WaferSpec& spec, hw::Rect region, const ModelConfig& model,
-                              std::int64_t context, std::int64_t batch) {
+                              std::int64_t context, std::int64_t batch, std::int64_t tokens) {
   if (context < 1 || batch < 1) throw hw::InputError("map_attention: context and batch must be positive");
+  if (tokens < 1 || tokens > context) throw hw::InputError("map_attention: tokens must be between 1 and the context");
   detail::StageSpec s;
   s.kind = detail::StageKind::Attention;
   s.name = "attention";
   s.region = {region, false};
   s.out = detail::OutKind::Collect;
-  firmware::Image img = run(spec, model, s, batch, context, std::uint16_t(region.w));
+  firmware::Image img = run(spec, model, s, batch, context, std::uint16_t(region.w), tokens);
   detail::EmitParams ep;
-  ep.spec = &spec, ep.model = &model, ep.batch = batch, ep.context = context;
+  ep.spec = &spec, ep.model = &model, ep.batch = batch, ep.context = context, ep.tokens = tokens;
   for (std::int32_t i = 0; i < region.w; ++i) {
     detail::ColKey ck = detail::col_key(s, ep, i);
     std::int64_t dims = ck.v[6];
     img.start.push_back({{region.x0 + i, region.y0 + region.h - 1}, detail::color::kLocal,
-                         wavelets(spec, (model.group() + 2) * dims, batch)});
+                         wavelets(spec, (model.group() + 2) * dims, batch * tokens)});
   }
   return img;
 }

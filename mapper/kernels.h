@@ -46,7 +46,12 @@ firmware::Image map_rmsnorm(const hw::WaferSpec& spec, hw::Rect region, std::int
 // Scores are reduced along each segment (color 5), the segment-end column reduces max and sum down the
 // column (color 6, broadcast back on 7), probabilities go along the segment (color 2), P.V partials are
 // reduced down the columns (color 3) and every bottom tile sends its output slice on color 11 to (E, h-1).
+// `tokens` = T > 1: a prefill chunk of T tokens per sequence, causal: token t attends the first
+// context - T + 1 + t positions, so row r (positions [start_r, start_r + pos_r)) does, per token, a scores
+// GEMV of G x dims_i vector ops of c_t = clamp(context - T + 1 + t - start_r, 0, pos_r) (one op per distinct
+// c_t), softmax over P_r = sum of c_t pairs, and a P.V GEMV of G x P_r vector ops of dims_i; the per-token
+// parts (rope, append, q, the max / sum chains, the output) are done T times.
 firmware::Image map_attention(const hw::WaferSpec& spec, hw::Rect region, const ModelConfig& model,
-                              std::int64_t context, std::int64_t batch = 1);
+                              std::int64_t context, std::int64_t batch = 1, std::int64_t tokens = 1);
 
 }  // namespace wafer::mapper

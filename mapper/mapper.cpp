@@ -98,6 +98,7 @@ void connect(StageSpec& from, StageSpec& to) {
   const std::int64_t h1 = a.h, h2 = b.h;
   const std::int32_t dx = detail::residual_x(to.region) - detail::residual_x(from.region);
   from.out = OutKind::Transfer;
+  from.out_last_token = to.kind == StageKind::Head;
   from.out_dest.assign(std::size_t(h1), {});
   from.out_color.assign(std::size_t(h1), detail::color::kResIn);
   to.in_arrivals.assign(std::size_t(h2), 0);
@@ -160,6 +161,11 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     throw InputError(fmt::format("context {} exceeds {}'s max_position_embeddings {}: refusing (use --context <= {})",
                                  opt.context, model.name, model.max_position, model.max_position));
   if (opt.context > (std::int64_t(1) << 26)) throw InputError(fmt::format("context {} is absurdly long", opt.context));
+  if (opt.tokens < 1 || opt.tokens > opt.context)
+    throw InputError(fmt::format("tokens = {}: a step processes 1 to context ({}) new tokens per sequence", opt.tokens,
+                                 opt.context));
+  if (opt.tokens > 1 && opt.kernel == Kernel::MeshGemv)
+    throw InputError(fmt::format("a step of {} tokens (prefill) is emitted for --kernel bands only", opt.tokens));
   if (opt.weight_bits != 16 && opt.weight_bits != 8)
     throw InputError(fmt::format("weight precision {} bits: use 16 or 8", opt.weight_bits));
   if (opt.wafers < 1 || opt.wafers > 64) throw InputError(fmt::format("wafers = {}: use 1 to 64", opt.wafers));
@@ -184,7 +190,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
   out.options = opt;
   out.model = model;
   detail::EmitParams ep;
-  ep.spec = &spec, ep.model = &model, ep.batch = opt.batch, ep.context = opt.context;
+  ep.spec = &spec, ep.model = &model, ep.batch = opt.batch, ep.context = opt.context, ep.tokens = opt.tokens;
   ep.weight_bytes = opt.weight_bits / 8;
   ep.kernel = opt.kernel, ep.allreduce = opt.allreduce, ep.group = opt.group;
   const bool mesh = opt.kernel == Kernel::MeshGemv;
@@ -386,10 +392,11 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       inj.tile = {detail::residual_x(f.region), f.region.rect.y0 + r};
       if (f.kind == StageKind::Embedding) {
         inj.color = detail::color::kToken;
-        inj.wavelets = std::uint32_t(std::max<std::int64_t>(1, opt.batch * 4 / spec.wavelet_bytes));
+        inj.wavelets = std::uint32_t(std::max<std::int64_t>(1, opt.batch * opt.tokens * 4 / spec.wavelet_bytes));
       } else {
         inj.color = detail::color::kResIn;
-        std::int64_t bytes = detail::split(model.hidden, f.region.rect.h, r) * opt.batch * kActivationBytes;
+        const std::int64_t vectors = opt.batch * (f.kind == StageKind::Head ? 1 : opt.tokens);
+        std::int64_t bytes = detail::split(model.hidden, f.region.rect.h, r) * vectors * kActivationBytes;
         inj.wavelets = std::uint32_t(std::max<std::int64_t>(1, (bytes + spec.wavelet_bytes - 1) / spec.wavelet_bytes));
       }
       img.start.push_back(inj);
@@ -422,7 +429,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     wr.programs = img.programs.size();
     wr.streamed_bytes_per_token = em.stream_bytes();
     wr.io_channels_used = std::min<std::int64_t>(spec.io_channels, streamed_stages);
-    wr.egress_bytes_per_token = w + 1 < opt.wafers ? model.hidden * opt.batch * kActivationBytes : 0;
+    wr.egress_bytes_per_token = w + 1 < opt.wafers ? model.hidden * opt.batch * opt.tokens * kActivationBytes : 0;
     if (wr.sram_max > spec.sram_bytes)
       throw InputError(fmt::format("wafer {}: a tile needs {} of SRAM; a tile has {}; try {}", w,
                                    kb(double(wr.sram_max)), kb(cap), remedy()));

@@ -45,6 +45,11 @@ struct MapOptions {
   std::string placement = "layer-bands";  // a registered placement strategy (placement_names())
   std::int64_t context = 4096;            // KV-cache length C (positions attended, incl. the new token)
   std::int64_t batch = 1;                 // sequences decoded together (B)
+  // New tokens per sequence in this step (T): 1 is a decode step; T > 1 a prefill chunk (or a speculative
+  // verify step of T draft tokens), the last of them at position `context`, token t (0-based) attending
+  // context - T + 1 + t positions (causal). Every per-token operator does T token vectors per sequence; the
+  // head (final norm, LM head, argmax) runs on each sequence's last token only. Bands kernel only.
+  std::int64_t tokens = 1;
   int weight_bits = 16;                   // 16 (default) or 8
   WeightMode weights = WeightMode::Resident;
   int wafers = 1;                         // > 1: the stages are split into a pipeline of wafers

@@ -104,3 +104,14 @@ set_tests_properties(cli.decode_memory_enough PROPERTIES ENVIRONMENT "WAFER_EMU_
 wafer_cli_test(decode_memory_variable --exit 2 --one-line-error --stderr "WAFER_EMU_MEMORY_MB '1e3' is not a whole number of MiB"
   -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64)
 set_tests_properties(cli.decode_memory_variable PROPERTIES ENVIRONMENT "WAFER_EMU_MEMORY_MB=1e3")
+
+# decode --prefill T (docs/mapping.md section 3c): a prompt in chunks reports the chunking; bad input.
+wafer_cli_test(decode_prefill_zero --exit 2 --one-line-error --stderr "--prefill 0 must be at least 1"
+  -- ${WAFER_EMU} decode ${TINY} --prefill 0)
+wafer_cli_test(decode_prefill_beyond --exit 2 --one-line-error --stderr "--prefill 65 is more tokens than --context 64 holds"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64 --prefill 65)
+wafer_cli_test(decode_prefill_meshgemv --exit 2 --one-line-error --stderr "--prefill is emitted for --kernel bands only"
+  -- ${WAFER_EMU} decode ${TINY} --prefill 4 --kernel meshgemv --placement whole-wafer)
+wafer_cli_test(decode_chunk_alone --exit 2 --one-line-error --stderr "--chunk needs --prefill T" -- ${WAFER_EMU} decode ${TINY} --chunk 4)
+wafer_cli_test(decode_prefill_chunks --stdout "ttft_us" --stdout "chunk_tokens +8 tokens" --stdout "chunks +4 chunks"
+  -- ${WAFER_EMU} decode ${TINY} --prefill 32 --chunk 8)

@@ -596,5 +596,87 @@ TEST(Regions, GridFitsAtMostTheAskedCells) {
   }
 }
 
+// ---- steps of T new tokens (prefill chunks, speculative verify steps) ----------------------------------
+StepResult tokens_step(const hw::WaferSpec& spec, const char* model, std::int64_t context, std::int64_t tokens,
+                       noc::Fidelity f = noc::Fidelity::Approx) {
+  mapper::MapOptions mo;
+  mo.context = context, mo.tokens = tokens;
+  const noc::Fabric fabric = noc::Fabric::perfect(spec.logical());
+  mapper::Mapping mp = mapper::map_model(spec, fabric, mapper::load_model(model), mo);
+  StepOptions o;
+  o.fidelity = f;
+  return simulator().run(spec, fabric, {&mp.images[0]}, o);
+}
+
+// The hand-computed causal attention of tests/mapper (Prefill.CausalAttentionOpsByHand) runs: every task
+// once, the breakdown sums; three tokens take longer than one.
+TEST(Prefill, CausalAttentionStepRuns) {
+  hw::WaferSpec spec = tiny();
+  const mapper::ModelConfig m = mapper::load_model("tiny-llama");
+  StepResult one = run(spec, mapper::map_attention(spec, {0, 0, 2, 2}, m, 6));
+  StepResult three = run(spec, mapper::map_attention(spec, {0, 0, 2, 2}, m, 6, 1, 3));
+  EXPECT_EQ(three.wafers[0].step.tasks_run, three.wafers[0].step.tasks_total);
+  EXPECT_EQ(three.wafers[0].step.unclaimed, 0u);
+  EXPECT_EQ(sum(three.breakdown.cause), three.latency);
+  EXPECT_GT(three.latency, one.latency);
+}
+
+// A 2-token causal attention step on one tile of tiny, by hand (tiny-llama: G = 2 query heads per KV head,
+// 2 KV heads of 16 dims: the tile holds dims 32 of one segment; context 4: token 0 attends 3 positions,
+// token 1 all 4; P = 7 pairs, sv = P x G x kv = 28 scores). Costs: V + max(lanes, reads, writes) per vector
+// op (V = 6, SIMD 8, 16 bytes read and 8 written per cycle); a burst to the tile itself has its tail w - 1
+// after it leaves, no router, no ramps.
+//   injection of q, k, v: (G + 2) x 32 x 2 tokens = 256 values = 128 wavelets: tail 127.
+//   rope task (color 8): start 137; Rope 192 (2 x 192 / 8 = 48 lane-cycles = reads = writes): 54; Copy 128
+//     (the write port binds: 256 / 8 = 32): 38; ends 229; q (128 values, 64 wavelets) to itself: tail 292.
+//   scores (color 4): start 302; Fmac 64 vector ops of 3 (token 0) and 64 of 4 (token 1), each 6 + 1: 448
+//     + 448; Max 28 (4 + 6): 10; ends 1208; the maxima (G x kv x 2 = 8 values, 4 wavelets): tail 1211.
+//   exp/sum (color 7): start 1221; Exp 28 (lanes 28 x 4 / 8 = 14): 20; Sum 28: 10; Mul 8 (ports: 2): 8;
+//     ends 1259; tail 1262.
+//   scale (color 7): start 1272; Mul 28 (reads 112 / 16 = 7): 13; ends 1285; probabilities (28 values,
+//     14 wavelets): tail 1298.
+//   P.V (color 2): start 1308; Fmac 14 vector ops (G x P) of 32 (reads 32 x 4 / 16 = 8): 14 x 14 = 196;
+//     ends 1504; the output (G x 32 x 2 = 128 values, 64 wavelets) to the done tile, itself: tail 1567.
+TEST(Prefill, CausalAttentionOnOneTileExactCycles) {
+  hw::WaferSpec spec = tiny();
+  const mapper::ModelConfig m = mapper::load_model("tiny-llama");
+  Image im = mapper::map_attention(spec, {0, 0, 1, 1}, m, 4, 1, 2);
+  for (noc::Fidelity f : {noc::Fidelity::Approx, noc::Fidelity::Cycle}) {
+    StepResult r = run(spec, im, f);
+    const auto& runs = simulator().task_runs()[0];
+    EXPECT_EQ(run_at(runs, im.grid, {0, 0}, 0).end, 229u) << noc::to_string(f);
+    EXPECT_EQ(run_at(runs, im.grid, {0, 0}, 1).start, 302u) << noc::to_string(f);
+    EXPECT_EQ(run_at(runs, im.grid, {0, 0}, 1).end, 1208u) << noc::to_string(f);
+    EXPECT_EQ(run_at(runs, im.grid, {0, 0}, 4).end, 1504u) << noc::to_string(f);
+    EXPECT_EQ(r.latency, 1567u) << noc::to_string(f);
+    EXPECT_EQ(sum(r.breakdown.cause), r.latency);
+  }
+}
+
+// A prompt of T tokens (context T): the time to first token grows with T; T = 1 is the decode step at
+// context 1, cycle for cycle and cause for cause.
+TEST(Prefill, TimeToFirstTokenGrowsWithThePrompt) {
+  hw::WaferSpec spec = tiny();
+  Cycle prev = 0;
+  for (std::int64_t t : {1, 4, 16, 64}) {
+    StepResult r = tokens_step(spec, "tiny-llama", t, t);
+    EXPECT_GT(r.latency, prev) << t;
+    EXPECT_EQ(sum(r.breakdown.cause), r.latency) << t;
+    prev = r.latency;
+  }
+  noc::Fabric f = noc::Fabric::perfect(spec.logical());
+  StepResult d = decode(spec, f, 1).result, p = tokens_step(spec, "tiny-llama", 1, 1);
+  EXPECT_EQ(p.latency, d.latency);
+  EXPECT_EQ(p.breakdown.cause, d.breakdown.cause);
+}
+
+// A 32-token chunk of the 2-layer small-llama ending at position 256 on the 64 x 64 small wafer: the two
+// fidelities agree within 5 %, the cores' causes too.
+TEST(Prefill, ApproxAndCycleAgreeOnASmallWafer) {
+  const hw::WaferSpec small = hw::preset("small");
+  expect_agree(tokens_step(small, "small-llama", 256, 32), tokens_step(small, "small-llama", 256, 32, noc::Fidelity::Cycle),
+               "small-llama on small, 32 tokens at context 256");
+}
+
 }  // namespace
 }  // namespace wafer::sim

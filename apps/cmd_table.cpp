@@ -1,0 +1,367 @@
+// wafer-emu table: latency tables for serving simulators (docs/tables.md). Every decode point (context x
+// batch) and every prefill point (prompt tokens x context, one sequence) is mapped and emulated as `decode`
+// would; the per-operator critical-path breakdown of each step becomes one tidy CSV and the exporters'
+// files (LLMServingSim's perf bundle, Vidur's profiling CSVs), written into a temporary folder renamed to
+// --out at the end.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <unistd.h>
+
+#include "apps/cli.h"
+#include "apps/decode_point.h"
+#include "hw/error.h"
+#include "hw/wafer_spec.h"
+#include "mapper/mapper.h"
+#include "mapper/model_config.h"
+#include "noc/mesh.h"
+#include "noc/routing/fabric.h"
+#include "sim/simulator.h"
+
+namespace wafer::apps {
+namespace {
+
+namespace fs = std::filesystem;
+using hw::Cycle;
+
+// "128,512,2048": positive, strictly increasing integers.
+std::vector<std::int64_t> parse_list(const std::string& opt, const std::string& s) {
+  std::vector<std::int64_t> out;
+  if (s.find_first_not_of(", ") == std::string::npos)
+    throw hw::InputError(fmt::format("--{} is empty: give comma-separated values", opt));
+  std::size_t i = 0;
+  while (i <= s.size()) {
+    const std::size_t j = std::min(s.find(',', i), s.size());
+    const std::string item = s.substr(i, j - i);
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size())
+      throw hw::InputError(fmt::format("--{} '{}': '{}' is not an integer", opt, s, item));
+    if (v < 1) throw hw::InputError(fmt::format("--{} '{}': {} must be at least 1", opt, s, v));
+    if (!out.empty() && v <= out.back())
+      throw hw::InputError(fmt::format("--{} '{}': values must be sorted increasing and distinct", opt, s));
+    out.push_back(v);
+    i = j + 1;
+  }
+  return out;
+}
+
+// Decoder-layer operators (their step time is over every layer; the exporters give one layer's).
+bool layer_op(const std::string& op) {
+  static const std::set<std::string> ops{"layernorm", "qkv_proj", "rotary_emb", "attention", "o_proj",
+                                         "moe_router", "gate_up_proj", "act_fn", "down_proj"};
+  return ops.count(op) > 0;
+}
+
+struct Point {
+  std::string phase;  // decode | prefill
+  std::int64_t tokens = 0, context = 0, batch = 0;  // tokens processed in the step (decode: batch)
+  std::int64_t chunk = 0, chunks = 1;
+  Cycle latency = 0;
+  std::vector<std::pair<std::string, Cycle>> ops;  // critical-path cycles per operator, over the step
+  Cycle op(const std::string& name) const {
+    for (const auto& [n, c] : ops)
+      if (n == name) return c;
+    return 0;
+  }
+};
+
+std::string num(double v) { return fmt::format("{:.6g}", v); }
+
+class Writer {
+ public:
+  Writer(const fs::path& p) : path_(p), f_(p) {
+    if (!f_) throw hw::InputError(fmt::format("--out: cannot write {}", p.string()));
+  }
+  std::ofstream& operator*() { return f_; }
+  ~Writer() = default;
+  void close() {
+    f_.close();
+    if (!f_) throw hw::InputError(fmt::format("--out: writing {} failed", path_.string()));
+  }
+
+ private:
+  fs::path path_;
+  std::ofstream f_;
+};
+
+int run_table(const std::vector<std::string>& args) {
+  po::options_description opts("table options");
+  opts.add_options()
+      ("wafer", po::value<std::string>()->default_value("wse3")->value_name("PRESET|FILE"), "the wafer")
+      ("model", po::value<std::string>()->default_value("llama-3.1-8b")->value_name("NAME|FILE"), "the model")
+      ("contexts", po::value<std::string>()->default_value("128,512,2048,8192")->value_name("LIST"),
+       "decode contexts (KV-cache lengths), increasing")
+      ("batches", po::value<std::string>()->default_value("1,2,4,8,16")->value_name("LIST"), "decode batch sizes, increasing")
+      ("prefill-tokens", po::value<std::string>()->default_value("16,128,512,2048")->value_name("LIST"),
+       "prompt lengths (one sequence; also as chunks ending at each larger context), increasing")
+      ("placement", po::value<std::string>()->default_value("layer-bands")->value_name("NAME"), "placement strategy")
+      ("weight-bits", po::value<int>()->default_value(16)->value_name("16|8"), "weight precision")
+      ("fidelity", po::value<std::string>()->default_value("approx")->value_name("approx|cycle"), "mesh timing model")
+      ("out", po::value<std::string>()->value_name("DIR"), "output folder (created; must not exist or be empty)");
+  po::variables_map vm;
+  if (!parse(args, opts, "table", "--wafer W --model M --contexts L --batches L --prefill-tokens L --out DIR", vm)) return 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!vm.count("out")) throw hw::InputError("--out DIR is required");
+  const std::vector<std::int64_t> contexts = parse_list("contexts", vm["contexts"].as<std::string>());
+  const std::vector<std::int64_t> batches = parse_list("batches", vm["batches"].as<std::string>());
+  const std::vector<std::int64_t> prompts = parse_list("prefill-tokens", vm["prefill-tokens"].as<std::string>());
+  const hw::WaferSpec spec = hw::resolve_wafer(vm["wafer"].as<std::string>());
+  const mapper::ModelConfig model = mapper::load_model(vm["model"].as<std::string>());
+  const noc::Fidelity fidelity = noc::parse_fidelity(vm["fidelity"].as<std::string>());
+  if (fidelity == noc::Fidelity::Cycle && (spec.logical_width > noc::kCycleMaxSide || spec.logical_height > noc::kCycleMaxSide))
+    throw hw::InputError(fmt::format("--fidelity cycle handles meshes up to {0}x{0}; wafer '{1}' is {2}x{3}",
+                                     noc::kCycleMaxSide, spec.name, spec.logical_width, spec.logical_height));
+  if (model.max_position > 0) {
+    if (contexts.back() > model.max_position)
+      throw hw::InputError(fmt::format("--contexts: {} is beyond {}'s max_position_embeddings {}", contexts.back(),
+                                       model.name, model.max_position));
+    if (prompts.back() > model.max_position)
+      throw hw::InputError(fmt::format("--prefill-tokens: {} is beyond {}'s max_position_embeddings {}", prompts.back(),
+                                       model.name, model.max_position));
+  }
+  if (batches.back() > 65536) throw hw::InputError(fmt::format("--batches: {} is more than 65536 sequences", batches.back()));
+  mapper::MapOptions base;
+  base.placement = vm["placement"].as<std::string>();
+  base.weight_bits = vm["weight-bits"].as<int>();
+  if (base.weight_bits != 16 && base.weight_bits != 8)
+    throw hw::InputError(fmt::format("--weight-bits {} must be 16 or 8", base.weight_bits));
+  if (base.placement == "auto") throw hw::InputError("--placement auto is not taken by table: name a placement");
+
+  // The output folder: a temporary sibling, renamed at the end (no partial folder is ever left at --out).
+  const fs::path out = fs::path(vm["out"].as<std::string>());
+  std::error_code ec;
+  if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec)))
+    throw hw::InputError(fmt::format("--out {}: exists and is not an empty folder", out.string()));
+  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  const fs::path tmp = parent / fmt::format(".{}.tmp-{}", out.filename().string(), ::getpid());
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directories(tmp, ec) || ec)
+    throw hw::InputError(fmt::format("--out {}: cannot create a folder in {} ({})", out.string(), parent.string(),
+                                     ec ? ec.message() : "not created"));
+  struct Cleanup {
+    fs::path p;
+    bool keep = false;
+    ~Cleanup() {
+      std::error_code e;
+      if (!keep) fs::remove_all(p, e);
+    }
+  } cleanup{tmp};
+
+  // The points: decode (context x batch), prefill (each prompt T at context T, and as a chunk ending at every
+  // larger context), one sequence.
+  std::vector<Point> points;
+  auto add = [&](const char* phase, std::int64_t tokens, std::int64_t context, std::int64_t batch) {
+    Point p;
+    p.phase = phase, p.tokens = tokens, p.context = context, p.batch = batch;
+    points.push_back(std::move(p));
+  };
+  for (std::int64_t c : contexts)
+    for (std::int64_t b : batches) add("decode", b, c, b);
+  for (std::int64_t t : prompts) {
+    add("prefill", t, t, 1);
+    for (std::int64_t c : contexts)
+      if (c > t) add("prefill", t, c, 1);
+  }
+
+  const noc::Fabric fabric = noc::Fabric::perfect(spec.logical());
+  sim::Simulator simulator;
+  PrefillCache cache;  // chunks shared between prompts ending at the same context
+  DecodePoint dp{spec, model, base, fidelity, false, {}, false, 0, 0};
+  std::vector<std::string> skipped;
+  std::vector<Point> done;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    Point& p = points[i];
+    dp.options.context = p.context, dp.options.batch = p.batch, dp.options.tokens = p.phase == "decode" ? 1 : p.tokens;
+    const auto t = std::chrono::steady_clock::now();
+    try {
+      PrefillRun r = run_prefill(simulator, dp, fabric, 0, &cache);
+      p.chunk = r.chunk, p.chunks = std::int64_t(r.chunks.size()), p.latency = r.step.latency;
+      for (const auto& n : r.step.per_op) {
+        if (n.name == "gemv" || n.name == "rms_norm") continue;  // names of the single-operator test kernels
+        Cycle s = 0;
+        for (Cycle v : n.cycles) s += v;
+        p.ops.push_back({n.name, s});
+      }
+      done.push_back(p);
+      fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: {:.1f} us{} ({:.1f} s, {:.0f} s in all)\n", i + 1,
+                 points.size(), p.phase, p.tokens, p.context, p.batch, spec.cycles_to_us(double(p.latency)),
+                 p.chunks > 1 ? fmt::format(" in {} chunks of {}", p.chunks, p.chunk) : std::string(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    } catch (const hw::InputError& e) {
+      skipped.push_back(fmt::format("{} tokens {} context {} batch {}: {}", p.phase, p.tokens, p.context, p.batch, e.what()));
+      fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: not mapped: {}\n", i + 1, points.size(),
+                 p.phase, p.tokens, p.context, p.batch, e.what());
+    }
+  }
+  if (done.empty()) throw hw::InputError(fmt::format("no point of the grid maps: {}", skipped.front()));
+  auto us = [&](Cycle c) { return spec.cycles_to_us(double(c)); };
+  const double L = double(model.layers);
+  // One decoder layer's time of an operator (one norm for `layernorm`: a layer has two).
+  auto per_layer_us = [&](const Point& p, const std::string& op) {
+    const double v = us(p.op(op));
+    return op == "layernorm" ? v / (2 * L) : layer_op(op) ? v / L : v;
+  };
+
+  // ---- table.csv (tidy) -----------------------------------------------------------------------------------
+  {
+    Writer w(tmp / "table.csv");
+    *w << "phase,operator,tokens,context,batch,chunk_tokens,chunks,time_cycles,time_us,layers,per_layer_time_us\n";
+    for (const Point& p : done) {
+      auto row = [&](const std::string& op, Cycle c, std::int64_t layers, double per) {
+        *w << fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", p.phase, op, p.tokens, p.context, p.batch, p.chunk, p.chunks,
+                          c, num(us(c)), layers, num(per));
+      };
+      for (const auto& [op, c] : p.ops)
+        row(op, c, layer_op(op) ? model.layers * (op == "layernorm" ? 2 : 1) : 1, per_layer_us(p, op));
+      row("step", p.latency, 1, us(p.latency));
+    }
+    w.close();
+  }
+  {
+    Writer w(tmp / "skipped.txt");
+    for (const auto& s : skipped) *w << s << "\n";
+    w.close();
+  }
+
+  // Rows the exporters key on tokens: decode at the smallest context (tokens = batch), then prefill from
+  // scratch (context = tokens) for token counts no decode batch gave.
+  std::map<std::int64_t, const Point*> by_tokens;
+  std::map<std::int64_t, const Point*> by_sequences;
+  for (const Point& p : done)
+    if (p.phase == "decode" && p.context == contexts.front()) by_tokens.emplace(p.tokens, &p), by_sequences.emplace(p.batch, &p);
+  for (const Point& p : done)
+    if (p.phase == "prefill" && p.context == p.tokens) by_tokens.emplace(p.tokens, &p);
+
+  // ---- LLMServingSim perf bundle -----------------------------------------------------------------------
+  const std::string org = fs::path(model.source).parent_path().filename().string();
+  const std::string hardware = fmt::format("wafer-emu-{}", spec.name);
+  const fs::path bundle = tmp / "llmservingsim" / hardware / (org.empty() ? "local" : org) / model.name / "default";
+  fs::create_directories(bundle / "tp1");
+  {
+    std::vector<std::string> dense{"embedding", "layernorm", "qkv_proj", "rotary_emb", "o_proj"};
+    if (!model.moe()) dense.insert(dense.end(), {"gate_up_proj", "act_fn", "down_proj"});
+    dense.push_back("final_layernorm");
+    Writer w(bundle / "tp1" / "dense.csv");
+    *w << "layer,tokens,time_us\n";
+    for (const auto& name : dense)
+      for (const auto& [t, p] : by_tokens) *w << fmt::format("{},{},{}\n", name, t, num(per_layer_us(*p, name)));
+    w.close();
+  }
+  {
+    Writer w(bundle / "tp1" / "per_sequence.csv");
+    *w << "layer,sequences,time_us\n";
+    for (const char* name : {"lm_head", "sampler"})
+      for (const auto& [b, p] : by_sequences) *w << fmt::format("{},{},{}\n", name, b, num(per_layer_us(*p, name)));
+    w.close();
+  }
+  {
+    Writer w(bundle / "tp1" / "attention.csv");
+    *w << "prefill_chunk,kv_prefill,n_decode,kv_decode,time_us\n";
+    for (const Point& p : done) {
+      const double t = per_layer_us(p, "attention");
+      if (p.phase == "decode") *w << fmt::format("0,0,{},{},{}\n", p.batch, p.context, num(t));
+      else *w << fmt::format("{},{},0,0,{}\n", p.tokens, p.context - p.tokens, num(t));
+    }
+    w.close();
+  }
+  if (model.moe()) {
+    Writer w(bundle / "tp1" / "moe.csv");
+    *w << "tokens,activated_experts,time_us\n";
+    for (const auto& [t, p] : by_tokens)
+      *w << fmt::format("{},{},{}\n", t, model.experts_per_tok,
+                        num(per_layer_us(*p, "moe_router") + per_layer_us(*p, "gate_up_proj") + per_layer_us(*p, "act_fn") +
+                            per_layer_us(*p, "down_proj")));
+    w.close();
+  }
+  {
+    std::int64_t max_tokens = 0, max_seqs = 0;
+    for (const auto& [t, p] : by_tokens) max_tokens = std::max(max_tokens, t);
+    for (const auto& [b, p] : by_sequences) max_seqs = std::max(max_seqs, b);
+    const std::time_t now = std::time(nullptr);
+    char when[32];
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    Writer w(bundle / "meta.yaml");
+    *w << "profiler_version: wafer-emu-table-1\n"
+       << "vllm_version: none\n"
+       << fmt::format("gpu: {}\n", hardware) << fmt::format("hardware: {}\n", hardware) << "variant: default\n"
+       << fmt::format("model: {}/{}\n", org.empty() ? "local" : org, model.name) << "tp_degrees: [1]\n"
+       << fmt::format("profiled_at: {}\n", when) << "engine_effective:\n"
+       << fmt::format("  max_num_batched_tokens: {}\n", max_tokens) << fmt::format("  max_num_seqs: {}\n", max_seqs);
+    w.close();
+  }
+
+  // ---- Vidur profiling CSVs (milliseconds) ---------------------------------------------------------------
+  fs::create_directories(tmp / "vidur");
+  auto stats = [](double ms) { return fmt::format("{0},{0},{0},{0},0", num(ms)); };  // min,max,mean,median,std
+  auto stat_cols = [](const std::string& op) {
+    return fmt::format("time_stats.{0}.min,time_stats.{0}.max,time_stats.{0}.mean,time_stats.{0}.median,time_stats.{0}.std", op);
+  };
+  {
+    const std::vector<std::pair<std::string, std::string>> ops{
+        {"emb", "embedding"},           {"input_layernorm", "layernorm"}, {"attn_pre_proj", "qkv_proj"},
+        {"attn_rope", "rotary_emb"},    {"attn_post_proj", "o_proj"},     {"post_attention_layernorm", "layernorm"},
+        {"mlp_up_proj", "gate_up_proj"}, {"mlp_act", "act_fn"},           {"mlp_down_proj", "down_proj"},
+        {"add", ""}};
+    Writer w(tmp / "vidur" / "mlp.csv");
+    for (const auto& [v, ours] : ops) *w << stat_cols(v) << ",";
+    *w << "n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,num_tensor_parallel_workers\n";
+    for (const auto& [t, p] : by_tokens) {
+      for (const auto& [v, ours] : ops) *w << stats(ours.empty() ? 0.0 : per_layer_us(*p, ours) / 1e3) << ",";
+      *w << fmt::format("{},{},{},{},{},True,{},1\n", model.heads, model.kv_heads, model.hidden, model.intermediate,
+                        model.vocab, t);
+    }
+    w.close();
+  }
+  {
+    Writer w(tmp / "vidur" / "attention.csv");
+    *w << stat_cols("attn_prefill") << "," << stat_cols("attn_decode")
+       << ",n_embd,n_q_head,n_kv_head,block_size,num_tensor_parallel_workers,max_model_len,batch_size,"
+          "prefill_chunk_size,kv_cache_size,is_prefill,attention_backend\n";
+    for (const Point& p : done) {
+      const double ms = per_layer_us(p, "attention") / 1e3;
+      const bool pre = p.phase == "prefill";
+      *w << stats(pre ? ms : 0.0) << "," << stats(pre ? 0.0 : ms)
+         << fmt::format(",{},{},{},16,1,{},{},{},{},{},wafer-emu\n", model.hidden, model.heads, model.kv_heads,
+                        model.max_position, p.batch, pre ? p.tokens : 0, pre ? p.context - p.tokens : p.context,
+                        pre ? "True" : "False");
+    }
+    w.close();
+  }
+
+  // ---- into place ------------------------------------------------------------------------------------
+  if (fs::exists(out, ec)) fs::remove(out, ec);  // an empty folder
+  fs::rename(tmp, out, ec);
+  if (ec) throw hw::InputError(fmt::format("--out {}: cannot move the tables into place ({})", out.string(), ec.message()));
+  cleanup.keep = true;
+
+  traces::Report rep("latency tables");
+  rep.add_text("wafer", spec.name);
+  rep.add_text("model", model.name);
+  rep.add_int("points", std::int64_t(points.size()), "points", "decode context x batch, prefill prompts x contexts");
+  rep.add_int("points_emulated", std::int64_t(done.size()), "points");
+  rep.add_int("points_not_mapped", std::int64_t(skipped.size()), "points", "listed in skipped.txt with the mapper's reason");
+  rep.add_int("steps_emulated", cache.emulated, "steps", "decode steps and prefill chunks emulated");
+  rep.add_int("chunks_reused", cache.hits, "steps", "prefill chunks equal to one emulated for another point");
+  rep.add_text("out", out.string());
+  rep.add("wall_time", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), "s");
+  finish(rep, vm);
+  return 0;
+}
+
+const Registrar reg{{"table", "latency tables per operator for serving simulators (LLMServingSim, Vidur)", run_table, 7}};
+
+}  // namespace
+}  // namespace wafer::apps

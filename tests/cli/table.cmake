@@ -1,0 +1,19 @@
+# wafer-emu table: every format parsed back and checked against the steps it came from (table_check.py),
+# and every bad input as a one-line error naming the option, exit 2, and no folder left at --out. (An empty
+# list is given as "," here: ctest drops empty arguments.)
+add_test(NAME cli.table_check COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/table_check.py ${WAFER_EMU} ${OUT}/table_check)
+set(TT --wafer tiny --model tiny-llama)
+wafer_cli_test(table_contexts_empty --exit 2 --one-line-error --stderr "--contexts is empty" --no-file ${OUT}/tbad1
+  -- ${WAFER_EMU} table ${TT} --contexts , --out ${OUT}/tbad1)
+wafer_cli_test(table_contexts_unsorted --exit 2 --one-line-error --stderr "--contexts '64,32': values must be sorted increasing"
+  --no-file ${OUT}/tbad2 -- ${WAFER_EMU} table ${TT} --contexts 64,32 --out ${OUT}/tbad2)
+wafer_cli_test(table_batch_zero --exit 2 --one-line-error --stderr "--batches '0,1': 0 must be at least 1" --no-file ${OUT}/tbad3
+  -- ${WAFER_EMU} table ${TT} --batches 0,1 --out ${OUT}/tbad3)
+wafer_cli_test(table_tokens_beyond --exit 2 --one-line-error
+  --stderr "--prefill-tokens: 1024 is beyond tiny-llama's max_position_embeddings 512" --no-file ${OUT}/tbad4
+  -- ${WAFER_EMU} table ${TT} --contexts 32 --prefill-tokens 16,1024 --out ${OUT}/tbad4)
+wafer_cli_test(table_not_a_number --exit 2 --one-line-error --stderr "--batches '1,x': 'x' is not an integer" --no-file ${OUT}/tbad5
+  -- ${WAFER_EMU} table ${TT} --batches 1,x --out ${OUT}/tbad5)
+wafer_cli_test(table_unwritable --exit 2 --one-line-error --stderr "--out /dev/null/tables: cannot create a folder"
+  -- ${WAFER_EMU} table ${TT} --contexts 32 --batches 1 --prefill-tokens 4 --out /dev/null/tables)
+wafer_cli_test(table_out_missing --exit 2 --one-line-error --stderr "--out DIR is required" -- ${WAFER_EMU} table ${TT})

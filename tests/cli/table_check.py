@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""wafer-emu table on the tiny wafer, every format parsed back and checked against the step it came from.
+
+table_check.py WAFER_EMU OUTDIR
+
+- table.csv (tidy): a row's time equals the critical-path time of that operator in `decode --json` of the
+  same phase, tokens, context and batch (decode: --context C --batch B; prefill: --prefill T --context C);
+- the LLMServingSim bundle: the layer names exactly as that simulator looks them up (a name it does not
+  know is timed at zero there), per-layer times in us from the same steps; moe.csv for an MoE model;
+- Vidur's mlp.csv and attention.csv: its columns in its order, times in ms from the same steps;
+- a prefill of one token is the decode step of the same sequence (latency and breakdown identical);
+- prompts run in chunks, some shared between two prompts ending at the same context: each prompt's times
+  and chunking equal `decode --prefill` of it alone.
+"""
+import csv, json, math, os, shutil, subprocess, sys
+
+exe, out = sys.argv[1], sys.argv[2]
+shutil.rmtree(out, ignore_errors=True)
+os.makedirs(out)
+fails = []
+
+
+def check(cond, what):
+    if not cond:
+        fails.append(what)
+
+
+def close(a, b, what, rel=1e-4):
+    check(math.isclose(float(a), float(b), rel_tol=rel, abs_tol=1e-9), f"{what}: {a} != {b}")
+
+
+def run(args):
+    r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        print("FAIL:", " ".join(args), r.stderr)
+        sys.exit(1)
+    return r
+
+
+def decode_json(extra, name):
+    path = os.path.join(out, name + ".json")
+    run(["decode", "--wafer", "tiny", "--model", MODEL] + extra + ["--json", path])
+    return json.load(open(path))
+
+
+def per_op(j):
+    return {r["operator"]: r["total [cycles]"] for r in j["breakdown"]["per_op"]}
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+MODEL = "tiny-llama"
+tables = os.path.join(out, "tables")
+r = run(["table", "--wafer", "tiny", "--model", MODEL, "--contexts", "32,64", "--batches", "1,2",
+         "--prefill-tokens", "4,16", "--out", tables])
+check("table: [" in r.stderr and "/10]" in r.stderr, "progress on stderr: " + r.stderr[:200])
+check(not any(n.startswith(".tables.tmp") for n in os.listdir(out)), "the temporary folder is gone")
+L = 2  # tiny-llama's layers
+us_per_cycle = None
+
+tidy = rows(os.path.join(tables, "table.csv"))
+check(list(tidy[0].keys()) == ["phase", "operator", "tokens", "context", "batch", "chunk_tokens", "chunks", "time_cycles",
+                               "time_us", "layers", "per_layer_time_us"], f"table.csv columns {list(tidy[0].keys())}")
+# decode 2 contexts x 2 batches; prefill 4 at 4, 32, 64 and 16 at 16, 32, 64
+points = {(r["phase"], int(r["tokens"]), int(r["context"]), int(r["batch"])) for r in tidy}
+check(len(points) == 10, f"10 points, got {sorted(points)}")
+
+
+def tidy_of(phase, tokens, context, batch):
+    return {r["operator"]: r for r in tidy if (r["phase"], int(r["tokens"]), int(r["context"]), int(r["batch"])) ==
+            (phase, tokens, context, batch)}
+
+
+steps = {
+    ("decode", 2, 64, 2): decode_json(["--context", "64", "--batch", "2"], "d64b2"),
+    ("decode", 1, 32, 1): decode_json(["--context", "32"], "d32b1"),
+    ("decode", 2, 32, 2): decode_json(["--context", "32", "--batch", "2"], "d32b2"),
+    ("prefill", 16, 64, 1): decode_json(["--prefill", "16", "--context", "64"], "p16c64"),
+    ("prefill", 4, 4, 1): decode_json(["--prefill", "4"], "p4"),
+    ("prefill", 16, 16, 1): decode_json(["--prefill", "16"], "p16"),
+}
+for key, j in steps.items():
+    t = tidy_of(*key)
+    us_per_cycle = j["latency_us"]["value"] / j["latency_cycles"]["value"]
+    check(int(t["step"]["time_cycles"]) == j["latency_cycles"]["value"], f"{key} step {t['step']['time_cycles']}")
+    for op, cyc in per_op(j).items():
+        check(op in t and int(t[op]["time_cycles"]) == cyc, f"{key} {op}: table {t.get(op, {}).get('time_cycles')} decode {cyc}")
+        close(t[op]["time_us"], cyc * us_per_cycle, f"{key} {op} us")
+        layers = 2 * L if op == "layernorm" else L if op in ("qkv_proj", "rotary_emb", "attention", "o_proj", "gate_up_proj",
+                                                                "act_fn", "down_proj") else 1
+        close(t[op]["per_layer_time_us"], cyc * us_per_cycle / layers, f"{key} {op} per layer")
+
+
+def layer_us(key, op):
+    c = per_op(steps[key]).get(op, 0) * us_per_cycle
+    return c / (2 * L) if op == "layernorm" else c / L if op in ("qkv_proj", "rotary_emb", "attention", "o_proj",
+                                                                 "gate_up_proj", "act_fn", "down_proj") else c
+
+
+# ---- LLMServingSim ----
+bundle = os.path.join(tables, "llmservingsim", "wafer-emu-tiny", "test", MODEL, "default")
+meta = open(os.path.join(bundle, "meta.yaml")).read()
+for k in ["profiler_version:", "vllm_version:", "gpu:", "hardware: wafer-emu-tiny", "variant: default", "model: test/tiny-llama",
+          "tp_degrees: [1]", "profiled_at:", "engine_effective:", "max_num_batched_tokens: 16", "max_num_seqs: 2"]:
+    check(k in meta, f"meta.yaml lacks {k}")
+check(sorted(os.listdir(os.path.join(bundle, "tp1"))) == ["attention.csv", "dense.csv", "per_sequence.csv"],
+      f"tp1 holds {os.listdir(os.path.join(bundle, 'tp1'))}")
+dense = rows(os.path.join(bundle, "tp1", "dense.csv"))
+check(list(dense[0].keys()) == ["layer", "tokens", "time_us"], "dense.csv columns")
+# The names LLMServingSim looks up for a Llama model, exactly.
+check({r["layer"] for r in dense} == {"embedding", "layernorm", "qkv_proj", "rotary_emb", "o_proj", "gate_up_proj", "act_fn",
+                                      "down_proj", "final_layernorm"}, f"dense layers {sorted({r['layer'] for r in dense})}")
+check(sorted({int(r["tokens"]) for r in dense}) == [1, 2, 4, 16], "dense tokens: decode batches 1, 2, prompts 4, 16")
+source = {1: ("decode", 1, 32, 1), 2: ("decode", 2, 32, 2), 4: ("prefill", 4, 4, 1), 16: ("prefill", 16, 16, 1)}
+for r in dense:
+    close(r["time_us"], layer_us(source[int(r["tokens"])], r["layer"]), f"dense {r['layer']} {r['tokens']}")
+ps = rows(os.path.join(bundle, "tp1", "per_sequence.csv"))
+check(list(ps[0].keys()) == ["layer", "sequences", "time_us"], "per_sequence.csv columns")
+check({r["layer"] for r in ps} == {"lm_head", "sampler"}, "per_sequence layers")
+for r in ps:
+    close(r["time_us"], layer_us(source[int(r["sequences"])], r["layer"]), f"per_sequence {r['layer']} {r['sequences']}")
+att = rows(os.path.join(bundle, "tp1", "attention.csv"))
+check(list(att[0].keys()) == ["prefill_chunk", "kv_prefill", "n_decode", "kv_decode", "time_us"], "attention.csv columns")
+check(len(att) == 10, "attention.csv: one row per point")
+for r in att:
+    if r["prefill_chunk"] == "0":
+        key = ("decode", int(r["n_decode"]), int(r["kv_decode"]), int(r["n_decode"]))
+    else:
+        key = ("prefill", int(r["prefill_chunk"]), int(r["prefill_chunk"]) + int(r["kv_prefill"]), 1)
+    if key in steps:
+        close(r["time_us"], layer_us(key, "attention"), f"attention.csv {key}")
+    close(r["time_us"], tidy_of(*key)["attention"]["per_layer_time_us"], f"attention.csv vs table {key}")
+
+# ---- Vidur ----
+ops = ["emb", "input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj", "post_attention_layernorm", "mlp_up_proj",
+       "mlp_act", "mlp_down_proj", "add"]
+stat = lambda op: [f"time_stats.{op}.{s}" for s in ("min", "max", "mean", "median", "std")]
+mlp = rows(os.path.join(tables, "vidur", "mlp.csv"))
+cols = sum((stat(o) for o in ops), []) + ["n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size", "use_gated_mlp",
+                                          "num_tokens", "num_tensor_parallel_workers"]
+check(list(mlp[0].keys()) == cols, f"vidur mlp.csv columns {list(mlp[0].keys())}")
+ours = {"emb": "embedding", "input_layernorm": "layernorm", "attn_pre_proj": "qkv_proj", "attn_rope": "rotary_emb",
+        "attn_post_proj": "o_proj", "post_attention_layernorm": "layernorm", "mlp_up_proj": "gate_up_proj",
+        "mlp_act": "act_fn", "mlp_down_proj": "down_proj"}
+for r in mlp:
+    key = source[int(r["num_tokens"])]
+    check((r["n_head"], r["n_kv_head"], r["n_embd"], r["n_expanded_embd"], r["vocab_size"]) == ("4", "2", "64", "128", "256"),
+          "vidur mlp.csv model columns")
+    for o, m in ours.items():
+        close(r[f"time_stats.{o}.mean"], layer_us(key, m) / 1e3, f"vidur mlp {o} {key}")
+        check(r[f"time_stats.{o}.min"] == r[f"time_stats.{o}.median"] == r[f"time_stats.{o}.max"], "deterministic stats")
+va = rows(os.path.join(tables, "vidur", "attention.csv"))
+cols = stat("attn_prefill") + stat("attn_decode") + ["n_embd", "n_q_head", "n_kv_head", "block_size",
+                                                      "num_tensor_parallel_workers", "max_model_len", "batch_size",
+                                                      "prefill_chunk_size", "kv_cache_size", "is_prefill", "attention_backend"]
+check(list(va[0].keys()) == cols, f"vidur attention.csv columns {list(va[0].keys())}")
+for r in va:
+    pre = r["is_prefill"] == "True"
+    key = ("prefill", int(r["prefill_chunk_size"]), int(r["prefill_chunk_size"]) + int(r["kv_cache_size"]), 1) if pre else \
+        ("decode", int(r["batch_size"]), int(r["kv_cache_size"]), int(r["batch_size"]))
+    check(pre or r["prefill_chunk_size"] == "0", "decode rows have prefill_chunk_size 0")
+    if key in steps:
+        close(r["time_stats.attn_prefill.mean" if pre else "time_stats.attn_decode.mean"], layer_us(key, "attention") / 1e3,
+              f"vidur attention {key}")
+
+# ---- a prefill of one token is the decode step ----
+a, b = decode_json(["--context", "64"], "dec64"), decode_json(["--prefill", "1", "--context", "64"], "pre1c64")
+check(a["latency_cycles"] == b["latency_cycles"], f"prefill 1 {b['latency_cycles']} != decode {a['latency_cycles']}")
+for k in ["per_op", "per_layer"]:
+    check(a["breakdown"][k] == b["breakdown"][k], f"prefill 1: breakdown {k} differs")
+for k, v in a["breakdown"].items():
+    if k not in ("per_op", "per_layer", "work_per_op"):
+        check(b["breakdown"][k] == v, f"prefill 1: {k} differs")
+
+# ---- chunked prompts: chunks shared between prompts ending at the same context give the times of the
+# prompts emulated alone (decode --prefill), chunking included ----
+ch = os.path.join(out, "chunked")
+r = run(["table", "--wafer", "tiny", "--model", MODEL, "--contexts", "256", "--batches", "1", "--prefill-tokens", "128,256",
+         "--out", ch, "--json", os.path.join(out, "chunked.json")])
+summary = json.load(open(os.path.join(out, "chunked.json")))
+check(summary["chunks_reused"]["value"] > 0, f"no chunk reused: {summary}")
+ctidy = rows(os.path.join(ch, "table.csv"))
+for t, c in [(128, 256), (256, 256), (128, 128)]:
+    j = decode_json(["--prefill", str(t), "--context", str(c)], f"chunked_{t}_{c}")
+    row = [x for x in ctidy if (x["phase"], x["operator"], x["tokens"], x["context"]) == ("prefill", "step", str(t), str(c))]
+    check(len(row) == 1 and int(row[0]["time_cycles"]) == j["latency_cycles"]["value"],
+          f"chunked prefill {t} at {c}: table {row} decode {j['latency_cycles']}")
+    check(len(row) == 1 and int(row[0]["chunks"]) == j["prefill"]["chunks"]["value"] and
+          int(row[0]["chunk_tokens"]) == j["prefill"]["chunk_tokens"]["value"], f"chunking of {t} at {c}")
+    for op, cyc in per_op(j).items():
+        x = [y for y in ctidy if (y["phase"], y["operator"], y["tokens"], y["context"]) == ("prefill", op, str(t), str(c))]
+        check(len(x) == 1 and int(x[0]["time_cycles"]) == cyc, f"chunked prefill {t} at {c} {op}")
+check(any(int(x["chunks"]) > 1 for x in ctidy), "some prompt is chunked")
+
+# ---- an MoE model: moe.csv, and dense.csv without the expert MLP ----
+moe = os.path.join(out, "moe")
+run(["table", "--wafer", "tiny", "--model", "tiny-moe", "--contexts", "32", "--batches", "1", "--prefill-tokens", "4",
+     "--out", moe])
+mb = os.path.join(moe, "llmservingsim", "wafer-emu-tiny", "test", "tiny-moe", "default", "tp1")
+check(sorted(os.listdir(mb)) == ["attention.csv", "dense.csv", "moe.csv", "per_sequence.csv"], f"MoE bundle {os.listdir(mb)}")
+mrows = rows(os.path.join(mb, "moe.csv"))
+check(list(mrows[0].keys()) == ["tokens", "activated_experts", "time_us"] and {r["activated_experts"] for r in mrows} == {"2"},
+      "moe.csv columns and top-k")
+check("gate_up_proj" not in {r["layer"] for r in rows(os.path.join(mb, "dense.csv"))}, "MoE dense.csv has no expert MLP")
+
+if fails:
+    print("FAIL:\n  " + "\n  ".join(fails))
+    sys.exit(1)
+print("table formats agree with the steps they came from")
