@@ -30,6 +30,10 @@ bool parse(const std::vector<std::string>& args, po::options_description& opts, 
            std::string_view usage, po::variables_map& vm);
 
 // Prints the report's human summary on stdout and writes --json if given (atomically).
+// The version of the results' JSON (`--json` of every subcommand: its top-level `schema_version`); raised
+// when a key changes meaning or form (docs/report.md "The results' JSON").
+inline constexpr int kResultsSchemaVersion = 1;
+
 void finish(const traces::Report& report, const po::variables_map& vm);
 
 // Progress for long runs: one line on stderr, rewritten in place on a terminal, at most a few per second.

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "apps/cli.h"
 #include "apps/sweep.h"
 #include "hw/error.h"
 
@@ -270,6 +271,10 @@ json read_decode_json(const std::filesystem::path& file) {
   if (!j.is_object() || !j.contains("latency_cycles") || !j.contains("breakdown") || !j.contains("config"))
     throw hw::InputError(fmt::format("{}: not the results of wafer-emu decode --json (no latency_cycles, breakdown, config)",
                                      file.string()));
+  const auto v = j.find("schema_version");
+  if (v == j.end() || !v->is_number_integer() || v->get<std::int64_t>() != kResultsSchemaVersion)
+    throw hw::InputError(fmt::format("{}: results of schema_version {} (this wafer-emu reads {}); rerun decode --json",
+                                     file.string(), v == j.end() ? std::string("none") : v->dump(), kResultsSchemaVersion));
   return j;
 }
 
