@@ -345,17 +345,18 @@ int run_decode(const std::vector<std::string>& args) {
   // --placement auto: search the mapping space first (apps/search.h), then run the chosen mapping.
   std::optional<sim::Simulator> simulator;
   std::optional<SearchResult> searched;
+  // The regions section (about 5 % of the default job's CPU time on wse3) only when the results are written.
+  const bool regions = vm.count("json") > 0;
   if (mo.placement == "auto") {
     simulator.emplace();
-    DecodePoint base{spec, model, mo, fidelity, false, {}, false, 0, 0, vm.count("no-reuse") == 0};
+    DecodePoint base{spec, model, mo, fidelity, false, {}, false, regions ? kRegionCells : 0, 0,
+                     vm.count("no-reuse") == 0};
     SearchBudget budget;
     budget.task_runs = vm["search-budget"].as<std::int64_t>();
     if (budget.task_runs < 0) throw hw::InputError(fmt::format("--search-budget {} must be at least 0", budget.task_runs));
     searched = search(*simulator, base, fabric, budget);
     mo = searched->candidates[std::size_t(searched->chosen)].options;
   }
-  // The regions section (about 5 % of the default job's CPU time on wse3) only when the results are written.
-  const bool regions = vm.count("json") > 0;
   DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0, {}, false, regions ? kRegionCells : 0, 0,
                     vm.count("no-reuse") == 0};
   if (vm.count("trace")) {
@@ -372,6 +373,8 @@ int run_decode(const std::vector<std::string>& args) {
     pre = run_prefill(*simulator, point, fabric, max_chunk);
     mapping = std::move(pre->mapping);
     point.options.tokens = pre->chunks.back().tokens;
+  } else if (searched && searched->chosen_mapping && prefill == 0 && !vm.count("trace")) {
+    mapping = std::move(*searched->chosen_mapping);  // the search made it for this very point
   } else {
     if (prefill > 0) point.options.tokens = max_chunk > 0 ? std::min(max_chunk, prefill) : prefill;
     mapping = map_point(point, fabric);
@@ -390,7 +393,12 @@ int run_decode(const std::vector<std::string>& args) {
   }
 
   if (!simulator) simulator.emplace();
-  sim::StepResult res = pre ? std::move(pre->step) : emulate_point(*simulator, point, fabric, mapping);
+  // The search's emulation of the chosen candidate is this point's (the same options, mapping and
+  // simulator settings: a trace asks for more, and runs it again).
+  const bool from_search = !pre && searched && searched->chosen_step && prefill == 0 && !vm.count("trace");
+  sim::StepResult res = pre            ? std::move(pre->step)
+                        : from_search ? std::move(*searched->chosen_step)
+                                      : emulate_point(*simulator, point, fabric, mapping);
 
   // ---- report --------------------------------------------------------------------------------------
   traces::Report rep(pre ? "prefill step" : "decode step");

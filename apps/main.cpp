@@ -82,15 +82,19 @@ int main(int argc, char** argv) {
   // SystemC prints a banner at elaboration; keep stdout for our own output.
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   std::vector<std::string> args(argv + 1, argv + argc);
-  std::string name = args.empty() ? std::string("decode") : args.front();
-  if (!args.empty()) args.erase(args.begin());
+  // No arguments: the main job, a decode step of the default model on the default wafer with the mapping
+  // searched (`decode --placement auto`: the best mapping the search can emulate, its choice explained).
+  const bool main_job = args.empty();
+  std::string name = main_job ? std::string("decode") : args.front();
+  if (main_job) args = {"--placement", "auto"};
+  else args.erase(args.begin());
   if (name == "--help" || name == "-h" || name == "help") {
     usage();
     return 0;
   }
   const auto& cmds = wafer::apps::commands();
   auto it = std::find_if(cmds.begin(), cmds.end(), [&](const auto& c) { return c.name == name; });
-  if (it == cmds.end() && args.empty() && name == "decode" && !cmds.empty()) {  // main job fallback
+  if (it == cmds.end() && main_job && !cmds.empty()) {  // main job fallback
     it = std::find_if(cmds.begin(), cmds.end(), [](const auto& c) { return c.name == "defects"; });
     if (it == cmds.end()) it = cmds.begin();
   }

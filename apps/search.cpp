@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/costs.h"
+#include "core/executor.h"
 #include "hw/error.h"
 #include "mapper/meshgemv.h"
 #include "mapper/placement.h"
@@ -105,6 +106,10 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
     SearchCandidate& c = r.candidates[i];
     DecodePoint p = base;
     p.options = c.options;
+    // A meshgemv candidate is ranked by its closed form, which needs the done tile's program and the task
+    // count only: a plan (mapper::MapOptions::plan_only) gives both without stamping the whole wafer; the
+    // full mapping is made if the candidate is emulated.
+    p.options.plan_only = c.options.kernel == Kernel::MeshGemv;
     try {
       const mapper::Mapping m = map_point(p, fabric);
       c.task_runs = 0;
@@ -131,6 +136,7 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
   // without one (they can only be compared by emulating them), cheapest first.
   std::int64_t left = budget.task_runs;
   int emulated = 0, by_formula = 0;
+  std::vector<std::pair<std::size_t, std::vector<firmware::Image>>> done;  // emulated: candidate, its firmware
   for (std::size_t i : order) {
     SearchCandidate& c = r.candidates[i];
     if (c.predicted >= 0 && by_formula >= budget.formula_slots) {
@@ -148,18 +154,38 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
     DecodePoint p = base;
     p.options = c.options;
     p.keep_task_runs = false;
-    const mapper::Mapping m = map_point(p, fabric);
+    mapper::Mapping m;
+    try {
+      m = map_point(p, fabric);
+    } catch (const hw::InputError& e) {  // a check only the full mapping makes (a plan stops at SRAM)
+      c.rejected = e.what();
+      continue;
+    }
+    // The same firmware as a candidate already emulated (e.g. a placement that differs from another only
+    // around defects, on a perfect wafer): the same step, not emulated again.
+    const auto same = std::find_if(done.begin(), done.end(), [&](const auto& d) { return d.second == m.images; });
+    if (same != done.end()) {
+      c.emulated = r.candidates[same->first].emulated;
+      c.skipped = fmt::format("the same firmware as {}: its emulated cycles", r.candidates[same->first].label);
+      continue;
+    }
     try {
       check_memory(m);
     } catch (const hw::InputError& e) {
       c.skipped = fmt::format("not emulated: {}", e.what());
       continue;
     }
-    c.emulated = double(emulate_point(simulator, p, fabric, m).latency);
+    sim::StepResult step = emulate_point(simulator, p, fabric, m);
+    c.emulated = double(step.latency);
     left -= c.task_runs;
     ++emulated;
     by_formula += c.predicted >= 0;
-    if (r.chosen < 0 || c.emulated < r.candidates[std::size_t(r.chosen)].emulated) r.chosen = int(i);
+    if (r.chosen < 0 || c.emulated < r.candidates[std::size_t(r.chosen)].emulated) {
+      r.chosen = int(i);
+      r.chosen_step = std::move(step);
+      r.chosen_mapping = m;
+    }
+    done.emplace_back(i, std::move(m.images));
   }
   if (r.chosen < 0) {  // nothing fitted the budget: the best closed form, else the cheapest to emulate
     r.chosen = int(order.front());
@@ -174,10 +200,19 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
   const SearchCandidate* hint = nullptr;
   for (const auto& c : r.candidates)
     if (c.emulated < 0 && c.predicted >= 0 && c.predicted < best && (!hint || c.predicted < hint->predicted)) hint = &c;
-  if (hint)
+  if (hint) {
+    // Would a larger budget do? Not when the run's task records exceed the memory (apps::check_memory).
+    const auto avail = memory_available();
+    const std::uint64_t need = core::Executor::record_bytes(std::uint64_t(std::max<std::int64_t>(0, hint->task_runs)));
+    const std::string why =
+        avail && need > *avail
+            ? fmt::format("{} task runs: about {:.1f} GB of task records, more than the {:.1f} GB of memory available",
+                          hint->task_runs, double(need) / 1e9, double(*avail) / 1e9)
+            : fmt::format("{} task runs; --search-budget sets the budget", hint->task_runs);
     r.note = fmt::format("{} is predicted {:.0f} cycles by its closed form ({:+.0f} % against the choice) but was not "
-                         "emulated ({} task runs; --search-budget sets the budget)",
-                         hint->label, hint->predicted, 100.0 * (hint->predicted - best) / best, hint->task_runs);
+                         "emulated ({})",
+                         hint->label, hint->predicted, 100.0 * (hint->predicted - best) / best, why);
+  }
   return r;
 }
 

@@ -4,6 +4,7 @@
 // keeps the mapper's reason), ranked by a closed form where its kernel has one, and the most promising
 // are emulated within a budget of tile task runs; the best emulated candidate is chosen.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ struct SearchResult {
   int chosen = -1;                          // index into candidates; -1: nothing maps (InputError thrown)
   bool chosen_by_formula = false;           // no candidate could be emulated within the budget
   std::string note;                         // a candidate predicted faster than the choice but not emulated
+  // The chosen candidate's full mapping and its emulated step (as emulate_point gives it for `base` with
+  // the chosen options), when it was emulated: a caller running the same point need not run it again.
+  std::optional<mapper::Mapping> chosen_mapping;
+  std::optional<sim::StepResult> chosen_step;
 };
 
 // The candidates for `base` (its placement is ignored). Throws hw::InputError with every candidate's

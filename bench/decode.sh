@@ -32,3 +32,9 @@ print(f"tiles used {v(f, 'tiles_used')}, tasks {v(f, 'tasks_run')}, bursts {v(f,
       f"SRAM max {v(j['sram'], 'sram_max')} B / mean {v(j['sram'], 'sram_mean'):.0f} B")
 PY
 rm -f "$out" "$out.tmp"
+
+# The main job (`./run` with no arguments): the same decode with the mapping searched (--placement auto).
+# Target (issue 8): under 5 s and 4 GB, search included.
+echo "-- wafer-emu (no arguments: decode --placement auto; median of 3)"
+measure 3 "$WAFER_EMU"
+"$WAFER_EMU" | awk '/^    chosen |^    note |latency_cycles|^    mapping |^    emulation /'

@@ -106,6 +106,7 @@ struct Injection {
   hw::Coord tile;
   Color color = 0;
   std::uint32_t wavelets = 1;
+  friend bool operator==(const Injection&, const Injection&) = default;
 };
 
 // One decode step's firmware for a whole (logical) wafer.
@@ -126,6 +127,7 @@ struct Image {
   }
   // Adds `p` unless an identical program exists; returns its index.
   std::uint32_t intern(Program p);
+  friend bool operator==(const Image&, const Image&) = default;
 };
 
 // Human-readable listing of one tile's program (`wafer-emu decode --dump-firmware X,Y`).

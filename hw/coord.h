@@ -66,6 +66,7 @@ struct Grid {
   constexpr bool inside(Coord c) const { return c.x >= 0 && c.y >= 0 && c.x < width && c.y < height; }
   constexpr TileIndex index(Coord c) const { return TileIndex(c.y) * TileIndex(width) + TileIndex(c.x); }
   constexpr Coord coord(TileIndex i) const { return {std::int32_t(i % width), std::int32_t(i / width)}; }
+  friend constexpr bool operator==(Grid, Grid) = default;
 };
 
 }  // namespace wafer::hw

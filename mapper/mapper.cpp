@@ -381,6 +381,32 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
                                    "(io_channels = 0); use --wafers {}",
                                    streamed_stages, spec.name, suggest_wafers()));
 
+    if (opt.plan_only && mesh) {  // MapOptions::plan_only: the done tile's program and the task count
+      const StageSpec& f = specs.front();
+      const StageSpec& l = specs.back();
+      firmware::Image img;
+      img.grid = fabric.grid();
+      img.layer_names = layer_names;
+      img.op_names = detail::op_names();
+      img.tile_program.assign(img.grid.size(), firmware::kIdle);
+      img.done_tile = detail::meshgemv_done_tile(l.region, ep);
+      img.done_color = detail::mesh_color::kDone;
+      img.done_arrivals = 1;
+      firmware::Program prog;
+      for (const auto& s : specs) {
+        detail::Fragment fr = detail::meshgemv_fragment_at(s, ep, img.done_tile);
+        prog.tasks.insert(prog.tasks.end(), fr.tasks.begin(), fr.tasks.end());
+      }
+      img.programs.push_back(std::move(prog));
+      img.tile_program[img.grid.index(img.done_tile)] = 0;
+      WaferReport wr;
+      for (std::size_t i = 0; i < specs.size(); ++i) wr.task_runs += needs[i].tasks;
+      wr.tiles_used = std::int64_t(f.region.rect.w) * f.region.rect.h;
+      out.images.push_back(std::move(img));
+      out.wafers.push_back(wr);
+      continue;
+    }
+
     // ---- emit ----------------------------------------------------------------------------------------------
     detail::Emitter em(ep, fabric.grid());
     for (const auto& s : specs) em.add(s);

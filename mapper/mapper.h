@@ -56,6 +56,11 @@ struct MapOptions {
   Kernel kernel = Kernel::Bands;
   AllreduceAlgo allreduce = AllreduceAlgo::Tree;  // MeshGemv only
   int group = 0;                          // Tree: tiles per group; 0 = round(sqrt(n)) for a line of n tiles
+  // MeshGemv only: a plan for ranking a candidate (apps/search.h), not for emulation: every check of the
+  // full mapping up to SRAM (the stages' needs), then each wafer's Image holds the done tile's program
+  // alone (what a closed form reads) and its WaferReport the task runs counted from the stages' classes;
+  // the other per-program figures are left 0.
+  bool plan_only = false;
 };
 
 // One stage of the decode step: "embedding", "layer 0" .. "layer N-1", "head" (final norm, LM head, argmax).

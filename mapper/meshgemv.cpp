@@ -358,8 +358,17 @@ StageNeed meshgemv_need(const StageSpec& s, const EmitParams& p) {
       sat_add(u.code, f.code);
       if (u.total() > need.worst.total()) need.worst = u;
       need.weight_bytes += rn[a] * cn[b] * std::int64_t(f.sram.weights);
+      need.tasks += rn[a] * cn[b] * std::int64_t(f.tasks.size());
     }
   return need;
+}
+
+Fragment meshgemv_fragment_at(const StageSpec& s, const EmitParams& p, hw::Coord t) {
+  const hw::Rect& r = s.region.rect;
+  if (t.x < r.x0 || t.y < r.y0 || t.x >= r.x0 + r.w || t.y >= r.y0 + r.h) return {};
+  const Layout L = layout(s, p);
+  return Builder(s, p, L.row_keys[L.row_class[std::size_t(t.y - r.y0)]], L.col_keys[L.col_class[std::size_t(t.x - r.x0)]])
+      .build();
 }
 
 hw::Coord meshgemv_done_tile(const Region& r, const EmitParams& p) {

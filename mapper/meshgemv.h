@@ -49,5 +49,8 @@ void add_meshgemv(Emitter& em, const StageSpec& s, const EmitParams& p);
 StageNeed meshgemv_need(const StageSpec& s, const EmitParams& p);
 // The tile that ends the step (the head's argmax root) on a region.
 hw::Coord meshgemv_done_tile(const Region& r, const EmitParams& p);
+// The fragment tile `t` (global coordinates) runs for stage `s`: what add_meshgemv stamps there (empty
+// outside the stage's region).
+Fragment meshgemv_fragment_at(const StageSpec& s, const EmitParams& p, hw::Coord t);
 
 }  // namespace wafer::mapper::detail

@@ -4,8 +4,10 @@
 auto_check.py WAFER_EMU OUT_DIR
 
 - every candidate is emulated, rejected with the mapper's reason, or says why it was not emulated;
-- the chosen candidate is the one with the lowest emulated latency, and the step reported is exactly it
-  (the same mapping emulated again gives the same cycles);
+- the chosen candidate is the one with the lowest emulated latency, and the step reported is exactly it:
+  the results equal those of `decode` run with the chosen placement, kernel, allreduce and group (all but
+  the search section and the wall time), since the search's own emulation of it is what is reported;
+- a candidate whose firmware equals one already emulated is not emulated again and reports its cycles;
 - a kernel with a closed form (meshgemv) is ranked by it: no candidate with a closed form was emulated while
   one with a lower closed form was skipped for the closed-form slots;
 - on a MoE model the meshgemv candidates are rejected with the mapper's reason and a bands mapping is chosen.
@@ -64,6 +66,28 @@ def main():
     lat = value(find(j, "latency_cycles"))
     if lat != best["emulated [cycles]"]:
         problems.append(f"reported latency {lat} != the chosen candidate's emulated {best['emulated [cycles]']}")
+    cfg = j["config"]
+    direct = os.path.join(out, "auto_direct.json")
+    r = subprocess.run([exe, "decode", "--wafer", "tiny", "--model", "tiny-llama", "--context", "64", "--placement",
+                        cfg["placement"], "--kernel", cfg["kernel"], "--allreduce", cfg["allreduce"], "--group",
+                        str(value(cfg["group"])), "--json", direct], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        problems.append(f"the chosen mapping run directly: exit {r.returncode}: {r.stderr}")
+    else:
+        d = json.load(open(direct))
+        a = {k: v for k, v in j.items() if k not in ("search", "wall_time")}
+        d = {k: v for k, v in d.items() if k != "wall_time"}
+        if json.dumps(a, sort_keys=True) != json.dumps(d, sort_keys=True):
+            problems.append("the results differ from those of the chosen mapping run directly")
+    same = [r for r in rows if r["status"].startswith("the same firmware as ")]
+    if not same:
+        problems.append("no candidate was found to have the same firmware as another (defect-aware = layer-bands "
+                        "on a perfect wafer)")
+    for r in same:
+        twin = r["status"][len("the same firmware as "):].split(":")[0]
+        t = [x for x in rows if x["candidate"] == twin]
+        if not t or t[0]["emulated [cycles]"] != r["emulated [cycles]"] or r["emulated [cycles]"] < 0:
+            problems.append(f"{r['candidate']}: says it has {twin}'s firmware but not its emulated cycles")
     formula = [r for r in rows if r["predicted [cycles]"] >= 0]
     emu_f = [r["predicted [cycles]"] for r in formula if r["emulated [cycles]"] >= 0]
     skip_f = [r["predicted [cycles]"] for r in formula if "closed forms were" in r["status"]]
