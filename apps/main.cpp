@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
   const auto& cmds = wafer::apps::commands();
   auto it = std::find_if(cmds.begin(), cmds.end(), [&](const auto& c) { return c.name == name; });
   if (it == cmds.end() && main_job && !cmds.empty()) {  // main job fallback
+    args.clear();
     it = std::find_if(cmds.begin(), cmds.end(), [](const auto& c) { return c.name == "defects"; });
     if (it == cmds.end()) it = cmds.begin();
   }
