@@ -14,6 +14,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "apps/search.h"
 #include "hw/error.h"
 #include "hw/repair.h"
 #include "mapper/placement.h"
@@ -216,8 +217,7 @@ void Resolver::check_value(const std::string& key, const ojson& v, const std::st
     if (key == "wafer") wafer(v.get<std::string>(), path);
     else if (key == "model") model(v.get<std::string>(), path);
     else if (key == "placement") {
-      if (v.get<std::string>() == "auto") fail(w, path, "'auto' is decode's search, not one point; list the placements to sweep");
-      mapper::placement(v.get<std::string>());
+      if (v.get<std::string>() != "auto") mapper::placement(v.get<std::string>());  // auto: decode's search
     } else if (key == "repair") hw::repair_scheme(v.get<std::string>());
     else if (key == "kernel") one_of({"bands", "meshgemv"});
     else if (key == "allreduce") one_of({"chain", "centre", "tree"});
@@ -401,10 +401,33 @@ ojson run_point(sim::Simulator& simulator, Resolver& resolver, const Study& stud
   std::string stage = "map";
   double mapping_s = 0;
   try {
-    const mapper::Mapping mapping = map_point(r.point, fabric);
-    mapping_s = since(t_map);
-    stage = "emulate";
-    const sim::StepResult res = emulate_point(simulator, r.point, fabric, mapping);
+    mapper::Mapping mapping;
+    sim::StepResult res;
+    if (r.point.options.placement == "auto") {
+      // As `decode --placement auto`: the search (mapping and emulating candidates), then the chosen mapping,
+      // whose emulation is the search's own when it made one.
+      SearchResult sr = search(simulator, r.point, fabric);
+      const SearchCandidate& ch = sr.candidates[std::size_t(sr.chosen)];
+      line["search"] = {{"chosen", ch.label}, {"chosen_by", sr.chosen_by_formula ? "closed form" : "emulation"}};
+      if (!sr.note.empty()) line["search"]["note"] = sr.note;
+      DecodePoint p = r.point;
+      p.options = ch.options;
+      if (sr.chosen_mapping && sr.chosen_step) {
+        mapping = std::move(*sr.chosen_mapping);
+        res = std::move(*sr.chosen_step);
+        mapping_s = since(t_map);
+      } else {
+        mapping = map_point(p, fabric);
+        mapping_s = since(t_map);
+        stage = "emulate";
+        res = emulate_point(simulator, p, fabric, mapping);
+      }
+    } else {
+      mapping = map_point(r.point, fabric);
+      mapping_s = since(t_map);
+      stage = "emulate";
+      res = emulate_point(simulator, r.point, fabric, mapping);
+    }
     const double us = res.latency_us;
     line["status"] = "ok";
     line["latency_cycles"] = std::int64_t(res.latency);

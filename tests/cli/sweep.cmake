@@ -65,8 +65,7 @@ foreach(case
     "axis_scalar|sweep_bad_axis_scalar.json: key 'axes.batch': 2 must be a list"
     "context|sweep_bad_context.json: key 'axes.context \\(point 1\\)': 513 is beyond tiny-llama's max_position_embeddings 512"
     "twice|sweep_bad_twice.json: key 'axes.batch\\[2\\]': 1 is listed twice"
-    "fixed_list|sweep_bad_fixed_list.json: key 'fixed.context': a fixed setting is one value"
-    "auto|sweep_bad_auto.json: key 'axes.placement\\[0\\]': 'auto' is decode's search")
+    "fixed_list|sweep_bad_fixed_list.json: key 'fixed.context': a fixed setting is one value")
   string(REPLACE "|" ";" parts "${case}")
   list(GET parts 0 name)
   list(GET parts 1 rx)
@@ -98,3 +97,7 @@ wafer_cli_test(sweep_check_bad ${SERR} --stderr "sweep_bad_placement.json: key '
 wafer_cli_test(sweep_check_out ${SERR} --stderr "--check reads the study only. --out does not apply" --no-file ${OUT}/sweep_bad
   -- ${WAFER_EMU} sweep --check --spec ${STUDY} --out ${OUT}/sweep_bad)
 wafer_cli_test(sweep_check_no_spec ${SERR} --stderr "--check needs --spec FILE" -- ${WAFER_EMU} sweep --check)
+
+# placement "auto" is decode's search at every point: each good point equals `decode --placement auto` with
+# the same settings (defects included), and records the chosen candidate.
+add_test(NAME cli.sweep_auto_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${DATA}/sweep_auto.json ${OUT}/sweep_auto)
