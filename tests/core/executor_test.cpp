@@ -110,16 +110,22 @@ TEST(CostModel, AGemvBlockPaysOneSetupPerInput) {
   EXPECT_EQ(c.body({OpKind::Fmac, 80, 1}), 20u);
 }
 
-// OneGemvTileExactCycles' tile with its 64 MACs as an 8 x 8 GEMV block: 8 vector ops of 8 MACs,
-// 8 x (6 + 2) = 64 cycles: start 13 (tail 3 + 10), end 77, the result 3 hops east at 80.
-TEST(Executor, AGemvBlockRunsOneVectorOpPerInput) {
+// One tile: the token (4 wavelets) arrives on color 1, the task runs `op`, its result goes 3 hops east to
+// the done tile (color 2), over links of `hop` cycles.
+Outcome one_tile_gemv(firmware::Op op, Cycle hop = 1) {
   Image im = empty_image({8, 8});
   Program p;
-  p.tasks.push_back(task(1, {{OpKind::Fmac, 64, 8}}, {to(3, 0, 2)}));
+  p.tasks.push_back(task(1, {op}, {to(3, 0, 2)}));
   place(im, {0, 0}, p);
   im.start.push_back({{0, 0}, 1, 4});
   im.done_tile = {3, 0}, im.done_color = 2;
-  Outcome r = run(tiny(), im);
+  return run(tiny(), im, hop);
+}
+
+// OneGemvTileExactCycles' tile with its 64 MACs as an 8 x 8 GEMV block: 8 vector ops of 8 MACs,
+// 8 x (6 + 2) = 64 cycles: start 13 (tail 3 + 10), end 77, the result 3 hops east at 80.
+TEST(Executor, AGemvBlockRunsOneVectorOpPerInput) {
+  Outcome r = one_tile_gemv({OpKind::Fmac, 64, 8});
   ASSERT_TRUE(r.r.finished);
   EXPECT_EQ(r.r.latency(), 80u);
   ASSERT_EQ(r.tasks.size(), 1u);
@@ -153,13 +159,7 @@ TEST(Executor, RefusesAnOpWhoseVectorOpsDoNotDivideItsElements) {
 //   injection: head 0, tail 3; start = 3 + 10 = 13; Fmac 64: 6 + 16 = 22 -> end 35;
 //   send 1 wavelet 3 hops: head = tail = 38.
 TEST(Executor, OneGemvTileExactCycles) {
-  Image im = empty_image({8, 8});
-  Program p;
-  p.tasks.push_back(task(1, {{OpKind::Fmac, 64}}, {to(3, 0, 2)}));
-  place(im, {0, 0}, p);
-  im.start.push_back({{0, 0}, 1, 4});
-  im.done_tile = {3, 0}, im.done_color = 2;
-  Outcome r = run(tiny(), im);
+  Outcome r = one_tile_gemv({OpKind::Fmac, 64});
   ASSERT_TRUE(r.r.finished);
   EXPECT_EQ(r.r.latency(), 38u);
   ASSERT_EQ(r.tasks.size(), 1u);
@@ -176,7 +176,7 @@ TEST(Executor, OneGemvTileExactCycles) {
   EXPECT_EQ(sum(r.r.breakdown.per_op[0]), r.r.latency());
   EXPECT_EQ(r.r.unclaimed, 0u);
   // Halving... doubling the hop latency costs exactly the extra hops (3 more cycles).
-  EXPECT_EQ(run(tiny(), im, 2).r.latency(), 41u);
+  EXPECT_EQ(one_tile_gemv({OpKind::Fmac, 64}, 2).r.latency(), 41u);
 }
 
 // Two tasks on one core: B's input arrives at A's end - 1, A's end, A's end + 1.
