@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# bench/study_wse3.sh: the rate of a real study (issue 10): a slice of configs/studies/defect-yield.json
+# (Llama-3.1-8B on wse3, negative-binomial defects at 0.1 per cm^2, alpha 2, STUDY_WSE3_SEEDS seeds, default
+# 6) swept with --jobs 1 and then --jobs 2: wall time, points per minute, the ratio, the median point's wall
+# time and the peak RSS. Run through bench/run.
+set -euo pipefail
+emu="${WAFER_EMU:?run through bench/run}"
+seeds="${STUDY_WSE3_SEEDS:-6}"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+cat >"$dir/study.json" <<JSON
+{"schema": 1, "name": "defect-yield-slice",
+ "fixed": {"wafer": "wse3", "model": "llama-3.1-8b", "context": 4096, "batch": 1, "placement": "layer-bands",
+           "kernel": "bands", "weights": "resident", "repair": "row-shift", "defect_model": "negbin"},
+ "axes": {"density": [0.1], "alpha": [2], "seed": {"from": 1, "count": $seeds}}}
+JSON
+for jobs in 1 2; do
+  /usr/bin/time -f "%e %M" -o "$dir/time$jobs" "$emu" sweep --spec "$dir/study.json" --out "$dir/out$jobs" --jobs "$jobs" --quiet >/dev/null
+done
+python3 - "$dir" "$seeds" <<'PY'
+import json, statistics, sys
+d, n = sys.argv[1], int(sys.argv[2])
+rate = {}
+for jobs in (1, 2):
+    wall, rss = open(f"{d}/time{jobs}").read().split()
+    lines = [json.loads(l) for l in open(f"{d}/out{jobs}/points.jsonl")]
+    ok = sum(l["status"] == "ok" for l in lines)
+    point = statistics.median(l["wall_s"]["total"] for l in lines)
+    rate[jobs] = 60 * n / float(wall)
+    print(f"--jobs {jobs}: {n} points ({ok} ok) in {float(wall):.2f} s: {rate[jobs]:.1f} points/min; median point "
+          f"{point:.2f} s; peak RSS {int(rss) // 1024} MiB")
+print(f"scaling with 2 jobs: {rate[2] / rate[1]:.2f}x; the 400-point study at that rate: {400 / rate[2]:.1f} min")
+PY
