@@ -365,6 +365,9 @@ int run_decode(const std::vector<std::string>& args) {
     point.keep_path = true;
     point.series_cells = kSeriesCells;
   }
+  // The search's mapping and emulation of the chosen candidate are this point's (the same options and
+  // simulator settings), unless a prefill or a trace asks for another run.
+  const bool from_search = searched && searched->chosen_run && prefill == 0 && !vm.count("trace");
   std::optional<PrefillRun> pre;
   mapper::Mapping mapping;
   if (prefill > 0 && !vm.count("dump-firmware")) {
@@ -373,8 +376,8 @@ int run_decode(const std::vector<std::string>& args) {
     pre = run_prefill(*simulator, point, fabric, max_chunk);
     mapping = std::move(pre->mapping);
     point.options.tokens = pre->chunks.back().tokens;
-  } else if (searched && searched->chosen_mapping && prefill == 0 && !vm.count("trace")) {
-    mapping = std::move(*searched->chosen_mapping);  // the search made it for this very point
+  } else if (from_search) {
+    mapping = std::move(searched->chosen_run->mapping);
   } else {
     if (prefill > 0) point.options.tokens = max_chunk > 0 ? std::min(max_chunk, prefill) : prefill;
     mapping = map_point(point, fabric);
@@ -393,11 +396,8 @@ int run_decode(const std::vector<std::string>& args) {
   }
 
   if (!simulator) simulator.emplace();
-  // The search's emulation of the chosen candidate is this point's (the same options, mapping and
-  // simulator settings: a trace asks for more, and runs it again).
-  const bool from_search = !pre && searched && searched->chosen_step && prefill == 0 && !vm.count("trace");
   sim::StepResult res = pre            ? std::move(pre->step)
-                        : from_search ? std::move(*searched->chosen_step)
+                        : from_search ? std::move(searched->chosen_run->step)
                                       : emulate_point(*simulator, point, fabric, mapping);
 
   // ---- report --------------------------------------------------------------------------------------

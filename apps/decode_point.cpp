@@ -34,19 +34,22 @@ std::optional<std::uint64_t> memory_available() {
   return std::nullopt;
 }
 
+std::string memory_shortfall(std::int64_t tasks, std::optional<std::uint64_t> avail) {
+  const std::uint64_t need = core::Executor::record_bytes(std::uint64_t(std::max<std::int64_t>(0, tasks)));
+  if (!avail || need <= *avail) return {};
+  return fmt::format("about {:.1f} GB of task records, more than the {:.1f} GB available", double(need) / 1e9,
+                     double(*avail) / 1e9);
+}
+
 void check_memory(const mapper::Mapping& mapping) {
   const auto avail = memory_available();
-  if (!avail) return;
-  for (std::size_t k = 0; k < mapping.wafers.size(); ++k) {
-    const std::uint64_t tasks = std::uint64_t(std::max<std::int64_t>(0, mapping.wafers[k].task_runs));
-    const std::uint64_t need = core::Executor::record_bytes(tasks);
-    if (need > *avail)
+  for (std::size_t k = 0; k < mapping.wafers.size(); ++k)
+    if (const std::string lack = memory_shortfall(mapping.wafers[k].task_runs, avail); !lack.empty())
       throw hw::InputError(fmt::format(
-          "the step would not fit in memory: wafer {} runs {} tile tasks, and a run keeps about {:.1f} GB of records "
-          "for them (with or without reuse), more than the {:.1f} GB available (MemAvailable; WAFER_EMU_MEMORY_MB "
-          "overrides); map onto fewer tiles (another --placement) or over more --wafers",
-          k, tasks, double(need) / 1e9, double(*avail) / 1e9));
-  }
+          "the step would not fit in memory: wafer {} runs {} tile tasks, and a run keeps {} (with or without reuse; "
+          "MemAvailable, WAFER_EMU_MEMORY_MB overrides); map onto fewer tiles (another --placement) or over more "
+          "--wafers",
+          k, mapping.wafers[k].task_runs, lack));
 }
 
 mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric) {

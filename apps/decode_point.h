@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string>
 #include <tuple>
 
 #include "hw/wafer_spec.h"
@@ -40,8 +41,11 @@ mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric);
 // The memory a run may use, in bytes: WAFER_EMU_MEMORY_MB (MiB) when set (hw::InputError when it is not
 // a whole number), else /proc/meminfo's MemAvailable; none when neither can be read.
 std::optional<std::uint64_t> memory_available();
+// What a run of `tasks` tile tasks lacks in memory: empty when its task records (core::Executor::record_bytes)
+// fit `avail` (or it is unknown), else "about X GB of task records, more than the Y GB available".
+std::string memory_shortfall(std::int64_t tasks, std::optional<std::uint64_t> avail = memory_available());
 // Refuses (hw::InputError, with the figures) a mapping whose full run would keep more task records than
-// memory_available() on some wafer (core::Executor::record_bytes), before anything is allocated.
+// memory_available() on some wafer, before anything is allocated.
 void check_memory(const mapper::Mapping& mapping);
 
 // Emulates one decode step of `mapping` (made by map_point for the same point and fabric), after

@@ -7,7 +7,6 @@
 #include <numeric>
 
 #include "core/costs.h"
-#include "core/executor.h"
 #include "hw/error.h"
 #include "mapper/meshgemv.h"
 #include "mapper/placement.h"
@@ -182,8 +181,7 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
     by_formula += c.predicted >= 0;
     if (r.chosen < 0 || c.emulated < r.candidates[std::size_t(r.chosen)].emulated) {
       r.chosen = int(i);
-      r.chosen_step = std::move(step);
-      r.chosen_mapping = m;
+      r.chosen_run = SearchResult::Run{m, std::move(step)};
     }
     done.emplace_back(i, std::move(m.images));
   }
@@ -202,13 +200,9 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
     if (c.emulated < 0 && c.predicted >= 0 && c.predicted < best && (!hint || c.predicted < hint->predicted)) hint = &c;
   if (hint) {
     // Would a larger budget do? Not when the run's task records exceed the memory (apps::check_memory).
-    const auto avail = memory_available();
-    const std::uint64_t need = core::Executor::record_bytes(std::uint64_t(std::max<std::int64_t>(0, hint->task_runs)));
-    const std::string why =
-        avail && need > *avail
-            ? fmt::format("{} task runs: about {:.1f} GB of task records, more than the {:.1f} GB of memory available",
-                          hint->task_runs, double(need) / 1e9, double(*avail) / 1e9)
-            : fmt::format("{} task runs; --search-budget sets the budget", hint->task_runs);
+    const std::string lack = memory_shortfall(hint->task_runs);
+    const std::string why = lack.empty() ? fmt::format("{} task runs; --search-budget sets the budget", hint->task_runs)
+                                         : fmt::format("{} task runs: {}", hint->task_runs, lack);
     r.note = fmt::format("{} is predicted {:.0f} cycles by its closed form ({:+.0f} % against the choice) but was not "
                          "emulated ({})",
                          hint->label, hint->predicted, 100.0 * (hint->predicted - best) / best, why);

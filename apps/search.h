@@ -37,8 +37,11 @@ struct SearchResult {
   std::string note;                         // a candidate predicted faster than the choice but not emulated
   // The chosen candidate's full mapping and its emulated step (as emulate_point gives it for `base` with
   // the chosen options), when it was emulated: a caller running the same point need not run it again.
-  std::optional<mapper::Mapping> chosen_mapping;
-  std::optional<sim::StepResult> chosen_step;
+  struct Run {
+    mapper::Mapping mapping;
+    sim::StepResult step;
+  };
+  std::optional<Run> chosen_run;
 };
 
 // The candidates for `base` (its placement is ignored). Throws hw::InputError with every candidate's

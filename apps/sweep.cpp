@@ -412,9 +412,9 @@ ojson run_point(sim::Simulator& simulator, Resolver& resolver, const Study& stud
       if (!sr.note.empty()) line["search"]["note"] = sr.note;
       DecodePoint p = r.point;
       p.options = ch.options;
-      if (sr.chosen_mapping && sr.chosen_step) {
-        mapping = std::move(*sr.chosen_mapping);
-        res = std::move(*sr.chosen_step);
+      if (sr.chosen_run) {
+        mapping = std::move(sr.chosen_run->mapping);
+        res = std::move(sr.chosen_run->step);
         mapping_s = since(t_map);
       } else {
         mapping = map_point(p, fabric);

@@ -381,16 +381,21 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
                                    "(io_channels = 0); use --wafers {}",
                                    streamed_stages, spec.name, suggest_wafers()));
 
+    const StageSpec& f = specs.front();
+    const StageSpec& l = specs.back();
+    // Where the step ends: the last stage's residual tile (bands), or the final root of its allreduces.
+    const hw::Coord done_tile = mesh ? detail::meshgemv_done_tile(l.region, ep)
+                                     : hw::Coord{detail::residual_x(l.region), l.region.rect.y0 + l.region.rect.h - 1};
+    const firmware::Color done_color = mesh ? detail::mesh_color::kDone : detail::color::kDone;
+
     if (opt.plan_only && mesh) {  // MapOptions::plan_only: the done tile's program and the task count
-      const StageSpec& f = specs.front();
-      const StageSpec& l = specs.back();
       firmware::Image img;
       img.grid = fabric.grid();
       img.layer_names = layer_names;
       img.op_names = detail::op_names();
       img.tile_program.assign(img.grid.size(), firmware::kIdle);
-      img.done_tile = detail::meshgemv_done_tile(l.region, ep);
-      img.done_color = detail::mesh_color::kDone;
+      img.done_tile = done_tile;
+      img.done_color = done_color;
       img.done_arrivals = 1;
       firmware::Program prog;
       for (const auto& s : specs) {
@@ -412,7 +417,6 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     for (const auto& s : specs) em.add(s);
     firmware::Image img = em.finish(layer_names);
     // What starts the step: token ids at the embedding's residual column, or the previous wafer's output.
-    const StageSpec& f = specs.front();
     for (std::int32_t r = 0; r < f.region.rect.h; ++r) {
       firmware::Injection inj;
       inj.tile = {detail::residual_x(f.region), f.region.rect.y0 + r};
@@ -427,14 +431,10 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       }
       img.start.push_back(inj);
     }
-    const StageSpec& l = specs.back();
-    img.done_tile = {detail::residual_x(l.region), l.region.rect.y0 + l.region.rect.h - 1};
-    img.done_color = detail::color::kDone;
-    if (mesh) {
-      img.done_tile = detail::meshgemv_done_tile(l.region, ep);
-      img.done_color = detail::mesh_color::kDone;
+    if (mesh)
       for (auto& inj : img.start) inj.tile.x = f.region.rect.x0 + f.region.rect.w - 1, inj.color = detail::mesh_color::kToken;
-    }
+    img.done_tile = done_tile;
+    img.done_color = done_color;
     img.done_arrivals = 1;
 
     // ---- figures --------------------------------------------------------------------------------------------

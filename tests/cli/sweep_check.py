@@ -69,6 +69,18 @@ def compact(j):
     return json.dumps(j, separators=(",", ":"), ensure_ascii=False)
 
 
+def same_as_reference(d, ref, who):
+    # The study run by `who` into d: every point once, the same lines and summary as one process into ref.
+    want = comparable(lines_of(ref))
+    lines = lines_of(d)
+    exactly_once(lines, len(want), who)
+    if comparable(lines) != want:
+        raise SystemExit(f"FAIL: {who} give(s) other lines than one process")
+    if open(os.path.join(d, "summary.csv")).read() != open(os.path.join(ref, "summary.csv")).read():
+        raise SystemExit(f"FAIL: the summary written under {who} differs")
+    print(f"{who}: {len(lines)} points, each once, the same lines and summary as one process")
+
+
 def mode_jobs(exe, study, out, other):
     total = None
     got = {}
@@ -199,14 +211,7 @@ def mode_ranks(exe, study, out):
             raise SystemExit(f"FAIL: rank {rank}: exit {p.returncode}\n{o}\n{e}")
         if f"(rank {rank} of 3)" not in o:
             raise SystemExit(f"FAIL: rank {rank} does not say which rank it ran:\n{o}")
-    want = comparable(lines_of(ref))
-    lines = lines_of(d)
-    exactly_once(lines, len(want), "three ranks")
-    if comparable(lines) != want:
-        raise SystemExit("FAIL: three ranks give other lines than one process")
-    if open(os.path.join(d, "summary.csv")).read() != open(os.path.join(ref, "summary.csv")).read():
-        raise SystemExit("FAIL: the summary written by the rank that finished the study differs")
-    print(f"three ranks: {len(lines)} points, each once, the same lines and summary as one process")
+    same_as_reference(d, ref, "three ranks")
     print("ok")
 
 
@@ -219,14 +224,7 @@ def mode_mpirun(exe, study, out, mpirun):
     for rank in range(3):
         if f"(rank {rank} of 3)" not in r.stdout:
             raise SystemExit(f"FAIL: rank {rank} of mpirun -n 3 did not run its shard:\n{r.stdout}\n{r.stderr}")
-    want = comparable(lines_of(ref))
-    lines = lines_of(d)
-    exactly_once(lines, len(want), "mpirun -n 3")
-    if comparable(lines) != want:
-        raise SystemExit("FAIL: mpirun -n 3 gives other lines than one process")
-    if open(os.path.join(d, "summary.csv")).read() != open(os.path.join(ref, "summary.csv")).read():
-        raise SystemExit("FAIL: the summary under mpirun differs")
-    print(f"mpirun -n 3: {len(lines)} points, each once, the same lines and summary as one process")
+    same_as_reference(d, ref, "mpirun -n 3")
     print("ok")
 
 
