@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 #include <limits>
 #include <stdexcept>
 #include <tuple>
@@ -111,6 +113,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       groups_.push_back({begin, std::uint32_t(group_tasks_.size()) - begin});
     }
   }
+  streams_ = streams;
   if (streams && !weights_)
     throw hw::InputError("the firmware streams weights (StreamIn ops) but no MemoryX port is attached");
   const std::size_t n = grid_.size();
@@ -282,7 +285,7 @@ StepResult Executor::run() {
   ran_ = true;
   std::fill(core_free_.begin(), core_free_.end(), opt_.start);
   net_.set_client(this);
-  if (weights_) request_weights();
+  if (weights_ && streams_) request_weights();  // (a scan of every task: only when something streams)
   for (const auto& inj : image_.start) {
     std::uint32_t id = std::uint32_t(bursts_.size());
     TileIndex t = grid_.index(inj.tile);
@@ -728,24 +731,40 @@ TileIndex Executor::slot_tile(std::uint32_t slot) const {
 }
 
 // ---- Reuse of repeated layers ------------------------------------------------------------------------
-// The programs hold layers a..b as identical blocks (the same tasks but for Task::layer), one after the
-// other: in program p, layer l's block is tasks off[p] + (l - a) len[p] .. + len[p]. Renaming a task one
-// layer on (k -> k + len[p]) maps the run onto itself but for its ends.
+// Two shapes of repetition (docs/timing.md "Reuse"):
+//  - in time: the programs hold layers a..b as identical blocks (the same tasks but for Task::layer), one
+//    after the other: in program p, layer l's block is tasks off[p] + (l - a) len[p] .. + len[p]. Renaming
+//    a task one layer on (k -> k + len[p]) maps the run onto itself but for its ends.
+//  - in space: layers a..b lie on bands of dr whole rows, each band the one before moved dr rows on (tile
+//    t -> t + S, S = dr x width): the same programs but for Task::layer, the same fabric (no faults, the
+//    same link lengths). Renaming a task one layer on moves it to the same task of the tile S on.
 //
 // A cut is taken at the end of the cycle in which the first task of layer l (a <= l <= b) starts. Its
 // description holds everything the rest of the run depends on, relative to the cut's cycle T and with the
-// tasks of the run named relative to layer l (k - (l - a) len[p]): the mesh's pending events (in the order
-// they will run), bursts in flight and busy resources (noc::Network::describe_state); per tile the cycle
-// its core is free (when it can still matter) and its last task; per tile and claim group the first task
-// not yet full (the tasks before it are full, those after it have had no arrival: arrivals fill a group in
-// program order) and that task's arrivals so far; the records of the bursts in flight and the tasks the
-// pending timers will start. When the description at the cut of layer l equals the one at layer l - 1, the
-// window between the two (the template) was clean (every task it touched lies in the run, no route changed,
-// no burst went unclaimed, the step did not end), the run is deterministic and nothing in it reads an
-// absolute cycle, so from the cut of layer l the run repeats the template shifted by D = T_l - T_(l-1) and
-// renamed one layer on, again and again while the renaming stays inside layers a..b. The executor then
-// copies the template K times (its slots and bursts, shifted and renamed), adds K times its statistics, and
-// moves the mesh and the cores' state K x D cycles on (noc::Network::repeat).
+// tasks of the run named relative to layer l (in time: k - (l - a) len[p]; in space: tiles relative to
+// layer l's band): the mesh's pending events (in the order they will run), bursts in flight and busy
+// resources (noc::Network::describe_state); per tile the cycle its core is free (when it can still
+// matter) and its last task; per tile and claim group the first task not yet full (the tasks before it are
+// full, those after it have had no arrival: arrivals fill a group in program order) and that task's
+// arrivals so far; the records of the bursts in flight and the tasks the pending timers will start. In
+// space, tiles are described band by band: a band whose tiles are all fresh (nothing arrived, nothing ran)
+// or all settled (every task full, the core's free cycle past mattering) is one mark, the bands between
+// (the ones at work) tile by tile, and the route tables of the rows from the last settled band to the first
+// fresh one. When the description at the cut of layer l equals the one at layer l - 1, the window between
+// the two (the template) was clean (every task it touched lies in the run, no route changed but as the
+// description allows, no burst went unclaimed, the step did not end), the run is deterministic and
+// nothing in it reads an absolute cycle or tile, so from the cut of layer l the run repeats the template
+// shifted by D = T_l - T_(l-1) (and S tiles on, in space) and renamed one layer on, again and again while
+// the renaming stays inside layers a..b. The executor then copies the template K times (its slots and
+// bursts, shifted and renamed), adds K times its statistics, and moves the mesh and the cores' state K x D
+// cycles (and K x S tiles) on (noc::Network::repeat).
+namespace {
+bool same_mod_layer(const Task& x, const Task& y) {
+  return x.trigger == y.trigger && x.arrivals == y.arrivals && x.start == y.start && x.op == y.op && x.ops == y.ops &&
+         x.sends == y.sends;
+}
+}  // namespace
+
 void Executor::reuse_setup() {
   const std::size_t nl = image_.layer_names.size(), np = image_.programs.size();
   if (nl < 3 || np == 0) return;
@@ -762,10 +781,6 @@ void Executor::reuse_setup() {
       ++count[p * nl + l];
     }
   }
-  auto same_mod_layer = [](const Task& x, const Task& y) {
-    return x.trigger == y.trigger && x.arrivals == y.arrivals && x.start == y.start && x.op == y.op && x.ops == y.ops &&
-           x.sends == y.sends;
-  };
   // ok[l]: layer l's block follows layer l-1's and equals it in every program.
   std::vector<std::uint8_t> ok(nl, 0);
   for (std::size_t l = 1; l < nl; ++l) {
@@ -783,19 +798,8 @@ void Executor::reuse_setup() {
     }
     ok[l] = good;
   }
-  // The longest run of layers a..b with ok[a+1..b].
-  std::size_t best_a = 0, best_len = 0;
-  for (std::size_t l = 1; l < nl;) {
-    if (!ok[l]) {
-      ++l;
-      continue;
-    }
-    std::size_t e = l;
-    while (e + 1 < nl && ok[e + 1]) ++e;
-    if (e - l + 2 > best_len) best_len = e - l + 2, best_a = l - 1;
-    l = e + 1;
-  }
-  if (best_len < 3 || best_a + best_len - 1 > 0xFFFF) return;  // a jump needs two cuts and a layer to skip
+  const auto [best_a, best_len] = longest_run(ok);
+  if (best_len < 3 || best_a + best_len - 1 > 0xFFFF) return space_setup();  // a jump needs two cuts and a layer to skip
   ru_.a = std::uint16_t(best_a);
   ru_.b = std::uint16_t(best_a + best_len - 1);
   ru_.off.assign(np, 0);
@@ -804,9 +808,106 @@ void Executor::reuse_setup() {
     const std::size_t i = p * nl + ru_.a;
     ru_.len[p] = count[i];
     ru_.off[p] = count[i] ? std::uint32_t(first[i]) : 0;
+  }
+  reuse_arm();
+}
+
+// The longest run of layers a..b with ok[a+1..b] (its first layer and length; length 0 when none).
+std::pair<std::size_t, std::size_t> Executor::longest_run(const std::vector<std::uint8_t>& ok) {
+  std::size_t best_a = 0, best_len = 0;
+  for (std::size_t l = 1; l < ok.size();) {
+    if (!ok[l]) {
+      ++l;
+      continue;
+    }
+    std::size_t e = l;
+    while (e + 1 < ok.size() && ok[e + 1]) ++e;
+    if (e - l + 2 > best_len) best_len = e - l + 2, best_a = l - 1;
+    l = e + 1;
+  }
+  return {best_a, best_len};
+}
+
+// Reuse in space: the longest run of layers whose bands are each the one before moved the same number of
+// whole rows on (programs, idle tiles and fabric alike), on a fabric without faults (routing around a fault
+// looks at faults anywhere, which a move does not carry).
+void Executor::space_setup() {
+  const std::size_t nl = image_.layer_names.size(), np = image_.programs.size();
+  if (!fabric_.fault_free() || grid_.width <= 0) return;
+  const std::int32_t W = grid_.width, H = grid_.height;
+  // Per program: its layer when all its tasks have one, else -1.
+  std::vector<std::int32_t> pl(np, -1);
+  for (std::size_t p = 0; p < np; ++p) {
+    const auto& tasks = image_.programs[p].tasks;
+    if (tasks.empty()) continue;
+    bool one = true;
+    for (const Task& t : tasks) one = one && t.layer == tasks[0].layer;
+    if (one) pl[p] = tasks[0].layer;
+  }
+  // Per layer: the rows its tiles occupy.
+  std::vector<std::int32_t> ylo(nl, H), yhi(nl, -1);
+  for (TileIndex t = 0; t < grid_.size(); ++t) {
+    const std::uint32_t p = image_.tile_program[t];
+    if (p == firmware::kIdle || pl[p] < 0) continue;
+    const std::int32_t y = std::int32_t(t / std::uint32_t(W)), l = pl[p];
+    ylo[std::size_t(l)] = std::min(ylo[std::size_t(l)], y), yhi[std::size_t(l)] = std::max(yhi[std::size_t(l)], y);
+  }
+  std::map<std::pair<std::uint32_t, std::uint32_t>, bool> alike;  // (program, program moved a layer on)
+  auto programs_alike = [&](std::uint32_t p, std::uint32_t q) {
+    auto [it, fresh] = alike.try_emplace({p, q}, false);
+    if (!fresh) return it->second;
+    const auto& x = image_.programs[p].tasks;
+    const auto& y = image_.programs[q].tasks;
+    bool same = x.size() == y.size();
+    for (std::size_t k = 0; k < x.size() && same; ++k) same = same_mod_layer(x[k], y[k]);
+    return it->second = same;
+  };
+  // dr[l]: layer l's band is layer l-1's moved dr[l] rows on (0: not).
+  std::vector<std::int32_t> dr(nl, 0);
+  for (std::size_t l = 1; l < nl; ++l) {
+    const std::int32_t d = ylo[l] - ylo[l - 1];
+    if (yhi[l - 1] < 0 || yhi[l] < 0 || d <= 0 || yhi[l - 1] - ylo[l - 1] >= d || yhi[l] - ylo[l] >= d ||
+        ylo[l] + d > H)
+      continue;
+    bool good = fabric_.rows_alike(ylo[l - 1], d, d);
+    const TileIndex from = TileIndex(ylo[l - 1]) * TileIndex(W), shift = TileIndex(d) * TileIndex(W);
+    std::uint32_t last_p = firmware::kIdle, last_q = firmware::kIdle;  // (neighbours mostly share programs)
+    for (TileIndex t = from; t < from + shift && good; ++t) {
+      const std::uint32_t p = image_.tile_program[t], q = image_.tile_program[t + shift];
+      if (p == last_p && q == last_q) continue;
+      if ((p == firmware::kIdle) != (q == firmware::kIdle)) good = false;
+      else if (p != firmware::kIdle)
+        good = pl[p] == std::int32_t(l - 1) && pl[q] == std::int32_t(l) && programs_alike(p, q);
+      last_p = p, last_q = q;
+    }
+    if (good) dr[l] = d;
+  }
+  // The longest run with one move throughout.
+  std::vector<std::uint8_t> ok(nl, 0);
+  std::size_t best_a = 0, best_len = 0;
+  for (std::size_t l = 1; l < nl; ++l) {
+    if (!dr[l]) continue;
+    for (std::size_t j = 1; j < nl; ++j) ok[j] = dr[j] == dr[l];
+    const auto [a, len] = longest_run(ok);
+    if (len > best_len) best_a = a, best_len = len;
+  }
+  if (best_len < 3 || best_a + best_len - 1 > 0xFFFF) return;
+  ru_.space = true;
+  ru_.a = std::uint16_t(best_a);
+  ru_.b = std::uint16_t(best_a + best_len - 1);
+  ru_.dr = dr[best_a + 1];
+  ru_.S = TileIndex(ru_.dr) * TileIndex(W);
+  ru_.band_y.clear();
+  for (std::size_t l = ru_.a; l <= ru_.b; ++l) ru_.band_y.push_back(ylo[ru_.a] + std::int32_t(l - ru_.a) * ru_.dr);
+  ru_.prog_layer = std::move(pl);
+  reuse_arm();
+}
+
+void Executor::reuse_arm() {
+  const std::size_t np = image_.programs.size();
+  for (std::size_t p = 0; p < np; ++p)
     ru_.max_groups = std::max<std::uint32_t>(ru_.max_groups,
                                              std::uint32_t((p + 1 < np ? pgroup0_[p + 1] : groups_.size()) - pgroup0_[p]));
-  }
   // A core free before now - margin cannot delay a task started from now on (Complete: it starts at now at
   // the earliest; Stream: armed = free + overhead + setup + fixed costs stays below its input's head, > now).
   Cycle most = 0;
@@ -824,16 +925,27 @@ void Executor::reuse_setup() {
   log_routes_ = !routes_.empty();
 }
 
+bool Executor::in_range(std::uint32_t p, std::uint32_t k) const {
+  if (ru_.space) return p != firmware::kIdle && ru_.prog_layer[p] >= ru_.a && ru_.prog_layer[p] <= ru_.b;
+  return k >= ru_.off[p] && k < ru_.off[p] + std::uint32_t(ru_.b - ru_.a + 1) * ru_.len[p];
+}
+
+// The layer of the run task k of program p belongs to (in_range(p, k)).
+std::uint32_t Executor::run_layer(std::uint32_t p, std::uint32_t k) const {
+  return ru_.space ? std::uint32_t(ru_.prog_layer[p]) : ru_.a + (k - ru_.off[p]) / ru_.len[p];
+}
+
 // Task k of `tile` as the description names it: in the run, relative to the cut's layer.
 void Executor::describe_task(std::vector<std::uint64_t>& out, TileIndex tile, std::uint32_t k) {
   const std::uint32_t p = image_.tile_program[tile];
   if (!in_range(p, k)) {
+    if (ru_.space) ru_.bad = true;  // a tile outside the bands does not move with them
     out.push_back(2), out.push_back(k);
     return;
   }
-  const std::uint32_t shift = std::uint32_t(ru_.layer - ru_.a) * ru_.len[p];
+  const std::uint32_t shift = ru_.space ? 0 : std::uint32_t(ru_.layer - ru_.a) * ru_.len[p];
   out.push_back(1), out.push_back(std::uint64_t(std::int64_t(k) - std::int64_t(shift)));
-  ru_.state_max = std::max<std::uint32_t>(ru_.state_max, ru_.a + (k - ru_.off[p]) / ru_.len[p]);
+  ru_.state_max = std::max<std::uint32_t>(ru_.state_max, run_layer(p, k));
 }
 
 // A burst record the state still reads (in flight, or a pending self-delivery): relative to the cut.
@@ -847,10 +959,126 @@ void Executor::describe_burst(std::vector<std::uint64_t>& out, std::uint32_t id)
     return;
   }
   const TileIndex t = slot_tile(b.sender);
-  out.push_back(t);
+  out.push_back(tile_ref(t));
   describe_task(out, t, b.sender - slot0_[t]);
-  out.insert(out.end(), {std::uint64_t(b.src), std::uint64_t(b.lag), std::uint64_t(b.color), std::uint64_t(b.self),
+  out.insert(out.end(), {tile_ref(b.src), std::uint64_t(b.lag), std::uint64_t(b.color), std::uint64_t(b.self),
                          std::uint64_t(b.vshift), std::uint64_t(b.switches), std::uint64_t(b.syncs)});
+}
+
+// Advances tile t's claim-group cursors; its class: 0 fresh (nothing arrived, nothing ran), 1 settled
+// (every task full, the core free before now - margin), 2 at work.
+int Executor::tile_class(TileIndex t, Cycle now) {
+  const std::uint32_t p = image_.tile_program[t];
+  const std::uint32_t g0 = pgroup0_[p], g1 = p + 1 < image_.programs.size() ? pgroup0_[p + 1] : std::uint32_t(groups_.size());
+  const TaskInfo* ti = tinfo_.data() + prog0_[p];
+  const std::uint32_t s0 = slot0_[t];
+  bool fresh = last_slot_[t] == kNone, full = core_free_[t] + ru_.margin < now;
+  for (std::uint32_t g = g0; g < g1; ++g) {
+    const Group& gr = groups_[g];
+    const std::uint16_t* list = group_tasks_.data() + gr.begin;
+    std::uint16_t& i = ru_.cursor[std::size_t(t) * ru_.max_groups + (g - g0)];
+    while (i < gr.size && slots_[s0 + list[i]].count >= ti[list[i]].arrivals) ++i;
+    fresh = fresh && i == 0 && slots_[s0 + list[0]].count == 0;
+    full = full && i == gr.size;
+  }
+  return fresh ? 0 : full ? 1 : 2;
+}
+
+// Tile t's core (its free cycle while it can matter, its last task) and per claim group the first task not
+// yet full with its arrivals so far (tile_class has advanced the cursors).
+void Executor::describe_tile(std::vector<std::uint64_t>& out, TileIndex t, Cycle now, std::uint64_t nb) {
+  const std::uint32_t p = image_.tile_program[t];
+  const Cycle cf = core_free_[t];
+  out.push_back(cf + ru_.margin >= now ? cf - now : 0xFFFF'FFFF'FFFF'FFF0ull);
+  if (last_slot_[t] == kNone) out.push_back(3);
+  else describe_task(out, t, last_slot_[t] - slot0_[t]);
+  const std::uint32_t g0 = pgroup0_[p], g1 = p + 1 < image_.programs.size() ? pgroup0_[p + 1] : std::uint32_t(groups_.size());
+  const std::uint32_t s0 = slot0_[t];
+  for (std::uint32_t g = g0; g < g1; ++g) {
+    const Group& gr = groups_[g];
+    const std::uint16_t* list = group_tasks_.data() + gr.begin;
+    const std::uint16_t i = ru_.cursor[std::size_t(t) * ru_.max_groups + (g - g0)];
+    if (i == gr.size) {
+      out.push_back(4);
+      continue;
+    }
+    describe_task(out, t, list[i]);
+    const Slot& sl = slots_[s0 + list[i]];
+    if (sl.count > 0) ru_.open.push_back(s0 + list[i]);
+    if (sl.count > 0)
+      out.insert(out.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), sl.ready - now, sl.tail - now,
+                             std::uint64_t(sl.crit) - nb});
+    else
+      out.push_back(5);
+  }
+}
+
+// In space: the bands one mark each (fresh, settled) but the ones at work between them, described tile by
+// tile, and the route tables of the rows from the last settled band to the first fresh one (kept in
+// ru_.rows for the jump). False: the bands are not settled, at work, fresh in that order.
+bool Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::uint64_t nb) {
+  const std::int32_t W = grid_.width;
+  const std::size_t nbands = ru_.band_y.size();
+  // Per band, bit 0: a fresh tile, bit 1: a settled one, bit 2: one at work. A band only of fresh or only
+  // of settled tiles stays so until a tile of it is touched (fresh: nothing arrived, nothing ran; settled:
+  // the core's free cycle only falls further behind), so only the others and the touched ones are looked at
+  // again. Before the first cut every band is fresh.
+  auto& code = ru_.band_code;
+  if (code.empty()) {
+    code.assign(nbands, 0);
+    for (std::size_t j = 0; j < nbands; ++j) {
+      const TileIndex t0 = TileIndex(ru_.band_y[j]) * TileIndex(W);
+      for (TileIndex t = t0; t < t0 + ru_.S && !code[j]; ++t)
+        if (image_.tile_program[t] != firmware::kIdle) code[j] = 1;
+    }
+  }
+  std::vector<std::uint8_t> again(nbands, 0);
+  for (std::size_t j = 0; j < nbands; ++j) again[j] = code[j] != 1 && code[j] != 2 && code[j] != 0;
+  // (band j's slots: slot0_ of its first tile up to that of the next band's)
+  std::vector<std::uint32_t> band_slot(nbands + 1);
+  for (std::size_t j = 0; j <= nbands; ++j)
+    band_slot[j] = slot0_[TileIndex(ru_.band_y[0] + std::int32_t(j) * ru_.dr) * TileIndex(W)];
+  for (std::uint32_t s : ru_.touched) {
+    if (s < band_slot[0] || s >= band_slot[nbands]) continue;
+    again[std::size_t(std::upper_bound(band_slot.begin(), band_slot.end(), s) - band_slot.begin()) - 1] = 1;
+  }
+  for (std::size_t j = 0; j < nbands; ++j) {
+    if (!again[j]) continue;
+    code[j] = 0;
+    const TileIndex t0 = TileIndex(ru_.band_y[j]) * TileIndex(W), t1 = t0 + ru_.S;
+    for (TileIndex t = t0; t < t1; ++t)
+      if (image_.tile_program[t] != firmware::kIdle) code[j] |= std::uint8_t(1u << tile_class(t, now));
+  }
+  // Settled bands first, fresh ones last (a band of idle tiles only counts as either).
+  std::size_t s = 0, f = nbands;
+  while (s < nbands && (code[s] & ~2u) == 0) ++s;
+  while (f > s && (code[f - 1] & ~1u) == 0) --f;
+  const std::int64_t l = std::int64_t(ru_.layer) - ru_.a;
+  out.push_back(std::uint64_t(std::int64_t(s) - l)), out.push_back(std::uint64_t(std::int64_t(f) - l));
+  ru_.work_tiles.clear();
+  for (std::size_t j = s; j < f; ++j) {
+    const TileIndex t0 = TileIndex(ru_.band_y[j]) * TileIndex(W), t1 = t0 + ru_.S;
+    for (TileIndex t = t0; t < t1; ++t) {
+      if (image_.tile_program[t] == firmware::kIdle) continue;
+      describe_tile(out, t, now, nb);
+      ru_.work_tiles.push_back(t);
+    }
+  }
+  // The route tables from the last settled band to the first fresh one (within the bands).
+  const std::size_t j0 = s > 0 ? s - 1 : 0, j1 = std::min(f + 1, nbands);
+  ru_.rows = {ru_.band_y[j0], ru_.band_y[j1 - 1] + ru_.dr};
+  if (!routes_.empty()) {
+    const std::size_t n = grid_.size(), t0 = std::size_t(ru_.rows.first) * W, t1 = std::size_t(ru_.rows.second) * W;
+    const std::size_t words = (t1 - t0 + 7) / 8;
+    for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell) {
+      const std::size_t at = out.size();
+      out.resize(at + words, 0);
+      std::memcpy(out.data() + at, routes_.data() + cell * n + t0, t1 - t0);
+    }
+  }
+  // The bands after the first fresh one have the routes of the first (checked at a jump: ru_.fresh_band).
+  ru_.fresh_band = f;
+  return true;
 }
 
 void Executor::reuse_cut() {
@@ -862,6 +1090,10 @@ void Executor::reuse_cut() {
   ru_.state_max = ru_.layer;
   ru_.bad = false;
   ru_.open.clear();
+  // (In space, a fresh tile's core, free since the step start, must be past mattering.)
+  if (ru_.space && now < opt_.start + ru_.margin) ru_.bad = true;
+  const std::int32_t origin_row = ru_.space ? ru_.band_y[ru_.layer - ru_.a] : 0;
+  ru_.origin = TileIndex(origin_row) * TileIndex(grid_.width);
   const std::uint64_t nb = bursts_.size();
   // The mesh: pending events, bursts in flight (their records), busy resources.
   const bool described = net_.describe_state(
@@ -874,7 +1106,7 @@ void Executor::reuse_cut() {
           const std::uint32_t k = std::uint32_t(tag & 0xFFFF);
           const Slot& sl = slots_[slot0_[tile] + k];
           ru_.open.push_back(slot0_[tile] + k);
-          o.push_back(tile);
+          o.push_back(tile_ref(tile));
           describe_task(o, tile, k);
           o.insert(o.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), sl.ready - now, sl.tail - now,
                              std::uint64_t(sl.crit) - nb});
@@ -884,55 +1116,45 @@ void Executor::reuse_cut() {
           ru_.bad = true;  // streamed weights: not described
         }
       },
-      out);
-  // The cores: per tile its core's free cycle (while it can matter), its last task, and per claim group the
-  // first task not yet full with its arrivals so far.
-  for (TileIndex t = 0; t < grid_.size() && described && !ru_.bad; ++t) {
-    const std::uint32_t p = image_.tile_program[t];
-    if (p == firmware::kIdle) continue;
-    const Cycle cf = core_free_[t];
-    out.push_back(cf + ru_.margin >= now ? cf - now : 0xFFFF'FFFF'FFFF'FFF0ull);
-    if (last_slot_[t] == kNone) out.push_back(3);
-    else describe_task(out, t, last_slot_[t] - slot0_[t]);
-    const std::uint32_t g0 = pgroup0_[p], g1 = p + 1 < image_.programs.size() ? pgroup0_[p + 1] : std::uint32_t(groups_.size());
-    const TaskInfo* ti = tinfo_.data() + prog0_[p];
-    const std::uint32_t s0 = slot0_[t];
-    for (std::uint32_t g = g0; g < g1; ++g) {
-      const Group& gr = groups_[g];
-      const std::uint16_t* list = group_tasks_.data() + gr.begin;
-      std::uint16_t& i = ru_.cursor[std::size_t(t) * ru_.max_groups + (g - g0)];
-      while (i < gr.size && slots_[s0 + list[i]].count >= ti[list[i]].arrivals) ++i;
-      if (i == gr.size) {
-        out.push_back(4);
-        continue;
+      out, origin_row);
+  // The cores: in time, every tile; in space, band by band.
+  if (described && !ru_.bad) {
+    if (ru_.space) {
+      describe_bands(out, now, nb);
+    } else {
+      for (TileIndex t = 0; t < grid_.size() && !ru_.bad; ++t) {
+        if (image_.tile_program[t] == firmware::kIdle) continue;
+        tile_class(t, now);
+        describe_tile(out, t, now, nb);
       }
-      describe_task(out, t, list[i]);
-      const Slot& sl = slots_[s0 + list[i]];
-      if (sl.count > 0) ru_.open.push_back(s0 + list[i]);
-      if (sl.count > 0)
-        out.insert(out.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), sl.ready - now, sl.tail - now,
-                               std::uint64_t(sl.crit) - nb});
-      else
-        out.push_back(5);
     }
   }
   const bool usable = described && !ru_.bad;
-  // The route tables: the same as at the previous cut when every entry the window changed holds its value
-  // from before the window's first change of it again.
+  // The route tables. In time: the same as at the previous cut when every entry the window changed holds
+  // its value from before the window's first change of it again. In space: described (describe_bands); the
+  // window may change only entries of the rows described at the previous cut.
   bool routes_same = true;
   if (!route_log_.empty()) {
-    std::stable_sort(route_log_.begin(), route_log_.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
-    for (std::size_t i = 0; i < route_log_.size() && routes_same; ++i)
-      if (i == 0 || route_log_[i].first != route_log_[i - 1].first)
-        routes_same = routes_[route_log_[i].first] == route_log_[i].second;
+    if (ru_.space) {
+      const std::size_t n = grid_.size(), W = std::size_t(grid_.width);
+      for (const auto& [cell, before] : route_log_) {
+        const std::int64_t y = std::int64_t((cell % n) / W);
+        routes_same = routes_same && y >= ru_.prev_rows.first && y < ru_.prev_rows.second;
+      }
+    } else {
+      std::stable_sort(route_log_.begin(), route_log_.end(),
+                       [](const auto& x, const auto& y) { return x.first < y.first; });
+      for (std::size_t i = 0; i < route_log_.size() && routes_same; ++i)
+        if (i == 0 || route_log_[i].first != route_log_[i - 1].first)
+          routes_same = routes_[route_log_[i].first] == route_log_[i].second;
+    }
     route_log_.clear();
   }
   // The template: the window since the previous cut, if that was the layer before.
   bool jump = usable && ru_.have && ru_.prev_layer + 1 == ru_.layer && out == ru_.prev_desc && routes_same &&
               unclaimed_ == ru_.prev_unclaimed && done_count_ == ru_.prev_done && warrivals_.empty();
   std::uint32_t touched_max = 0;
-  std::vector<std::uint32_t> step;  // per touched slot: its program's block length (the renaming's step)
+  std::vector<std::uint32_t> step;  // per touched slot: how far its copies move per layer (slots, in time)
   std::vector<TileIndex> where;     // ... and its tile
   if (jump) {
     step.reserve(ru_.touched.size());
@@ -944,9 +1166,9 @@ void Executor::reuse_cut() {
         jump = false;
         break;
       }
-      step.push_back(ru_.len[p]);
+      step.push_back(ru_.space ? 0 : ru_.len[p]);
       where.push_back(t);
-      touched_max = std::max<std::uint32_t>(touched_max, ru_.a + (k - ru_.off[p]) / ru_.len[p]);
+      touched_max = std::max<std::uint32_t>(touched_max, run_layer(p, k));
       const Slot& sl = slots_[s];
       if (sl.crit != kNone && bursts_[sl.crit].kind != BurstKind::Data) {
         jump = false;
@@ -963,7 +1185,8 @@ void Executor::reuse_cut() {
     }
   }
   const std::uint32_t reach = std::max(touched_max, ru_.state_max);
-  const std::uint64_t K = jump && reach < ru_.b ? ru_.b - reach : 0;
+  std::uint64_t K = jump && reach < ru_.b ? ru_.b - reach : 0;
+  if (K > 0 && ru_.space && !fresh_bands_alike()) K = 0;
   if (K == 0) {
     // No jump here: this cut becomes the previous one.
     ru_.have = usable;
@@ -973,6 +1196,7 @@ void Executor::reuse_cut() {
     ru_.prev_tasks = tasks_run_;
     ru_.prev_unclaimed = unclaimed_;
     ru_.prev_done = done_count_;
+    ru_.prev_rows = ru_.rows;
     std::swap(ru_.prev_desc, ru_.desc);
     untouch_all();
     if (usable) net_.mark();
@@ -982,11 +1206,14 @@ void Executor::reuse_cut() {
   // Jump: the template [prev cut, this cut) repeats K times.
   const Cycle D = now - ru_.prev_at;
   const std::uint64_t NB = nb - ru_.prev_bursts, NT = tasks_run_ - ru_.prev_tasks;
+  const TileIndex S = ru_.space ? ru_.S : 0;
   // Slot `slot` of tile t, m layers on.
   auto rename_in = [&](std::uint32_t slot, TileIndex t, std::uint64_t m) -> std::uint32_t {
     if (slot == kNone || slot == kStepStart) return slot;
     const std::uint32_t p = image_.tile_program[t];
-    return in_range(p, slot - slot0_[t]) ? slot + std::uint32_t(m) * ru_.len[p] : slot;
+    if (!in_range(p, slot - slot0_[t])) return slot;
+    if (ru_.space) return slot0_[t + TileIndex(m) * S] + (slot - slot0_[t]);
+    return slot + std::uint32_t(m) * ru_.len[p];
   };
   auto rename = [&](std::uint32_t slot, std::uint64_t m) -> std::uint32_t {
     if (slot == kNone || slot == kStepStart) return slot;
@@ -1003,45 +1230,118 @@ void Executor::reuse_cut() {
   for (std::size_t i = 0; i < tmpl.size(); ++i) tmpl[i] = slots_[ru_.touched[i]];
   std::vector<std::pair<std::uint32_t, Slot>> held;
   for (std::uint32_t s : ru_.open) held.push_back({s, slots_[s]});
+  // The template's bursts' senders' tiles.
+  std::vector<TileIndex> sender_tile(NB);
+  for (std::uint64_t i = 0; i < NB; ++i) {
+    const std::uint32_t s = bursts_[ru_.prev_bursts + i].sender;
+    sender_tile[i] = s == kNone ? 0 : slot_tile(s);
+  }
+  // In space, the cores as they are at this cut: of the tiles whose tasks ran in the template (each copy
+  // moves them on) and of the tiles the state describes (they end K layers on).
+  struct Core {
+    TileIndex t;
+    Cycle free;
+    std::uint32_t last;
+  };
+  std::vector<Core> ran, state;
+  if (ru_.space) {
+    for (std::size_t i = 0; i < tmpl.size(); ++i)
+      if (tmpl[i].start != kNever) ran.push_back({where[i], core_free_[where[i]], last_slot_[where[i]]});
+    std::sort(ran.begin(), ran.end(), [](const Core& x, const Core& y) { return x.t < y.t; });
+    ran.erase(std::unique(ran.begin(), ran.end(), [](const Core& x, const Core& y) { return x.t == y.t; }), ran.end());
+    for (TileIndex t : ru_.work_tiles) state.push_back({t, core_free_[t], last_slot_[t]});
+  }
+  // (The copies in slot order: the writes then run through memory rather than jump around it.)
+  std::vector<std::uint32_t> by_slot(tmpl.size());
+  for (std::size_t i = 0; i < by_slot.size(); ++i) by_slot[i] = std::uint32_t(i);
+  std::sort(by_slot.begin(), by_slot.end(), [&](std::uint32_t x, std::uint32_t y) { return ru_.touched[x] < ru_.touched[y]; });
   for (std::uint64_t m = 1; m <= K; ++m) {
-    for (std::size_t i = 0; i < tmpl.size(); ++i) slots_[ru_.touched[i] + std::uint32_t(m) * step[i]] = moved(tmpl[i], where[i], m);
-    for (std::uint64_t id = ru_.prev_bursts; id < nb; ++id) {
-      BurstRec b = bursts_[id];
+    for (const std::uint32_t i : by_slot) {
+      const std::uint32_t to = ru_.space ? slot0_[where[i] + TileIndex(m) * S] + (ru_.touched[i] - slot0_[where[i]])
+                                         : ru_.touched[i] + std::uint32_t(m) * step[i];
+      slots_[to] = moved(tmpl[i], where[i], m);
+    }
+    for (std::uint64_t i = 0; i < NB; ++i) {
+      BurstRec b = bursts_[ru_.prev_bursts + i];
       b.inject += m * D;
-      b.sender = rename(b.sender, m);
+      b.sender = rename_in(b.sender, sender_tile[i], m);
+      b.src += TileIndex(m) * S;
       bursts_.push_back(b);
+    }
+    for (const Core& c : ran) {
+      core_free_[c.t + TileIndex(m) * S] = c.free + m * D;
+      last_slot_[c.t + TileIndex(m) * S] = rename_in(c.last, c.t, m);
     }
   }
   // The state K layers on: the slots it holds (written by the copies already when the template touched
   // them; kept explicit), the cores.
   for (const auto& [s, sl] : held) slots_[rename(s, K)] = moved(sl, slot_tile(s), K);
-  for (TileIndex t = 0; t < grid_.size(); ++t) {
-    const std::uint32_t p = image_.tile_program[t];
-    if (p == firmware::kIdle) continue;
-    if (core_free_[t] + ru_.margin >= now) core_free_[t] += K * D;
-    last_slot_[t] = rename_in(last_slot_[t], t, K);
+  if (ru_.space) {
+    for (const Core& c : state) {
+      core_free_[c.t + TileIndex(K) * S] = c.free + K * D;
+      last_slot_[c.t + TileIndex(K) * S] = rename_in(c.last, c.t, K);
+    }
+    // The route tables of the described rows, K bands on (within the bands: those after the run keep theirs).
+    if (!routes_.empty()) {
+      const std::size_t n = grid_.size(), W = std::size_t(grid_.width);
+      const std::size_t t0 = std::size_t(ru_.rows.first) * W, t1 = std::size_t(ru_.rows.second) * W;
+      const std::size_t end = std::size_t(ru_.band_y.back() + ru_.dr) * W, by = std::size_t(K) * S;
+      std::vector<std::uint8_t> saved(t1 - t0);
+      for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell) {
+        std::uint8_t* r = routes_.data() + cell * n;
+        std::copy(r + t0, r + t1, saved.begin());
+        for (std::size_t t = t0; t < t1 && t + by < end; ++t) r[t + by] = saved[t - t0];
+      }
+    }
+  } else {
+    for (TileIndex t = 0; t < grid_.size(); ++t) {
+      const std::uint32_t p = image_.tile_program[t];
+      if (p == firmware::kIdle) continue;
+      if (core_free_[t] + ru_.margin >= now) core_free_[t] += K * D;
+      last_slot_[t] = rename_in(last_slot_[t], t, K);
+    }
   }
   tasks_run_ += K * NT;
   ru_.skipped_tasks += K * NT;
   ru_.skipped_layers += std::uint32_t(K);
-  net_.repeat(D, K, [&](std::uint64_t tag, bool timer) -> std::uint64_t {
-    if (!timer) return tag + K * NB;
-    const std::uint64_t kind = tag & kKindMask;
-    if (kind == kTimerDeliver) return kind | ((tag & 0xFFFFFFFFull) + K * NB);
-    if (kind == kTimerReady) {
-      const TileIndex tile = TileIndex((tag >> 16) & 0xFFFFFFFFull);
-      const std::uint32_t k = std::uint32_t(tag & 0xFFFF);
-      const std::uint32_t r = rename(slot0_[tile] + k, K);
-      return kind | (std::uint64_t(tile) << 16) | (r - slot0_[tile]);
-    }
-    return tag;
-  });
+  net_.repeat(
+      D, K,
+      [&](std::uint64_t tag, bool timer) -> std::uint64_t {
+        if (!timer) return tag + K * NB;
+        const std::uint64_t kind = tag & kKindMask;
+        if (kind == kTimerDeliver) return kind | ((tag & 0xFFFFFFFFull) + K * NB);
+        if (kind == kTimerReady) {
+          const TileIndex tile = TileIndex((tag >> 16) & 0xFFFFFFFFull);
+          const std::uint32_t k = std::uint32_t(tag & 0xFFFF);
+          const std::uint32_t r = rename(slot0_[tile] + k, K);
+          const TileIndex to = slot_tile(r);
+          return kind | (std::uint64_t(to) << 16) | (r - slot0_[to]);
+        }
+        return tag;
+      },
+      ru_.space ? ru_.dr : 0);
   ru_.done = true;
   log_routes_ = false;
   route_log_ = {};
   untouch_all();
   ru_.touched.shrink_to_fit();
   ru_.touched_bits = {};
+}
+
+// In space, before a jump: every band from the first fresh one to the run's last has that band's route
+// tables (moved), so the copies find, band after band, what the template found.
+bool Executor::fresh_bands_alike() const {
+  if (routes_.empty()) return true;
+  const std::size_t f = ru_.fresh_band, nbands = ru_.band_y.size();
+  if (f + 1 >= nbands) return true;
+  const std::size_t n = grid_.size(), W = std::size_t(grid_.width);
+  const std::size_t t0 = std::size_t(ru_.band_y[f]) * W;
+  for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell) {
+    const std::uint8_t* r = routes_.data() + cell * n;
+    for (std::size_t j = f + 1; j < nbands; ++j)
+      if (!std::equal(r + t0, r + t0 + ru_.S, r + std::size_t(ru_.band_y[j]) * W)) return false;
+  }
+  return true;
 }
 
 std::vector<TaskRun> Executor::task_runs() const {

@@ -303,6 +303,7 @@ class Executor final : public noc::NetworkClient {
   };
   std::vector<SendCost> send_costs_;  // start_task's scratch, a stack (start_task can nest)
   bool ran_ = false;
+  bool streams_ = false;  // some task streams weights (StreamIn)
   // Reuse: the route table entries changed since the last cut, each with its value before the change.
   std::vector<std::pair<std::size_t, std::uint8_t>> route_log_;
   bool log_routes_ = false;
@@ -333,8 +334,28 @@ class Executor final : public noc::NetworkClient {
     bool bad = false;                    // while describing: something that cannot be renamed
     std::uint64_t skipped_tasks = 0;
     std::uint32_t skipped_layers = 0;
+    // In space (space_setup): layers a..b on bands of dr rows, each the one before moved S = dr x width
+    // tiles on; band_y[l - a]: layer l's band's first row; prog_layer: per program its layer (-1: several).
+    bool space = false;
+    std::int32_t dr = 0;
+    hw::TileIndex S = 0;
+    std::vector<std::int32_t> band_y, prog_layer;
+    hw::TileIndex origin = 0;                 // the cut's band's first tile (descriptions are relative to it)
+    std::vector<hw::TileIndex> work_tiles;    // while describing: the tiles of the bands at work
+    std::pair<std::int32_t, std::int32_t> rows{0, 0}, prev_rows{0, 0};  // rows whose routes are described
+    std::size_t fresh_band = 0;               // the first fresh band (index from a)
+    std::vector<std::uint8_t> band_code;      // per band, as at the last cut (describe_bands)
   } ru_;
   void reuse_setup();
+  void space_setup();
+  void reuse_arm();
+  static std::pair<std::size_t, std::size_t> longest_run(const std::vector<std::uint8_t>& ok);
+  std::uint32_t run_layer(std::uint32_t p, std::uint32_t k) const;
+  std::uint64_t tile_ref(hw::TileIndex t) const { return std::uint64_t(t) - std::uint64_t(ru_.origin); }
+  int tile_class(hw::TileIndex t, Cycle now);
+  void describe_tile(std::vector<std::uint64_t>& out, hw::TileIndex t, Cycle now, std::uint64_t nb);
+  bool describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::uint64_t nb);
+  bool fresh_bands_alike() const;
   void touch(std::uint32_t slot) {
     std::uint64_t& w = ru_.touched_bits[slot >> 6];
     const std::uint64_t bit = std::uint64_t(1) << (slot & 63);
@@ -345,9 +366,7 @@ class Executor final : public noc::NetworkClient {
     ru_.touched.clear();
   }
   void reuse_cut();
-  bool in_range(std::uint32_t p, std::uint32_t k) const {
-    return k >= ru_.off[p] && k < ru_.off[p] + std::uint32_t(ru_.b - ru_.a + 1) * ru_.len[p];
-  }
+  bool in_range(std::uint32_t p, std::uint32_t k) const;
   hw::TileIndex slot_tile(std::uint32_t slot) const;
   void describe_task(std::vector<std::uint64_t>& out, hw::TileIndex tile, std::uint32_t k);
   void describe_burst(std::vector<std::uint64_t>& out, std::uint32_t id);

@@ -148,8 +148,12 @@ std::uint64_t rel(Cycle v, Cycle now) { return v - now; }  // (two's complement:
 constexpr std::uint64_t kUnset = 0xFFFF'FFFF'FFFF'FFF0ull;
 }  // namespace
 
-bool ApproxMesh::describe_state(const TagDescriber& tag, std::vector<std::uint64_t>& out) const {
+bool ApproxMesh::describe_state(const TagDescriber& tag, std::vector<std::uint64_t>& out, std::int32_t origin_row) const {
   const Cycle now = queue_.now();
+  // Tiles and rows relative to the origin row (two's complement: tiles before it wrap).
+  const std::uint64_t off = std::uint64_t(std::int64_t(origin_row) * width_);
+  auto tile_rel = [&](TileIndex t) { return std::uint64_t(t) - off; };
+  auto row_rel = [&](std::int32_t y) { return std::uint64_t(std::int64_t(y) - origin_row); };
   std::vector<std::pair<Cycle, Event>> ev;
   queue_.pending(ev);
   std::vector<std::uint32_t> order;        // the bursts in flight, in the order the events name them
@@ -168,22 +172,27 @@ bool ApproxMesh::describe_state(const TagDescriber& tag, std::vector<std::uint64
     if (index[e.a] == kNone) index[e.a] = std::uint32_t(order.size()), order.push_back(e.a), pre.push_back(0);
     if (e.kind == Kind::Inject) pre[index[e.a]] = 1;
     out.push_back(index[e.a]);
-    out.push_back(e.b);
-    out.push_back(e.c);
+    if (e.kind == Kind::Node) {  // b: the router's coordinates
+      const Coord c = unpack(e.b);
+      out.push_back(std::uint64_t(c.x)), out.push_back(row_rel(c.y));
+    } else {  // c: the source tile
+      out.push_back(e.b), out.push_back(tile_rel(e.c));
+    }
+    if (e.kind == Kind::Node) out.push_back(e.c);
   }
   for (std::size_t i = 0; i < order.size(); ++i) {
     const Burst& br = bursts_[order[i]];
-    out.insert(out.end(), {std::uint64_t(br.lag), std::uint64_t(br.wavelets), std::uint64_t(br.refs), std::uint64_t(br.src),
+    out.insert(out.end(), {std::uint64_t(br.lag), std::uint64_t(br.wavelets), std::uint64_t(br.refs), tile_rel(br.src),
                            pre[i] ? kUnset : rel(br.inject, now), br.head ? rel(br.head, now) : kUnset,
                            br.tail ? rel(br.tail, now) : kUnset, br.wait, std::uint64_t(br.hops), std::uint64_t(br.color),
-                           std::uint64_t(br.src_c.x), std::uint64_t(br.src_c.y)});
+                           std::uint64_t(br.src_c.x), row_rel(br.src_c.y)});
     const Target& t = br.target;
     out.push_back(std::uint64_t(t.kind));
     if (t.kind == Destination::Kind::Tile) {
-      out.insert(out.end(), {std::uint64_t(t.dst), std::uint64_t(t.dst_c.x), std::uint64_t(t.dst_c.y)});
+      out.insert(out.end(), {tile_rel(t.dst), std::uint64_t(t.dst_c.x), row_rel(t.dst_c.y)});
     } else {
-      out.insert(out.end(), {std::uint64_t(t.along), std::uint64_t(t.src.x), std::uint64_t(t.src.y),
-                             std::uint64_t(t.region.x0), std::uint64_t(t.region.y0), std::uint64_t(t.region.w),
+      out.insert(out.end(), {std::uint64_t(t.along), std::uint64_t(t.src.x), row_rel(t.src.y),
+                             std::uint64_t(t.region.x0), row_rel(t.region.y0), std::uint64_t(t.region.w),
                              std::uint64_t(t.region.h), std::uint64_t(t.sinks)});
     }
     tag(br.tag, false, out);
@@ -194,7 +203,7 @@ bool ApproxMesh::describe_state(const TagDescriber& tag, std::vector<std::uint64
     const TileRes& r = tiles_[tile];
     const Cycle v[6] = {r.link_free[0], r.link_free[1], r.link_free[2], r.link_free[3], r.ramp_in, r.ramp_out};
     for (std::uint64_t k = 0; k < 6; ++k)
-      if (v[k] > now) out.insert(out.end(), {std::uint64_t(tile) << 3 | k, v[k] - now});
+      if (v[k] > now) out.insert(out.end(), {tile_rel(tile) << 3 | k, v[k] - now});
   }
   return true;
 }
@@ -204,15 +213,27 @@ void ApproxMesh::mark() {
   mark_busy_.assign(busy_.begin(), busy_.end());
 }
 
-void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag) {
+void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, std::int32_t rows) {
   const Cycle now = queue_.now(), shift = period * times;
+  const std::int32_t dy = std::int32_t(std::int64_t(rows) * std::int64_t(times));  // rows moved in all
+  const TileIndex dt = TileIndex(std::int64_t(dy) * width_);                          // tiles moved in all
   auto more = [&](std::uint64_t& v, std::uint64_t marked) { v += times * (v - marked); };
   more(stats_.bursts, mark_stats_.bursts);
   more(stats_.link_traversals, mark_stats_.link_traversals);
   more(stats_.wavelet_link_cycles, mark_stats_.wavelet_link_cycles);
   more(stats_.wait_cycles, mark_stats_.wait_cycles);
   more(stats_.transfer_cycles, mark_stats_.transfer_cycles);
-  for (std::size_t l = 0; l < busy_.size(); ++l) more(busy_[l], mark_busy_[l]);
+  if (rows == 0) {
+    for (std::size_t l = 0; l < busy_.size(); ++l) more(busy_[l], mark_busy_[l]);
+  } else {
+    // Each repeat's busy cycles on the links `rows` rows on from the ones the stretch used.
+    std::vector<std::pair<std::size_t, std::uint64_t>> used;
+    for (std::size_t l = 0; l < busy_.size(); ++l)
+      if (busy_[l] != mark_busy_[l]) used.push_back({l, busy_[l] - mark_busy_[l]});
+    const std::size_t step = std::size_t(rows) * width_ * 4;
+    for (std::uint64_t m = 1; m <= times; ++m)
+      for (const auto& [l, d] : used) busy_[l + m * step] += d;
+  }
   std::vector<std::pair<Cycle, Event>> ev;
   queue_.pending(ev);
   std::vector<std::uint8_t> seen(bursts_.size(), 0), pre(bursts_.size(), 0);
@@ -225,6 +246,12 @@ void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag) {
       e.a = std::uint32_t(tag), e.b = std::uint32_t(tag >> 32);
       continue;
     }
+    if (e.kind == Kind::Node) {
+      const Coord c = unpack(e.b);
+      e.b = pack({c.x, c.y + dy});
+    } else if (e.kind == Kind::Inject) {
+      e.c += dt;
+    }
     if (seen[e.a]) continue;
     seen[e.a] = 1;
     Burst& br = bursts_[e.a];
@@ -232,12 +259,34 @@ void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag) {
     if (br.head) br.head += shift;
     if (br.tail) br.tail += shift;
     br.tag = retag(br.tag, false);
+    if (dy != 0) {
+      br.src += dt, br.src_c.y += dy;
+      Target& tg = br.target;
+      if (tg.kind == Destination::Kind::Tile) tg.dst += dt, tg.dst_c.y += dy;
+      else tg.src.y += dy, tg.region.y0 += dy;
+    }
   }
-  for (TileRes& r : tiles_) {
-    for (Cycle& c : r.link_free)
-      if (c > now) c += shift;
-    if (r.ramp_in > now) r.ramp_in += shift;
-    if (r.ramp_out > now) r.ramp_out += shift;
+  if (dy == 0) {
+    for (TileRes& r : tiles_) {
+      for (Cycle& c : r.link_free)
+        if (c > now) c += shift;
+      if (r.ramp_in > now) r.ramp_in += shift;
+      if (r.ramp_out > now) r.ramp_out += shift;
+    }
+  } else {
+    // The busy resources move with the stretch; where they were, the mesh is idle (free at `now`).
+    std::vector<std::pair<std::size_t, Cycle>> busy;  // (tile x 6 + resource, next free)
+    for (TileIndex tile = 0; tile < tiles_.size(); ++tile) {
+      TileRes& r = tiles_[tile];
+      Cycle* v[6] = {&r.link_free[0], &r.link_free[1], &r.link_free[2], &r.link_free[3], &r.ramp_in, &r.ramp_out};
+      for (std::size_t k = 0; k < 6; ++k)
+        if (*v[k] > now) busy.push_back({std::size_t(tile) * 6 + k, *v[k]}), *v[k] = now;
+    }
+    for (const auto& [i, c] : busy) {
+      TileRes& r = tiles_[TileIndex(i / 6) + dt];
+      Cycle* v[6] = {&r.link_free[0], &r.link_free[1], &r.link_free[2], &r.link_free[3], &r.ramp_in, &r.ramp_out};
+      *v[i % 6] = c + shift;
+    }
   }
   queue_.rebuild(now + shift, ev);
   last_event_ += shift;

@@ -37,9 +37,9 @@ class ApproxMesh final : public Mesh {
   bool supports_reuse() const override { return true; }
   bool run_paused() override;
   void pause_at(Cycle at) override { stop_ = std::min(stop_, at); }
-  bool describe_state(const TagDescriber& tag, std::vector<std::uint64_t>& out) const override;
+  bool describe_state(const TagDescriber& tag, std::vector<std::uint64_t>& out, std::int32_t origin_row = 0) const override;
   void mark() override;
-  void repeat(Cycle period, std::uint64_t times, const Retag& retag) override;
+  void repeat(Cycle period, std::uint64_t times, const Retag& retag, std::int32_t rows = 0) override;
 
   // Mesh
   Fidelity fidelity() const override { return Fidelity::Approx; }

@@ -94,19 +94,26 @@ class Network {
   // From inside an event: stop once the events before cycle `at` (> now) are handled.
   virtual void pause_at(Cycle /*at*/) {}
   // At a boundary: appends a description of the state that decides the future (pending events in the order
-  // they will run, the bursts in flight, the resources busy beyond now()), every cycle relative to now().
-  // A client tag is described by `tag(tag, is_timer, out)`. Returns false when the state cannot be
-  // described (the caller must not jump).
+  // they will run, the bursts in flight, the resources busy beyond now()), every cycle relative to now()
+  // and every tile relative to row `origin_row` (a tile index less origin_row x width, a row less
+  // origin_row: two states equal but for a shift of whole rows describe alike when each is described from
+  // its own origin). A client tag is described by `tag(tag, is_timer, out)`. Returns false when the state
+  // cannot be described (the caller must not jump).
   using TagDescriber = std::function<void(std::uint64_t tag, bool timer, std::vector<std::uint64_t>& out)>;
-  virtual bool describe_state(const TagDescriber& /*tag*/, std::vector<std::uint64_t>& /*out*/) const { return false; }
+  virtual bool describe_state(const TagDescriber& /*tag*/, std::vector<std::uint64_t>& /*out*/,
+                              std::int32_t /*origin_row*/ = 0) const {
+    return false;
+  }
   // At a boundary: remembers the statistics (and per-link counters) as they are now.
   virtual void mark() {}
-  // At a boundary whose state is, `period` cycles later, that of the mark's boundary shifted (equal
-  // descriptions): the stretch since the mark repeats `times` more times. Adds `times` x the statistics
-  // since the mark, shifts every pending event and busy resource by times x period and renames the client
-  // tags of what is in flight with `retag(tag, is_timer)`.
+  // At a boundary whose state is, `period` cycles and `rows` rows of tiles later (rows >= 0; 0: the same
+  // tiles), that of the mark's boundary shifted (equal descriptions, each from its own origin row): the
+  // stretch since the mark repeats `times` more times. Adds `times` x the statistics since the mark (each
+  // link's busy cycles to the link `rows` on per repeat), moves every pending event, burst in flight and
+  // busy resource times x period cycles and times x rows rows on (what it leaves behind is idle), and
+  // renames the client tags of what is in flight with `retag(tag, is_timer)`.
   using Retag = std::function<std::uint64_t(std::uint64_t tag, bool timer)>;
-  virtual void repeat(Cycle /*period*/, std::uint64_t /*times*/, const Retag& /*retag*/) {}
+  virtual void repeat(Cycle /*period*/, std::uint64_t /*times*/, const Retag& /*retag*/, std::int32_t /*rows*/ = 0) {}
 };
 
 }  // namespace wafer::noc

@@ -79,6 +79,17 @@ Fabric Fabric::from_repair(const hw::RepairResult& r) {
   return f;
 }
 
+bool Fabric::rows_alike(std::int32_t y, std::int32_t rows, std::int32_t dy) const {
+  if (y < 0 || rows < 0 || dy <= 0 || y + dy + rows > grid_.height) return false;
+  const std::size_t w = std::size_t(grid_.width), a = std::size_t(y) * w, n = std::size_t(rows) * w, d = std::size_t(dy) * w;
+  auto alike = [&](const auto& v, std::size_t from, std::size_t count) {
+    return std::equal(v.begin() + std::ptrdiff_t(from), v.begin() + std::ptrdiff_t(from + count),
+                      v.begin() + std::ptrdiff_t(from + d));
+  };
+  const std::size_t north = y > 0 ? w : 0;  // the row above holds the first row's links north
+  return alike(fault_, a, n) && alike(hops_east_, a, n) && alike(hops_south_, a - north, n + north);
+}
+
 std::uint32_t Fabric::link_hops(TileIndex t, Dir d) const {
   switch (d) {
     case Dir::East: return hops_east_[t];

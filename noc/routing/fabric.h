@@ -55,6 +55,9 @@ class Fabric {
   // Every link between columns [min(xa,xb), max(xa,xb)] on row y (horizontal), or between rows
   // [min(ya,yb), max(ya,yb)] on column x (vertical), is healthy. O(log faults on that row/column).
   bool row_clear(std::int32_t y, std::int32_t xa, std::int32_t xb) const;
+  // Rows [y, y + rows) and the rows dy on (dy > 0, inside the grid) are alike: the same faults and link
+  // lengths, the links north out of the first row included.
+  bool rows_alike(std::int32_t y, std::int32_t rows, std::int32_t dy) const;
   bool column_clear(std::int32_t x, std::int32_t ya, std::int32_t yb) const;
 
  private:

@@ -42,6 +42,19 @@ reuse_test(small_whole_wafer_bands_defects some ${SMALL8} --placement whole-wafe
 reuse_test(small_square_wafers2 any ${SMALL8} --placement square --wafers 2)
 # The cycle reference cannot jump (noc::Network::supports_reuse): every task runs, same answer.
 reuse_test(square_meshgemv_cycle none ${TINY6} --placement square --kernel meshgemv --fidelity cycle)
-# A band per layer (layer-bands): each layer on tiles of its own, not the repetition reuse looks for.
-reuse_test(layer_bands none ${TINY6})
-reuse_test(layer_bands_defects none ${TINY6} --density 20 --seed 3)
+# A band per layer (layer-bands): each layer's band is the one before moved down (core::Executor, reuse in
+# space). Once the state at a layer's start repeats the one at the layer before, moved a band on, the bands
+# after are copied; route tables (color_switch) are described band by band, or absent.
+reuse_test(layer_bands some ${TINY6})
+reuse_test(small_layer_bands some ${SMALL8})
+reuse_test(small_layer_bands_batch2 some ${SMALL8} --batch 2)
+reuse_test(small_layer_bands_no_switch some --wafer ${DATA}/reuse_small_no_switch.json
+           --model ${DATA}/reuse_small_8_layers.json --context 512)
+reuse_test(small_layer_bands_trace none ${SMALL8} --trace TRACE)
+reuse_test(small_layer_bands_cycle none ${SMALL8} --fidelity cycle)
+# Defects: repaired links of other lengths make bands differ (a band is only copied onto bands alike); the
+# answer is the same whatever applies.
+reuse_test(layer_bands_defects any ${TINY6} --density 20 --seed 3)
+reuse_test(small_layer_bands_defects any ${SMALL8} --density 2 --seed 4)
+reuse_test(small_defect_aware_defects any ${SMALL8} --placement defect-aware --density 2 --seed 4)
+reuse_test(small_serpentine any ${SMALL8} --placement serpentine-bands)
