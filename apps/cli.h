@@ -31,8 +31,8 @@ bool parse(const std::vector<std::string>& args, po::options_description& opts, 
 
 // Prints the report's human summary on stdout and writes --json if given (atomically).
 // The version of the results' JSON (`--json` of every subcommand: its top-level `schema_version`); raised
-// when a key changes meaning or form (docs/report.md "The results' JSON").
-inline constexpr int kResultsSchemaVersion = 1;
+// when a key changes meaning or form (docs/results.md). Set in traces/report.h, where the JSON is built.
+inline constexpr int kResultsSchemaVersion = traces::kResultsSchemaVersion;
 
 void finish(const traces::Report& report, const po::variables_map& vm);
 

@@ -67,6 +67,45 @@ std::string text(const json& j, const std::string& key) {
   return "";
 }
 
+// A table of the results (docs/results.md): {"columns": [{"name", "unit"}, ...], "rows": [[cell, ...], ...]}.
+// Cells are found by column name and unit; an absent table, column or cell reads as the fallback.
+struct ResultTable {
+  std::vector<std::pair<std::string, std::string>> columns;  // name, unit
+  const json* rows = nullptr;
+
+  std::size_t size() const { return rows ? rows->size() : 0; }
+  int column(const std::string& name, const std::string& unit = {}) const {
+    for (std::size_t c = 0; c < columns.size(); ++c)
+      if (columns[c].first == name && columns[c].second == unit) return int(c);
+    return -1;
+  }
+  const json* cell(std::size_t row, int c) const {
+    if (!rows || c < 0 || row >= rows->size()) return nullptr;
+    const json& r = (*rows)[row];
+    return r.is_array() && std::size_t(c) < r.size() ? &r[std::size_t(c)] : nullptr;
+  }
+  double number(std::size_t row, const std::string& name, const std::string& unit, double fallback = 0.0) const {
+    const json* v = cell(row, column(name, unit));
+    return v && v->is_number() ? v->get<double>() : fallback;
+  }
+  std::string str(std::size_t row, const std::string& name, const std::string& fallback = "?") const {
+    const json* v = cell(row, column(name));
+    return v && v->is_string() ? v->get<std::string>() : fallback;
+  }
+};
+ResultTable result_table(const json& j, const std::string& key) {
+  ResultTable t;
+  if (!j.is_object() || !j.contains(key)) return t;
+  const json& tj = j[key];
+  if (!tj.is_object() || !tj.contains("columns") || !tj.contains("rows") || !tj["columns"].is_array() || !tj["rows"].is_array())
+    return t;
+  for (const auto& c : tj["columns"])
+    t.columns.emplace_back(c.is_object() ? c.value("name", std::string()) : std::string(),
+                           c.is_object() ? c.value("unit", std::string()) : std::string());
+  t.rows = &tj["rows"];
+  return t;
+}
+
 // Colour scales: a perceptual ramp (dark blue -> teal -> yellow), 32 steps.
 std::string ramp(double t) {
   static const std::array<std::array<double, 3>, 5> k{{{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}}};
@@ -295,13 +334,11 @@ Output from_decode(const json& r, const std::string& source) {
     b += "<h2>Configuration</h2>" + table({"setting", "value"}, rows);
   }
 
-  // Causes.
+  // Causes: the per-layer table's columns in cycles but its total.
+  const ResultTable per_layer = result_table(bd, "per_layer"), per_op = result_table(bd, "per_op");
   std::vector<std::string> causes;
-  if (bd.contains("per_layer") && bd["per_layer"].is_array() && !bd["per_layer"].empty())
-    for (auto it = bd["per_layer"][0].begin(); it != bd["per_layer"][0].end(); ++it) {
-      const std::string k = it.key();
-      if (k.size() > 9 && k.ends_with(" [cycles]") && k != "total [cycles]") causes.push_back(k.substr(0, k.size() - 9));
-    }
+  for (const auto& [name, unit] : per_layer.columns)
+    if (unit == "cycles" && name != "total") causes.push_back(name);
   b += "<h2>Where the time goes: the critical path by cause</h2>";
   {
     std::vector<double> v;
@@ -315,19 +352,19 @@ Output from_decode(const json& r, const std::string& source) {
     b += table({"cause", "cycles", "share [%]"}, rows);
   }
   // Per layer.
-  if (bd.contains("per_layer") && bd["per_layer"].is_array()) {
+  if (per_layer.rows) {
     std::vector<std::pair<std::string, std::vector<double>>> bars;
     std::vector<std::vector<std::string>> rows;
-    for (const auto& row : bd["per_layer"]) {
+    for (std::size_t i = 0; i < per_layer.size(); ++i) {
       std::vector<double> v;
-      std::vector<std::string> cells{row.value("layer", std::string("?")), num(row.value("total [cycles]", 0.0)),
-                                     num(row.value("total [us]", 0.0)), num(row.value("share [%]", 0.0))};
+      std::vector<std::string> cells{per_layer.str(i, "layer"), num(per_layer.number(i, "total", "cycles")),
+                                     num(per_layer.number(i, "total", "us")), num(per_layer.number(i, "share", "%"))};
       for (const auto& c : causes) {
-        const double x = row.value(c + " [cycles]", 0.0);
+        const double x = per_layer.number(i, c, "cycles");
         v.push_back(x);
         cells.push_back(num(x));
       }
-      bars.emplace_back(row.value("layer", std::string("?")), std::move(v));
+      bars.emplace_back(per_layer.str(i, "layer"), std::move(v));
       rows.push_back(std::move(cells));
     }
     std::vector<std::string> head{"layer", "total [cycles]", "total [us]", "share [%]"};
@@ -335,12 +372,12 @@ Output from_decode(const json& r, const std::string& source) {
     b += "<h2>Per layer and cause</h2>" + stacked_bars(bars, causes, "cycles", "critical path per layer");
     b += table(head, rows);
   }
-  if (bd.contains("per_op") && bd["per_op"].is_array()) {
+  if (per_op.rows) {
     std::vector<std::pair<std::string, std::vector<double>>> bars;
-    for (const auto& row : bd["per_op"]) {
+    for (std::size_t i = 0; i < per_op.size(); ++i) {
       std::vector<double> v;
-      for (const auto& c : causes) v.push_back(row.value(c + " [cycles]", 0.0));
-      bars.emplace_back(row.value("operator", std::string("?")), std::move(v));
+      for (const auto& c : causes) v.push_back(per_op.number(i, c, "cycles"));
+      bars.emplace_back(per_op.str(i, "operator"), std::move(v));
     }
     b += "<h2>Per operator and cause</h2>" + stacked_bars(bars, causes, "cycles", "critical path per operator");
   }
@@ -357,8 +394,8 @@ Output from_decode(const json& r, const std::string& source) {
                      num(value(*reg, "rows")), cell, cell);
     // Layer legend.
     std::map<int, std::string> names;
-    if (reg->contains("layers") && (*reg)["layers"].is_array())
-      for (const auto& l : (*reg)["layers"]) names[l.value("index", -1)] = l.value("layer", std::string("?"));
+    const ResultTable layers = result_table(*reg, "layers");
+    for (std::size_t i = 0; i < layers.size(); ++i) names[int(layers.number(i, "index", "", -1))] = layers.str(i, "layer");
     const int nl = int(names.size());
     for (int k = 0; reg->contains(fmt::format("wafer_{}", k)); ++k) {
       const std::string wk = fmt::format("wafer_{}", k);

@@ -46,9 +46,7 @@ bool parse(const std::vector<std::string>& args, po::options_description& opts, 
 void finish(const traces::Report& report, const po::variables_map& vm) {
   report.print(stdout);
   if (vm.count("json")) {
-    nlohmann::json j = report.to_json();
-    j["schema_version"] = kResultsSchemaVersion;
-    traces::write_json_atomic(vm["json"].as<std::string>(), j);
+    traces::write_json_atomic(vm["json"].as<std::string>(), traces::results_json(report));
   }
   std::fflush(stdout);
 }

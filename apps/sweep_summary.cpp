@@ -32,7 +32,7 @@ std::string csv_field(const std::string& s) {
 // A table as CSV: numbers in full precision (17 digits), NaN as an empty field.
 std::string table_csv(const traces::Table& t) {
   std::string csv;
-  for (std::size_t c = 0; c < t.columns.size(); ++c) csv += (c ? "," : "") + csv_field(t.columns[c]);
+  for (std::size_t c = 0; c < t.columns.size(); ++c) csv += (c ? "," : "") + csv_field(t.columns[c].header());
   csv += "\n";
   for (const auto& row : t.rows) {
     for (std::size_t c = 0; c < row.size(); ++c) {
@@ -178,12 +178,12 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
     for (const char* c : {"placement", "points", "ok", "mean [us]", "p50 [us]", "vs best [%]", "best"}) pc.emplace_back(c);
     // Rows first, tables after: a reference into the report is not kept across another add_table.
     traces::Table pt, bt;
-    pt.columns = pc;
+    for (const auto& c : pc) pt.columns.push_back(traces::Column::parse(c));
     pt.description = std::string("each placement per setting of the other axes; the best has the lowest mean latency among "
                              "the placements with every seed done and ok (ties: lower p50, then the earlier in the axis)");
     std::vector<std::string> bc = others;
     for (const char* c : {"best", "mean [us]", "p50 [us]", "runner-up", "margin [%]", "note"}) bc.emplace_back(c);
-    bt.columns = bc;
+    for (const auto& c : bc) bt.columns.push_back(traces::Column::parse(c));
     bt.description = "the best placement per setting of the other axes; margin: the runner-up's mean over the best's, in %";
     for (const auto& set : split_by(groups, "placement")) {
       // Eligible: every seed done and ok. Ranked by mean, then p50, then axis order (stable sort).
@@ -243,8 +243,8 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
       bt.rows.push_back(std::move(row));
     }
     write_shared(dir / "placements.csv", table_csv(pt));
-    rep.add_table("placements", pt.columns, pt.description).rows = std::move(pt.rows);
-    rep.add_table("best_placement", bt.columns, bt.description).rows = std::move(bt.rows);
+    rep.add_table("placements", pc, pt.description).rows = std::move(pt.rows);
+    rep.add_table("best_placement", bc, bt.description).rows = std::move(bt.rows);
   }
 
   // ---- sensitivity to each wafer-parameter axis ----
@@ -314,7 +314,7 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
     write_shared(dir / "sensitivity.csv", table_csv(st));
   }
 
-  write_shared(dir / "summary.json", rep.to_json().dump(2) + "\n");
+  write_shared(dir / "summary.json", traces::results_json(rep).dump(2) + "\n");
   return rep;
 }
 

@@ -35,9 +35,10 @@ def find(o, key):
         for v in o:
             r = find(v, key)
             if r is not None: return r
-rows = find(j, "per_layer")
-rows = rows if isinstance(rows, list) else rows["rows"]
-layer = [r for r in rows if r["layer"] == "layer 0"][0]["total [cycles]"]
+t = find(j, "per_layer")  # {"columns": [{"name", "unit"}, ...], "rows": [[...], ...]} (docs/results.md)
+cols = [(c["name"], c["unit"]) for c in t["columns"]]
+name, total = cols.index(("layer", "")), cols.index(("total", "cycles"))
+layer = [r for r in t["rows"] if r[name] == "layer 0"][0][total]
 pub = int(sys.argv[4])
 print(f"{sys.argv[2]:<7} {sys.argv[3]:<5} {layer:>12} {pub:>12} {100.0 * (layer - pub) / pub:>+7.1f}% {float(sys.argv[6]) - float(sys.argv[5]):>8.1f}")
 PY

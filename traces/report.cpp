@@ -22,9 +22,19 @@ void Report::add_text(std::string key, std::string value, std::string descriptio
   order_.push_back(key);
   stats_.push_back({std::move(key), std::move(value), {}, std::move(description)});
 }
-Table& Report::add_table(std::string key, std::vector<std::string> columns, std::string description) {
+Column Column::parse(std::string_view header) {
+  const std::size_t open = header.rfind(" [");
+  if (open != std::string_view::npos && header.ends_with(']'))
+    return {std::string(header.substr(0, open)), std::string(header.substr(open + 2, header.size() - open - 3))};
+  return {std::string(header), {}};
+}
+std::string Column::header() const { return unit.empty() ? name : name + " [" + unit + "]"; }
+
+Table& Report::add_table(std::string key, const std::vector<std::string>& columns, std::string description) {
   order_.push_back(key);
-  tables_.push_back({std::move(key), std::move(description), std::move(columns), {}});
+  std::vector<Column> cols;
+  for (const auto& c : columns) cols.push_back(Column::parse(c));
+  tables_.push_back({std::move(key), std::move(description), std::move(cols), {}});
   return tables_.back();
 }
 Matrix& Report::add_matrix(std::string key, std::int32_t cols, std::int32_t rows, std::vector<double> values,
@@ -96,13 +106,15 @@ nlohmann::json Report::to_json() const {
     if (done) continue;
     for (const auto& t : tables_)
       if (t.key == key) {
+        nlohmann::json cols = nlohmann::json::array();
+        for (const auto& c : t.columns) cols.push_back({{"name", c.name}, {"unit", c.unit}});
         nlohmann::json rows = nlohmann::json::array();
         for (const auto& r : t.rows) {
-          nlohmann::json row = nlohmann::json::object();
-          for (std::size_t c = 0; c < t.columns.size() && c < r.size(); ++c) row[t.columns[c]] = cell(r[c]);
+          nlohmann::json row = nlohmann::json::array();
+          for (std::size_t c = 0; c < t.columns.size(); ++c) row.push_back(c < r.size() ? cell(r[c]) : nlohmann::json());
           rows.push_back(std::move(row));
         }
-        j[key] = std::move(rows);
+        j[key] = {{"columns", std::move(cols)}, {"rows", std::move(rows)}};
         done = true;
         break;
       }
@@ -149,8 +161,10 @@ void Report::print(std::FILE* out, int indent) const {
     for (const auto& t : tables_)
       if (t.key == key) {
         fmt::print(out, "{}  {}{}\n", pad, t.key, t.description.empty() ? "" : " (" + t.description + ")");
+        std::vector<std::string> head;
+        for (const auto& c : t.columns) head.push_back(c.header());
         std::vector<std::size_t> w(t.columns.size());
-        for (std::size_t c = 0; c < t.columns.size(); ++c) w[c] = t.columns[c].size();
+        for (std::size_t c = 0; c < t.columns.size(); ++c) w[c] = head[c].size();
         std::vector<std::vector<std::string>> cells;
         std::vector<bool> text(t.columns.size(), false);
         for (const auto& r : t.rows) {
@@ -165,7 +179,7 @@ void Report::print(std::FILE* out, int indent) const {
         auto put = [&](std::size_t c, const std::string& v) {
           line += text[c] ? fmt::format(" {:<{}}", v, w[c]) : fmt::format(" {:>{}}", v, w[c]);
         };
-        for (std::size_t c = 0; c < t.columns.size(); ++c) put(c, t.columns[c]);
+        for (std::size_t c = 0; c < t.columns.size(); ++c) put(c, head[c]);
         fmt::print(out, "{}\n", line);
         for (const auto& r : cells) {
           line = pad + "   ";
@@ -187,6 +201,12 @@ void Report::print(std::FILE* out, int indent) const {
     for (const auto& [k, r] : sections_)
       if (k == key) r->print(out, indent + 2);
   }
+}
+
+nlohmann::json results_json(const Report& report) {
+  nlohmann::json j = report.to_json();
+  j["schema_version"] = kResultsSchemaVersion;
+  return j;
 }
 
 void check_writable(const std::filesystem::path& path) {

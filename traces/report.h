@@ -1,11 +1,13 @@
 #pragma once
 // Results as named statistics (name, value, unit, description) in nested sections and tables, rendered
-// by separate formatters: JSON (every figure with its unit) and a human summary.
+// by separate formatters: JSON (every figure with its unit) and a human summary. The JSON's form is
+// docs/results.md (schema_version kResultsSchemaVersion).
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -18,10 +20,20 @@ struct Stat {
   std::string description;  // one line, shown by the text formatter
 };
 
+// A table's column: its name and the unit of its cells ("" for text, a count or an index).
+struct Column {
+  std::string name;
+  std::string unit;
+  // "name [unit]" (the unit in a trailing bracket) or "name": the notation add_table takes.
+  static Column parse(std::string_view header);
+  // "name [unit]", or "name" without a unit: the text summary's and the CSV files' header.
+  std::string header() const;
+};
+
 struct Table {
   std::string key;
   std::string description;
-  std::vector<std::string> columns;  // "name" or "name [unit]"
+  std::vector<Column> columns;
   std::vector<std::vector<std::variant<double, std::int64_t, std::string>>> rows;
 };
 
@@ -42,7 +54,9 @@ class Report {
   void add(std::string key, double value, std::string unit, std::string description = {});
   void add_int(std::string key, std::int64_t value, std::string unit, std::string description = {});
   void add_text(std::string key, std::string value, std::string description = {});
-  Table& add_table(std::string key, std::vector<std::string> columns, std::string description = {});
+  // Columns written "name [unit]" or "name" (Column::parse); in JSON the table is
+  // {"columns": [{"name", "unit"}, ...], "rows": [[cell, ...], ...]}.
+  Table& add_table(std::string key, const std::vector<std::string>& columns, std::string description = {});
   Matrix& add_matrix(std::string key, std::int32_t cols, std::int32_t rows, std::vector<double> values, std::string unit,
                      std::string description = {});
   // A nested section; repeated calls with the same key return the same section.
@@ -54,6 +68,7 @@ class Report {
   const Report& sub(const std::string& key) const;
   const std::vector<Stat>& stats() const { return stats_; }
 
+  // This report as a JSON object (nested sections as objects); results_json adds the schema version.
   nlohmann::json to_json() const;
   void print(std::FILE* out, int indent = 0) const;
 
@@ -65,6 +80,12 @@ class Report {
   std::vector<std::pair<std::string, std::unique_ptr<Report>>> sections_;
   std::vector<std::string> order_;  // keys of stats, tables and sections, in insertion order
 };
+
+// The version of the results' JSON (every `--json` and a study's summary.json: its top-level
+// `schema_version`); raised when a key changes meaning or form. docs/results.md.
+inline constexpr int kResultsSchemaVersion = 2;
+// The whole document: `report.to_json()` with `"schema_version": kResultsSchemaVersion`.
+nlohmann::json results_json(const Report& report);
 
 // Fails with hw::InputError (one line naming the path) when `path` cannot be created. Call before long
 // work so a bad --json path is refused up front.

@@ -14,6 +14,8 @@ auto_check.py WAFER_EMU OUT_DIR
 """
 import json, os, subprocess, sys
 
+import results
+
 
 def find(o, key):
     if isinstance(o, dict):
@@ -44,7 +46,7 @@ def run(exe, out, model):
     j = json.load(open(path))
     search = find(j, "search")
     rows = find(search, "candidates")
-    rows = rows["rows"] if isinstance(rows, dict) else rows
+    rows = results.rows(rows)
     return j, value(find(search, "chosen")), rows
 
 

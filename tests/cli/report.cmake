@@ -25,5 +25,9 @@ wafer_cli_test(report_no_input --exit 2 --one-line-error --stderr "--in RESULTS.
 wafer_cli_test(report_unwritable --exit 2 --one-line-error --stderr "no-such-dir/r.html: cannot write output file"
   --no-file ${OUT}/no-such-dir/r.html -- ${WAFER_EMU} report ${DATA}/report_schema9 --out ${OUT}/no-such-dir/r.html)
 wafer_cli_test(report_results_version --exit 2 --one-line-error
-  --stderr "report_schema_version.json: results of schema_version 99 \\(this wafer-emu reads 1\\).*rerun decode --json"
+  --stderr "report_schema_version.json: results of schema_version 99 \\(this wafer-emu reads 2\\).*rerun decode --json"
   --no-file ${OUT}/rep_bad.html -- ${WAFER_EMU} report ${DATA}/report_schema_version.json --out ${OUT}/rep_bad.html)
+# Results of schema_version 1 (tables as rows of "name [unit]" keys) are refused, not misread.
+wafer_cli_test(report_results_v1 --exit 2 --one-line-error
+  --stderr "report_schema_v1.json: results of schema_version 1 \\(this wafer-emu reads 2\\).*rerun decode --json"
+  --no-file ${OUT}/rep_bad.html -- ${WAFER_EMU} report ${DATA}/report_schema_v1.json --out ${OUT}/rep_bad.html)

@@ -22,6 +22,8 @@ sweep_check.py MODE WAFER_EMU STUDY OUTDIR [OTHER_STUDY]
 """
 import json, math, os, shutil, signal, subprocess, sys, time
 
+import results
+
 
 def run(args, timeout=600, check=True):
     r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
@@ -310,7 +312,7 @@ def mode_stats(exe, study, out):
     sj = os.path.join(out, "stats_summary.json")
     r = run([exe, "sweep", "--summarize", d, "--json", sj])
     rep = json.load(open(sj))
-    rows = rep["settings"]
+    rows = results.rows(rep["settings"])
     if len(rows) != total // 3:
         raise SystemExit(f"FAIL: {len(rows)} settings, expected {total // 3}")
     for key, row in enumerate(rows):
@@ -404,10 +406,14 @@ def close(a, b, what, rel=1e-9):
         raise SystemExit(f"FAIL: {what}: {a}, expected {b}")
 
 
+def sensitivity_rows(rep):
+    return results.rows(rep["sensitivity"]) if "sensitivity" in rep else []
+
+
 def check_summary(spec_in, by_index, rep, d):
     """Every figure of the three tables against this file's own computation. Returns (best, slopes)."""
     names, groups = expected_groups(spec_in, by_index)
-    rows = rep["settings"]
+    rows = results.rows(rep["settings"])
     if len(rows) != len(groups):
         raise SystemExit(f"FAIL: {len(rows)} settings, expected {len(groups)}")
     for g, row in zip(groups, rows):
@@ -431,8 +437,8 @@ def check_summary(spec_in, by_index, rep, d):
         sets = {}
         for g in groups:
             sets.setdefault(tuple(json.dumps(g["key"][k]) for k in others), []).append(g)
-        prow = iter(rep["placements"])
-        brow = iter(rep["best_placement"])
+        prow = iter(results.rows(rep["placements"]))
+        brow = iter(results.rows(rep["best_placement"]))
         for key, gs in sets.items():
             ranked = [g for g in gs if g["done"] == g["points"] and len(g["us"]) == g["points"]]
             order = {id(g): n for n, g in enumerate(gs)}
@@ -458,7 +464,7 @@ def check_summary(spec_in, by_index, rep, d):
                 close(row["mean [us]"], mean(b["us"]), f"best for {key}")
     slopes = {}
     params = [k for k, vs in axes_of(spec_in) if k in PARAMS and len(vs) >= 2]
-    srows = iter(rep.get("sensitivity", []))
+    srows = iter(sensitivity_rows(rep))
     for prm in params:
         others = [k for k in names if k != prm]
         sets = {}
@@ -483,7 +489,7 @@ def check_summary(spec_in, by_index, rep, d):
     if next(srows, None) is not None:
         raise SystemExit("FAIL: more sensitivity rows than parameter axes x settings")
     for f, n in (("summary.csv", len(groups)), ("placements.csv", len(groups) if "placement" in names else None),
-                 ("sensitivity.csv", sum(1 for _ in rep.get("sensitivity", [])) if params else None)):
+                 ("sensitivity.csv", len(sensitivity_rows(rep)) if params else None)):
         path = os.path.join(d, f)
         if n is None:
             if os.path.exists(path):
@@ -545,20 +551,20 @@ def mode_summary(exe, study, out):
     for key, pl in want.items():
         if best[key] != pl:
             raise SystemExit(f"FAIL: best placement at density {key[0]}, hop latency {key[1]}: {best[key]}, expected {pl}")
-    b = {(r_["density"], r_["hop_latency"]): r_ for r_ in rep["best_placement"]}
+    b = {(r_["density"], r_["hop_latency"]): r_ for r_ in results.rows(rep["best_placement"])}
     if "tie on the mean with defect-aware (lower p50 wins)" not in b[("100", "2")]["note"]:
         raise SystemExit(f"FAIL: the tie at density 100, hop latency 2 is not named: {b[('100', '2')]}")
-    pr = {(r_["density"], r_["hop_latency"], r_["placement"]): r_ for r_ in rep["placements"]}
+    pr = {(r_["density"], r_["hop_latency"], r_["placement"]): r_ for r_ in results.rows(rep["placements"])}
     if pr[("100", "1", "serpentine-bands")]["best"] != "not ranked: 1 of 4 seeds failed":
         raise SystemExit(f"FAIL: serpentine-bands with a failed seed: {pr[('100', '1', 'serpentine-bands')]}")
-    s = {(r_["density"], r_["placement"]): r_ for r_ in rep["sensitivity"]}
+    s = {(r_["density"], r_["placement"]): r_ for r_ in results.rows(rep["sensitivity"])}
     close(s[("100", "defect-aware")]["slope [us per unit]"], 19 / 28, "slope by hand (defect-aware, density 100)", 1e-12)
     close(s[("100", "layer-bands")]["slope [us per unit]"], 0.25, "slope by hand (layer-bands, density 100)", 1e-12)
     close(s[("100", "layer-bands")]["elasticity [% per %]"], 0.25 * (7 / 3) / (31.75 / 3), "elasticity by hand", 1e-12)
     close(s[("200", "defect-aware")]["slope [us per unit]"], 0.5, "slope by hand (defect-aware, density 200)", 1e-12)
     if s[("200", "serpentine-bands")]["slope [us per unit]"] is not None:
         raise SystemExit("FAIL: a slope for a placement with no good point")
-    st = {(r_["density"], r_["placement"], r_["hop_latency"]): r_ for r_ in rep["settings"]}
+    st = {(r_["density"], r_["placement"], r_["hop_latency"]): r_ for r_ in results.rows(rep["settings"])}
     row = st[("200", "layer-bands", "1")]
     close(row["repair ok [%]"], 75.0, "repair ok by hand", 1e-12)
     close(row["p50 [us]"], 12.25 - 0.125, "p50 by hand (12, 12.25)", 1e-12)
@@ -590,7 +596,7 @@ def mode_study(exe, study, out):
     if not good or any(sl <= 0 for sl, _ in good):
         raise SystemExit(f"FAIL: the latency should grow with the hop latency: {slopes}")
     # Density 0: a perfect map, every repair complete, no extra hop.
-    for row in rep["settings"]:
+    for row in results.rows(rep["settings"]):
         if row["density"] == "0" and (row["repair ok [%]"] != 100 or row["extra hops"] != 0):
             raise SystemExit(f"FAIL: density 0: {row}")
     print(f"best placements: {best}")

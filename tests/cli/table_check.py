@@ -14,6 +14,8 @@ table_check.py WAFER_EMU OUTDIR
 """
 import csv, json, math, os, shutil, subprocess, sys
 
+import results
+
 exe, out = sys.argv[1], sys.argv[2]
 shutil.rmtree(out, ignore_errors=True)
 os.makedirs(out)
@@ -44,7 +46,7 @@ def decode_json(extra, name):
 
 
 def per_op(j):
-    return {r["operator"]: r["total [cycles]"] for r in j["breakdown"]["per_op"]}
+    return {r["operator"]: r["total [cycles]"] for r in results.rows(j["breakdown"]["per_op"])}
 
 
 def rows(path):

@@ -14,6 +14,8 @@ On the tiny wafer (one wafer, a pipeline of two, the whole-wafer meshgemv kernel
 """
 import json, os, re, subprocess, sys
 
+import results
+
 TINY = ["decode", "--wafer", "tiny", "--model", "tiny-llama", "--context", "64"]
 EPS = 2e-4  # ts and dur are written with 4 decimals (µs)
 
@@ -74,7 +76,7 @@ def check(trace_path, results_path, window=None):
     sums = {}
     for e in layers:
         sums[e["name"]] = sums.get(e["name"], 0.0) + e["dur"]
-    want = {r["layer"]: r["total [us]"] for r in res["breakdown"]["per_layer"]}
+    want = {r["layer"]: r["total [us]"] for r in results.rows(res["breakdown"]["per_layer"])}
     for name, us in want.items():
         got = sums.get(name, 0.0)
         n = sum(1 for e in layers if e["name"] == name)

@@ -12,6 +12,8 @@ Every row's error must be 100 (predicted - measured) / measured and mean_abs_err
 """
 import json, math, os, subprocess, sys
 
+import results
+
 
 def main():
     exe, cases_file, outdir = sys.argv[1:4]
@@ -21,7 +23,7 @@ def main():
     if r.returncode != 0:
         print(f"FAIL: validate exit {r.returncode}\n{r.stderr}")
         return 1
-    rows = {row["case"]: row for row in json.load(open(out))["cases"]}
+    rows = {row["case"]: row for row in results.rows(json.load(open(out))["cases"])}
     report = json.load(open(out))
     cases = json.load(open(cases_file))["cases"]
     fails = []
@@ -47,7 +49,7 @@ def main():
             fails.append(f"{c['name']}: decode exit {d.returncode}: {d.stderr}")
             continue
         dec = json.load(open(dj))
-        layers = [row["total [cycles]"] for row in dec["breakdown"]["per_layer"] if row["layer"].startswith("layer ")]
+        layers = [row["total [cycles]"] for row in results.rows(dec["breakdown"]["per_layer"]) if row["layer"].startswith("layer ")]
         layer = sum(layers) / len(layers)
         want = {"step_cycles": dec["latency_cycles"]["value"], "layer_cycles": layer,
                 "tokens_per_s": c["measured"].get("clock_ghz", 1.1) * 1e9 / (c["measured"].get("layers", 1) * layer)}[kind]

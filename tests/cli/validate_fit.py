@@ -13,6 +13,8 @@ does not go stale when the timing model changes); the fit then starts elsewhere 
 """
 import json, os, subprocess, sys
 
+import results
+
 
 def run(exe, *args):
     return subprocess.run([exe, *args], capture_output=True, text=True, timeout=300)
@@ -29,7 +31,7 @@ def generate(exe, cases, outdir, values, tag):
     r = run(exe, "validate", "--cases", src, "--json", out)
     if r.returncode != 0:
         sys.exit(f"FAIL: generating at {values}: exit {r.returncode}\n{r.stderr}")
-    rows = json.load(open(out))["cases"]
+    rows = results.rows(json.load(open(out))["cases"])
     fit = json.loads(json.dumps(cases))
     for c, row in zip(fit["cases"], rows):
         c["measured"]["value"] = row["predicted"]
@@ -46,7 +48,7 @@ def fitted(exe, path, fit, outdir, tag, extra=()):
     if r.returncode != 0:
         sys.exit(f"FAIL: --fit {fit}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
     j = json.load(open(out))
-    return {p["parameter"]: p for p in j["fit"]["parameters"]}, j
+    return {p["parameter"]: p for p in results.rows(j["fit"]["parameters"])}, j
 
 
 def default(exe, outdir, param):
@@ -54,7 +56,7 @@ def default(exe, outdir, param):
     r = run(exe, "describe", "--wafer", "tiny", "--json", out)
     if r.returncode != 0:
         sys.exit(f"FAIL: describe: exit {r.returncode}\n{r.stderr}")
-    return [p for p in json.load(open(out))["parameters"] if p["parameter"] == param][0]["tiny"]
+    return [p for p in results.rows(json.load(open(out))["parameters"]) if p["parameter"] == param][0]["tiny"]
 
 
 def main():
@@ -75,7 +77,7 @@ def main():
             fails.append(f"task_overhead{start}: fitted {p['fitted']}, expected 17")
         if j["fit"]["mean_abs_error_before"]["value"] <= 1.0:
             fails.append(f"task_overhead{start}: the start was already a fit (test says nothing)")
-        for row in j["fit"]["residuals"]:
+        for row in results.rows(j["fit"]["residuals"]):
             if abs(row["error after [%]"]) > 1e-9:
                 fails.append(f"task_overhead{start}: case {row['case']} still off by {row['error after [%]']} %")
         print(f"task_overhead{start or ' (default start)'}: {p['start']} -> {p['fitted']} in "
@@ -105,7 +107,7 @@ def main():
         fails.append(f"describe --wafer {wafer}: exit {r.returncode}: {r.stderr}")
     else:
         d = json.load(open(os.path.join(outdir, "fit_describe.json")))
-        row = [p for p in d["parameters"] if p["parameter"] == "task_overhead"]
+        row = [p for p in results.rows(d["parameters"]) if p["parameter"] == "task_overhead"]
         if not row or row[0].get("fit_wafer") != 17:
             fails.append(f"describe --wafer shows task_overhead as {row}, expected 17 in column fit_wafer")
 
