@@ -10,7 +10,8 @@ mixed_check.py WAFER_EMU OUTDIR
 - adding a decode sequence to a step never makes it faster, and a mixed step costs at least the slower of
   its parts alone (the decode sequences as one step, the prefill chunk as another), and less than both
   one after another (the GEMV weights are read once for every token);
-- the report says it is a mixed step and lists every sequence with its tokens and context.
+- the report (text, --json and the `report` page) says it is a mixed step and lists every sequence with its
+  tokens and context.
 """
 import json, os, shutil, subprocess, sys
 
@@ -86,6 +87,15 @@ got = [(r["sequence"], r["kind"], r["tokens"], r["context [tokens]"]) for r in m
 check(got == [(1, "decode", 1, 64), (2, "decode", 1, 32), (3, "prefill", 16, 64)], f"per_sequence: {got}")
 check(abs(m2["tokens_per_s_aggregate"]["value"] - 18e6 / m2["latency_us"]["value"]) < 1e-6 * 18e6 / m2["latency_us"]["value"],
       "aggregate tokens/s")
+
+# The report's page of a mixed step names it and lists its sequences.
+page = os.path.join(out, "m2.html")
+r = subprocess.run([exe, "report", os.path.join(out, "m2.json"), "--out", page], capture_output=True, text=True, timeout=120)
+check(r.returncode == 0, f"report: {r.stderr}")
+html = open(page).read() if r.returncode == 0 else ""
+check("mixed step 1@64,1@32,16@64</h1>" in html, "the page's title names the mixed step")
+check("18 new tokens of 3 sequences" in html, "the page's headline gives the step's tokens and sequences")
+check("<td>3</td><td>prefill</td><td>16</td><td>64</td>" in html, "the page lists the sequences")
 
 if fails:
     print("\n".join(fails))
