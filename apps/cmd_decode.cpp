@@ -235,6 +235,10 @@ int run_decode(const std::vector<std::string>& args) {
        "defaults to T; with --context C > T, a chunk whose last token is at position C, or a speculative verify "
        "step of T draft tokens), chunked where SRAM forces it")
       ("chunk", po::value<std::int64_t>()->value_name("N"), "--prefill: at most N tokens per chunk (default: as many as fit)")
+      ("step", po::value<std::string>()->value_name("T@C,..."),
+       "emulate a mixed step instead (continuous batching): one sequence per entry, T new tokens whose last is at "
+       "position C (1@C: a decode token at context C; T > 1: a prefill chunk ending at C), e.g. 1@4096,1@2048,128@512; "
+       "every token goes through the GEMVs together, attention is per sequence; not with --batch, --context, --prefill")
       ("placement", po::value<std::string>()->default_value("layer-bands")->value_name("NAME|auto"),
        "placement strategy, or auto: search placements x kernels x allreduces x group sizes")
       ("kernel", po::value<std::string>()->default_value("bands")->value_name("bands|meshgemv"),
@@ -297,6 +301,20 @@ int run_decode(const std::vector<std::string>& args) {
     if (mo.placement == "auto") throw hw::InputError("--prefill maps with a given --placement, not auto");
     if (mo.kernel != mapper::Kernel::Bands) throw hw::InputError("--prefill is emitted for --kernel bands only");
   }
+  std::vector<mapper::StepSequence> step;
+  if (vm.count("step")) {
+    if (vm.count("prefill"))
+      throw hw::InputError("--step and --prefill: give one (an entry T@C of --step with T > 1 is a prefill chunk)");
+    if (!vm["batch"].defaulted()) throw hw::InputError("--step and --batch: give one (--step lists the sequences)");
+    if (!vm["context"].defaulted())
+      throw hw::InputError("--step and --context: give one (each entry T@C of --step carries its context)");
+    step = mapper::parse_step(vm["step"].as<std::string>());
+    if (mo.placement == "auto") throw hw::InputError("--step maps with a given --placement, not auto");
+    if (mo.kernel != mapper::Kernel::Bands) throw hw::InputError("--step is emitted for --kernel bands only");
+    mo.step = step;
+    mo.batch = std::int64_t(step.size()), mo.context = 0;
+    for (const auto& q : step) mo.context = std::max(mo.context, q.context);
+  }
   if (mo.wafers < 1 || mo.wafers > 64) throw hw::InputError(fmt::format("--wafers {} must be between 1 and 64", mo.wafers));
   if (mo.weight_bits != 16 && mo.weight_bits != 8)
     throw hw::InputError(fmt::format("--weight-bits {} must be 16 or 8", mo.weight_bits));
@@ -311,6 +329,10 @@ int run_decode(const std::vector<std::string>& args) {
     tile_tracks.whole_wafer = false;
   }
   mapper::ModelConfig model = mapper::load_model(vm["model"].as<std::string>());
+  for (std::size_t j = 0; j < step.size(); ++j)
+    if (model.max_position > 0 && step[j].context > model.max_position)
+      throw hw::InputError(fmt::format("--step entry '{}@{}' (sequence {}) is beyond {}'s max_position_embeddings {} (refused)",
+                                       step[j].tokens, step[j].context, j + 1, model.name, model.max_position));
   if (model.max_position > 0 && mo.context > model.max_position)
     throw hw::InputError(fmt::format("--context {} is beyond {}'s max_position_embeddings {} (refused)", mo.context,
                                      model.name, model.max_position));
@@ -376,6 +398,8 @@ int run_decode(const std::vector<std::string>& args) {
     pre = run_prefill(*simulator, point, fabric, max_chunk);
     mapping = std::move(pre->mapping);
     point.options.tokens = pre->chunks.back().tokens;
+  } else if (!step.empty()) {
+    mapping = map_mixed(point, fabric);
   } else if (from_search) {
     mapping = std::move(searched->chosen_run->mapping);
   } else {
@@ -401,12 +425,13 @@ int run_decode(const std::vector<std::string>& args) {
                                       : emulate_point(*simulator, point, fabric, mapping);
 
   // ---- report --------------------------------------------------------------------------------------
-  traces::Report rep(pre ? "prefill step" : "decode step");
+  traces::Report rep(pre ? "prefill step" : !step.empty() ? "mixed step" : "decode step");
   auto& cfg = rep.section("config", "configuration");
   cfg.add_text("wafer", spec.name);
   cfg.add_text("model", model.name);
-  cfg.add_int("context", mo.context, "tokens");
-  cfg.add_int("batch", mo.batch, "sequences");
+  cfg.add_int("context", mo.context, "tokens", step.empty() ? "" : "the step's largest context");
+  cfg.add_int("batch", mo.batch, "sequences", step.empty() ? "" : "sequences in the step");
+  if (!step.empty()) cfg.add_text("step", mapper::to_string(step), "a mixed step: new tokens @ context, per sequence");
   if (pre) cfg.add_int("prefill_tokens", prefill, "tokens", "new tokens per sequence, the last at position context");
   cfg.add_text("placement", mapping.placement);
   cfg.add_text("kernel", mapper::to_string(mo.kernel));
@@ -439,6 +464,22 @@ int run_decode(const std::vector<std::string>& args) {
                             "one after another; the breakdown below sums them");
     for (const auto& c : pre->chunks)
       ct.rows.push_back({c.first, c.tokens, c.context, std::int64_t(c.latency), spec.cycles_to_us(double(c.latency))});
+  } else if (!step.empty()) {
+    std::int64_t tokens = 0, decode = 0;
+    for (const auto& q : step) tokens += q.tokens, decode += q.tokens == 1;
+    rep.add_int("latency_cycles", std::int64_t(res.latency), "cycles", "the whole step: every sequence, layer and wafer");
+    rep.add("latency_us", us, "us", "the whole step (each sequence's new tokens all come out of it)");
+    rep.add("tokens_per_s_aggregate", us > 0 ? 1e6 * double(tokens) / us : 0.0, "tokens/s", "new tokens of every sequence");
+    auto& mx = rep.section("mixed", "a mixed step: decode tokens and prefill chunks of several sequences at once");
+    mx.add_int("sequences", std::int64_t(step.size()), "sequences");
+    mx.add_int("decode_sequences", decode, "sequences", "one new token each");
+    mx.add_int("prefill_sequences", std::int64_t(step.size()) - decode, "sequences", "a chunk of more than one token each");
+    mx.add_int("step_tokens", tokens, "tokens", "new tokens of every sequence: what goes through each GEMV");
+    auto& st = mx.add_table("per_sequence", {"sequence", "kind", "tokens", "context [tokens]", "tokens/s"},
+                            "each sequence's new tokens (the last at position context) and its rate in this step");
+    for (std::size_t j = 0; j < step.size(); ++j)
+      st.rows.push_back({std::int64_t(j + 1), std::string(step[j].tokens == 1 ? "decode" : "prefill"), step[j].tokens,
+                         step[j].context, us > 0 ? 1e6 * double(step[j].tokens) / us : 0.0});
   } else {
     rep.add_int("latency_cycles", std::int64_t(res.latency), "cycles", "one token, every layer, every wafer");
     rep.add("latency_us", us, "us", "latency per token");

@@ -114,6 +114,49 @@ bool too_big(const hw::InputError& e) {
 }
 }  // namespace
 
+mapper::Mapping map_mixed(const DecodePoint& p, const noc::Fabric& fabric) {
+  const std::vector<mapper::StepSequence>& step = p.options.step;
+  if (step.empty()) throw std::logic_error("map_mixed: not a mixed step");
+  try {
+    return map_point(p, fabric);
+  } catch (const hw::InputError& e) {
+    if (!too_big(e)) throw;
+    // The largest prefill part: how many of its tokens fit beside the others (a binary search over mappings)?
+    const std::size_t j = std::size_t(std::max_element(step.begin(), step.end(), [](const auto& a, const auto& b) {
+                                        return a.tokens < b.tokens;
+                                      }) - step.begin());
+    const std::int64_t T = step[j].tokens, C = step[j].context;
+    DecodePoint q = p;
+    auto maps = [&](std::int64_t t) {
+      q.options.step[j] = {t, C};
+      try {
+        map_point(q, fabric);
+        return true;
+      } catch (const hw::InputError& x) {
+        if (!too_big(x)) throw;
+        return false;
+      }
+    };
+    // The mapper's reason without its remedy for a model that does not fit at all (weights, wafers).
+    std::string why = e.what();
+    if (const std::size_t cut = why.find(". The model's weights"); cut != std::string::npos) why.resize(cut);
+    if (T == 1 || !maps(1))
+      throw hw::InputError(fmt::format("--step {} does not fit, even with one token per sequence: {}",
+                                       mapper::to_string(step), e.what()));
+    std::int64_t lo = 1, hi = T;  // lo maps, hi does not
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      (maps(mid) ? lo : hi) = mid;
+    }
+    std::vector<mapper::StepSequence> first = step;
+    first[j] = {lo, C - T + lo};
+    throw hw::InputError(fmt::format(
+        "--step {} does not fit in SRAM: at most {} of the {} tokens of sequence {} ({}@{}) fit beside the others; run "
+        "its prefill in chunks, the first being --step {} (the mapper: {})",
+        mapper::to_string(step), lo, T, j + 1, T, C, mapper::to_string(first), why));
+  }
+}
+
 void add_step(sim::StepResult& a, const sim::StepResult& b) {
   a.latency += b.latency;
   a.latency_us += b.latency_us;

@@ -96,6 +96,11 @@ struct PrefillCache {
 };
 PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric,
                        std::int64_t max_chunk = 0, PrefillCache* cache = nullptr);
+// A mixed step (p.options.step, docs/mapping.md section 3d) mapped onto `fabric`. Where it does not fit
+// (SRAM), InputError naming --step with how many tokens of its largest prefill part fit beside the other
+// sequences (a binary search over mappings), so that prefill can run in chunks; a step is not chunked here.
+mapper::Mapping map_mixed(const DecodePoint& p, const noc::Fabric& fabric);
+
 // Adds b's latency and critical-path figures (causes, per layer, per operator by name, work) into a.
 void add_step(sim::StepResult& a, const sim::StepResult& b);
 

@@ -322,16 +322,34 @@ Output from_decode(const json& r, const std::string& source) {
   const json& cfg = r["config"];
   const json& bd = r["breakdown"];
   std::string b;
-  const std::string title = fmt::format("{} on {}: decode step", text(cfg, "model"), text(cfg, "wafer"));
+  const bool mixed = r.contains("mixed") && r["mixed"].is_object();  // decode --step (docs/mapping.md 3d)
+  const std::string title =
+      fmt::format("{} on {}: {}", text(cfg, "model"), text(cfg, "wafer"), mixed ? "mixed step " + text(cfg, "step") : "decode step");
   b += "<h1>" + esc(title) + "</h1>";
-  b += fmt::format(R"(<p class="kpi">latency <b>{} µs</b> per token ({} cycles), {} tokens/s per user, {} tokens/s for the batch</p>)",
-                   num(value(r, "latency_us")), num(value(r, "latency_cycles")), num(value(r, "tokens_per_s")),
-                   num(value(r, "tokens_per_s_aggregate")));
+  if (mixed)
+    b += fmt::format(R"(<p class="kpi">latency <b>{} µs</b> for the step ({} cycles): {} new tokens of {} sequences, {} tokens/s</p>)",
+                     num(value(r, "latency_us")), num(value(r, "latency_cycles")), num(value(r["mixed"], "step_tokens")),
+                     num(value(r["mixed"], "sequences")), num(value(r, "tokens_per_s_aggregate")));
+  else
+    b += fmt::format(R"(<p class="kpi">latency <b>{} µs</b> per token ({} cycles), {} tokens/s per user, {} tokens/s for the batch</p>)",
+                     num(value(r, "latency_us")), num(value(r, "latency_cycles")), num(value(r, "tokens_per_s")),
+                     num(value(r, "tokens_per_s_aggregate")));
   b += "<p class=note>from " + esc(source) + " (wafer-emu report; docs/report.md)</p>";
   {
     std::vector<std::vector<std::string>> rows;
     for (auto it = cfg.begin(); it != cfg.end(); ++it) rows.push_back({it.key(), text(cfg, it.key())});
     b += "<h2>Configuration</h2>" + table({"setting", "value"}, rows);
+  }
+  if (mixed && r["mixed"].contains("per_sequence") && r["mixed"]["per_sequence"].is_array()) {
+    std::vector<std::vector<std::string>> rows;
+    for (const json& q : r["mixed"]["per_sequence"]) {
+      auto cell = [&](const char* k) {
+        if (!q.is_object() || !q.contains(k)) return std::string("-");
+        return q[k].is_string() ? q[k].get<std::string>() : q[k].is_number() ? num(q[k].get<double>()) : std::string("-");
+      };
+      rows.push_back({cell("sequence"), cell("kind"), cell("tokens"), cell("context [tokens]")});
+    }
+    b += "<h2>Sequences of the step</h2>" + table({"sequence", "kind", "new tokens", "context [tokens]"}, rows);
   }
 
   // Causes: the per-layer table's columns in cycles but its total.

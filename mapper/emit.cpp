@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 
 #include "hw/error.h"
@@ -96,7 +97,16 @@ RowKey row_key(const StageSpec& s, const EmitParams& p, std::int32_t r) {
   k.v[0] = r == 0, k.v[1] = r == h - 1;
   std::int64_t dim = (s.kind == StageKind::Gemv || s.kind == StageKind::Norm) ? s.k : p.model->hidden;
   k.v[2] = split(dim, h, r);
-  if (has_attention(s.kind)) {
+  if (has_attention(s.kind) && !p.step.empty()) {
+    // A mixed step: each sequence's share of this row, as below for a uniform step.
+    for (const auto& q : p.step) {
+      const std::int64_t pos = split(q.context, h, r);
+      const std::int64_t start = r * (q.context / h) + std::min<std::int64_t>(r, q.context % h);
+      const std::int64_t first = q.context - q.tokens + 1 - start;
+      k.seq.push_back(pos);
+      k.seq.push_back(q.tokens > 1 ? std::max(std::min(first, pos), -q.tokens) : 0);
+    }
+  } else if (has_attention(s.kind)) {
     k.v[3] = split(p.context, h, r);
     if (p.tokens > 1) {
       // Causal attention of a T-token step: token t attends positions [0, C - T + 1 + t); this row holds
@@ -148,6 +158,12 @@ class Builder : FragmentBuilder {
     out_color_ = firmware::Color(rk.v[10]);
     first_ = ck.v[0], res_ = ck.v[1], seg_first_ = ck.v[2], seg_last_ = ck.v[3], segw_ = ck.v[4];
     kvh_ = ck.v[5], dims_ = ck.v[6], Ii_ = ck.v[7], Vi_ = ck.v[8], Ni_ = ck.v[9], collect_dx_ = ck.v[10];
+    if (!p.step.empty()) {  // a mixed step: every sequence's new tokens go through the per-token work
+      seq_ = rk.seq;
+      S_ = p.sequences();
+      B_ = s.kind == StageKind::Head ? S_ : p.token_vectors();
+      T_ = 0;
+    }
   }
 
   Fragment build() {
@@ -274,40 +290,58 @@ class Builder : FragmentBuilder {
     const ModelConfig& m = *p_.model;
     const std::int64_t G = m.group();
     op_ = kOpAttention;
-    sat_add(f_.sram.kv_cache, 2 * pos_ * dims_ * S_ * kActivationBytes);
     // Positions of this row each token attends (causal): (count, tokens with that count), in token order.
-    // A decode step: one token attending all pos_ positions. P = (token, position) pairs on this row.
+    // A decode step: one token attending all pos_ positions. P = (token, position) pairs on this row, per
+    // sequence (times `seqs`, the sequences alike); a mixed step counts every sequence's pairs in P (seqs = 1)
+    // and its groups merge the tokens of all sequences that attend as many positions of the row.
     std::vector<std::pair<std::int64_t, std::int64_t>> groups;
-    std::int64_t P = 0;
-    for (std::int64_t t = 0; t < T_; ++t) {
-      const std::int64_t c = T_ == 1 ? pos_ : std::clamp<std::int64_t>(causal_ + t, 0, pos_);
-      P += c;
-      if (!groups.empty() && groups.back().first == c) ++groups.back().second;
-      else groups.push_back({c, 1});
+    std::int64_t P = 0, seqs = S_, kv_pos = pos_ * S_;  // kv_pos: positions of the KV caches this row holds
+    if (seq_.empty()) {
+      for (std::int64_t t = 0; t < T_; ++t) {
+        const std::int64_t c = T_ == 1 ? pos_ : std::clamp<std::int64_t>(causal_ + t, 0, pos_);
+        P += c;
+        if (!groups.empty() && groups.back().first == c) ++groups.back().second;
+        else groups.push_back({c, 1});
+      }
+    } else {
+      seqs = 1, kv_pos = 0;
+      std::map<std::int64_t, std::size_t> group_of;  // count -> its group, groups in order of first appearance
+      for (std::size_t j = 0; j < p_.step.size(); ++j) {
+        const std::int64_t T = p_.step[j].tokens, pos = seq_[2 * j], causal = seq_[2 * j + 1];
+        kv_pos += pos;
+        for (std::int64_t t = 0; t < T; ++t) {
+          const std::int64_t c = T == 1 ? pos : std::clamp<std::int64_t>(causal + t, 0, pos);
+          P += c;
+          const auto [g, added] = group_of.try_emplace(c, groups.size());
+          if (added) groups.push_back({c, 1});
+          else ++groups[g->second].second;
+        }
+      }
     }
+    sat_add(f_.sram.kv_cache, 2 * kv_pos * dims_ * kActivationBytes);
     const std::int64_t tok = B_;  // per-token multiplier; the pairs below already count the tokens
     const std::int64_t sv = P * G * kvh_;  // scores of this row's pairs, for the segment's query heads
-    sat_add(f_.sram.activations, (sv * S_ + G * dims_ * tok) * kActivationBytes);
+    sat_add(f_.sram.activations, (sv * seqs + G * dims_ * tok) * kActivationBytes);
     Ix t = task(color::kColIn);
-    B_ = S_;
+    B_ = seqs;
     for (const auto& [c, n] : groups) matvec(t, G * dims_ * n, c);  // per token, query head, dim: q x a K column
     row_reduce(t, sv, seg_first_, seg_last_, segw_, [&](Ix e) {
-      B_ = S_;
+      B_ = seqs;
       op(e, OpKind::Max, sv);
       B_ = tok;
       col_chain(e, G * kvh_, OpKind::Max, {});  // per token and query head
       Ix t2 = task(color::kBcast);
-      B_ = S_;
+      B_ = seqs;
       op(t2, OpKind::Exp, sv);
       op(t2, OpKind::Sum, sv);
       B_ = tok;
       col_chain(t2, G * kvh_, OpKind::Add, {{OpKind::Mul, G * kvh_}});
       Ix t3 = task(color::kBcast);
-      B_ = S_;
+      B_ = seqs;
       op(t3, OpKind::Mul, sv);
       send(t3, color::kRowIn, sv, row_seg());
     });
-    B_ = S_;
+    B_ = seqs;
     Ix pv = task(color::kRowIn);
     matvec(pv, G * P, dims_);  // per pair and query head: its weight times that V row
     B_ = tok;
@@ -483,6 +517,7 @@ class Builder : FragmentBuilder {
   bool top_ = false, bot_ = false, first_ = false, res_ = false, seg_first_ = false, seg_last_ = false;
   std::int64_t Hr_ = 0, pos_ = 0, arr_ = 1, collect_dy_ = 0, segw_ = 1, kvh_ = 0, dims_ = 0, Ii_ = 0, Vi_ = 0;
   std::int64_t Ni_ = 0, collect_dx_ = 0, causal_ = 0;
+  std::vector<std::int64_t> seq_;  // RowKey::seq (a mixed step)
   Dest out_;
   firmware::Color out_color_ = color::kResIn;
   std::int64_t streamed_weights_ = 0;
@@ -646,7 +681,7 @@ void Emitter::add(const StageSpec& s) {
     t.trigger = color::kRelay;
     t.layer = s.layer;
     t.op = s.kind == StageKind::Head ? kOpFinalNorm : kOpLayernorm;
-    const std::int64_t vectors = p_.batch * (s.kind == StageKind::Head ? 1 : p_.tokens);
+    const std::int64_t vectors = s.kind == StageKind::Head ? p_.sequences() : p_.token_vectors();
     std::int64_t bytes = split(p_.model->hidden, r.h, y) * vectors * kActivationBytes;
     std::uint32_t wl = std::uint32_t(std::max<std::int64_t>(1, (bytes + p_.spec->wavelet_bytes - 1) / p_.spec->wavelet_bytes));
     t.sends.push_back({color::kResIn, wl, {Dest::Kind::Tile, s.region.mirrored ? -k : k, 0, 1}});

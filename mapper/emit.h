@@ -81,7 +81,18 @@ struct EmitParams {
   const ModelConfig* model = nullptr;
   std::int64_t batch = 1, context = 1;
   std::int64_t tokens = 1;        // new tokens per sequence (MapOptions::tokens)
+  // A mixed step (MapOptions::step): each sequence's tokens and context; batch = its size, tokens = 1 and
+  // context = its largest context then. Empty: batch sequences of `tokens` tokens at `context`.
+  std::vector<StepSequence> step;
   std::int64_t weight_bytes = 2;  // per parameter
+  // Sequences in the step, and token vectors through every per-token operator (their new tokens summed).
+  std::int64_t sequences() const { return step.empty() ? batch : std::int64_t(step.size()); }
+  std::int64_t token_vectors() const {
+    if (step.empty()) return batch * tokens;
+    std::int64_t n = 0;
+    for (const auto& q : step) n += q.tokens;
+    return n;
+  }
   Kernel kernel = Kernel::Bands;
   AllreduceAlgo allreduce = AllreduceAlgo::Tree;  // meshgemv
   std::int32_t group = 0;                         // meshgemv, tree: tiles per group (0: sqrt of the line)
@@ -90,6 +101,9 @@ struct EmitParams {
 // Per-tile facts a fragment depends on (so equal keys give equal fragments).
 struct RowKey {
   std::array<std::int64_t, 12> v{};  // v[11]: causal offset of a T-token step (kept by reduced())
+  // A mixed step (EmitParams::step): per sequence, the positions of its KV cache this row holds and what its
+  // first new token attends of them (as v[3] and v[11] for a uniform step); empty otherwise. Kept by reduced().
+  std::vector<std::int64_t> seq;
   friend bool operator==(const RowKey&, const RowKey&) = default;
 };
 struct ColKey {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "hw/error.h"
 #include "mapper/emit.h"
 #include "mapper/mapper.h"
@@ -17,11 +19,13 @@ void check_region(const hw::WaferSpec& spec, hw::Rect r) {
 }
 
 firmware::Image run(const hw::WaferSpec& spec, const ModelConfig& model, detail::StageSpec s, std::int64_t batch,
-                    std::int64_t context, std::uint16_t done_arrivals, std::int64_t tokens = 1) {
+                    std::int64_t context, std::uint16_t done_arrivals, std::int64_t tokens = 1,
+                    const std::vector<StepSequence>& step = {}) {
   check_region(spec, s.region.rect);
   detail::EmitParams ep;
   ep.spec = &spec, ep.model = &model, ep.batch = batch, ep.context = context, ep.weight_bytes = 2;
   ep.tokens = tokens;
+  ep.step = step;
   detail::Emitter em(ep, spec.logical());
   s.in_arrivals.assign(std::size_t(s.region.rect.h), 1);
   em.add(s);
@@ -92,6 +96,31 @@ firmware::Image map_attention(const hw::WaferSpec& spec, hw::Rect region, const 
     std::int64_t dims = ck.v[6];
     img.start.push_back({{region.x0 + i, region.y0 + region.h - 1}, detail::color::kLocal,
                          wavelets(spec, (model.group() + 2) * dims, batch * tokens)});
+  }
+  return img;
+}
+
+firmware::Image map_attention(const hw::WaferSpec& spec, hw::Rect region, const ModelConfig& model,
+                              const std::vector<StepSequence>& step) {
+  if (step.empty()) throw hw::InputError("map_attention: a mixed step needs at least one sequence");
+  std::int64_t context = 0, vectors = 0;
+  for (const auto& q : step) {
+    if (q.tokens < 1 || q.tokens > q.context)
+      throw hw::InputError("map_attention: tokens must be between 1 and the context of their sequence");
+    context = std::max(context, q.context), vectors += q.tokens;
+  }
+  detail::StageSpec s;
+  s.kind = detail::StageKind::Attention;
+  s.name = "attention";
+  s.region = {region, false};
+  s.out = detail::OutKind::Collect;
+  firmware::Image img = run(spec, model, s, std::int64_t(step.size()), context, std::uint16_t(region.w), 1, step);
+  detail::EmitParams ep;
+  ep.spec = &spec, ep.model = &model, ep.batch = std::int64_t(step.size()), ep.context = context, ep.step = step;
+  for (std::int32_t i = 0; i < region.w; ++i) {
+    detail::ColKey ck = detail::col_key(s, ep, i);
+    img.start.push_back({{region.x0 + i, region.y0 + region.h - 1}, detail::color::kLocal,
+                         wavelets(spec, (model.group() + 2) * ck.v[6], vectors)});
   }
   return img;
 }

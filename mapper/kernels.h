@@ -10,10 +10,12 @@
 // Local frame: column i = 0 .. w-1 from west to east (E = w-1 is the residual column), row r = 0 .. h-1
 // from north to south. Values are fp16 (2 bytes), wavelets = ceil(values x batch x 2 / wavelet_bytes).
 #include <cstdint>
+#include <vector>
 
 #include "firmware/program.h"
 #include "hw/coord.h"
 #include "hw/wafer_spec.h"
+#include "mapper/mapper.h"
 #include "mapper/model_config.h"
 
 namespace wafer::mapper {
@@ -53,5 +55,12 @@ firmware::Image map_rmsnorm(const hw::WaferSpec& spec, hw::Rect region, std::int
 // parts (rope, append, q, the max / sum chains, the output) are done T times.
 firmware::Image map_attention(const hw::WaferSpec& spec, hw::Rect region, const ModelConfig& model,
                               std::int64_t context, std::int64_t batch = 1, std::int64_t tokens = 1);
+// The same for a mixed step (MapOptions::step): per sequence j its own rows' share of its context (pos_rj,
+// positions [start_rj, start_rj + pos_rj)) and causal counts c_jt as above; a row's scores GEMV does one op
+// per distinct count over all sequences (G x dims_i x the tokens with that count vector ops of c), softmax
+// and P.V over the pairs of every sequence, its KV cache holds every sequence's positions; the per-token
+// parts are done once per new token of every sequence.
+firmware::Image map_attention(const hw::WaferSpec& spec, hw::Rect region, const ModelConfig& model,
+                              const std::vector<StepSequence>& step);
 
 }  // namespace wafer::mapper

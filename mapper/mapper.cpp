@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <system_error>
 
 #include "firmware/validate.h"
 #include "hw/error.h"
@@ -50,6 +52,42 @@ AllreduceAlgo parse_allreduce(std::string_view s) {
   if (s == "centre") return AllreduceAlgo::Centre;
   if (s == "tree") return AllreduceAlgo::Tree;
   throw InputError(fmt::format("--allreduce '{}': expected chain, centre or tree", s));
+}
+
+std::vector<StepSequence> parse_step(std::string_view s) {
+  if (s.empty()) throw InputError("--step '': expected a list of TOKENS@CONTEXT, e.g. 1@4096,1@2048,128@512");
+  std::vector<StepSequence> out;
+  for (std::size_t at = 0;;) {
+    const std::size_t comma = std::min(s.find(',', at), s.size());
+    const std::string_view e = s.substr(at, comma - at);
+    const std::size_t sep = e.find('@');
+    StepSequence q;
+    auto number = [](std::string_view n, std::int64_t& v) {
+      if (n.empty() || n.front() == '+' || n.front() == '-') return false;
+      const auto r = std::from_chars(n.data(), n.data() + n.size(), v);
+      return r.ec == std::errc() && r.ptr == n.data() + n.size();
+    };
+    if (sep == std::string_view::npos || !number(e.substr(0, sep), q.tokens) || !number(e.substr(sep + 1), q.context))
+      throw InputError(fmt::format("--step entry '{}' (sequence {}): expected TOKENS@CONTEXT, e.g. 128@512", e,
+                                   out.size() + 1));
+    if (q.tokens < 1 || q.context < 1)
+      throw InputError(fmt::format("--step entry '{}' (sequence {}): tokens and context must be at least 1", e,
+                                   out.size() + 1));
+    if (q.tokens > q.context)
+      throw InputError(fmt::format("--step entry '{}' (sequence {}): {} new tokens are more than its context {} holds",
+                                   e, out.size() + 1, q.tokens, q.context));
+    out.push_back(q);
+    if (out.size() > 65536) throw InputError("--step: more than 65536 sequences");
+    if (comma == s.size()) break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+std::string to_string(const std::vector<StepSequence>& step) {
+  std::string s;
+  for (const auto& q : step) s += fmt::format("{}{}@{}", s.empty() ? "" : ",", q.tokens, q.context);
+  return s;
 }
 
 std::int64_t program_bytes(const firmware::Program& p) {
@@ -151,9 +189,28 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mo
 namespace {
 // `suggest`: a refusal for lack of SRAM names the fewest wafers (up to 64) that do map, found by mapping
 // with them (so the suggestion is never refused in turn); false while probing.
-Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const ModelConfig& model, const MapOptions& opt,
-                 bool suggest) {
+Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const ModelConfig& model,
+                 const MapOptions& options, bool suggest) {
   // ---- options -------------------------------------------------------------------------------------
+  const bool mixed = !options.step.empty();
+  MapOptions opt = options;
+  if (mixed) {  // what the reports show of a mixed step (MapOptions::step)
+    opt.batch = std::int64_t(opt.step.size()), opt.tokens = 1, opt.context = 0;
+    for (const auto& q : opt.step) opt.context = std::max(opt.context, q.context);
+  }
+  if (mixed) {
+    if (opt.step.size() > 65536) throw InputError(fmt::format("a step of {} sequences: at most 65536", opt.step.size()));
+    for (std::size_t j = 0; j < opt.step.size(); ++j) {
+      const StepSequence& q = opt.step[j];
+      if (q.tokens < 1 || q.context < 1 || q.tokens > q.context)
+        throw InputError(fmt::format("step sequence {} ({}@{}): need 1 <= tokens <= context", j + 1, q.tokens, q.context));
+      if (model.max_position > 0 && q.context > model.max_position)
+        throw InputError(fmt::format("step sequence {} ({}@{}) exceeds {}'s max_position_embeddings {}: refusing",
+                                     j + 1, q.tokens, q.context, model.name, model.max_position));
+      if (q.context > (std::int64_t(1) << 26)) throw InputError(fmt::format("context {} is absurdly long", q.context));
+    }
+    if (opt.kernel == Kernel::MeshGemv) throw InputError("a mixed step (--step) is emitted for --kernel bands only");
+  }
   if (opt.batch < 1 || opt.batch > 65536)
     throw InputError(fmt::format("batch = {}: must be between 1 and 65536 sequences", opt.batch));
   if (opt.context < 1) throw InputError(fmt::format("context = {}: at least one position is needed", opt.context));
@@ -191,12 +248,19 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
   out.model = model;
   detail::EmitParams ep;
   ep.spec = &spec, ep.model = &model, ep.batch = opt.batch, ep.context = opt.context, ep.tokens = opt.tokens;
+  ep.step = opt.step;
   ep.weight_bytes = opt.weight_bits / 8;
   ep.kernel = opt.kernel, ep.allreduce = opt.allreduce, ep.group = opt.group;
   const bool mesh = opt.kernel == Kernel::MeshGemv;
 
   // ---- stages and their bytes -------------------------------------------------------------------------
-  const LayerGraph graph = build_graph(model, opt.batch, opt.context);
+  // (A mixed step keeps the sum of its contexts in its KV cache: what a batch of one at that context keeps.)
+  std::int64_t kv_positions = 0;
+  for (const auto& q : opt.step) kv_positions += q.context;
+  const LayerGraph graph = mixed ? build_graph(model, 1, kv_positions) : build_graph(model, opt.batch, opt.context);
+  // How a refusal names the step.
+  const std::string at_step = mixed ? fmt::format("in the mixed step {}", to_string(opt.step))
+                                    : fmt::format("at context {}, batch {}", opt.context, opt.batch);
   // Stages and what each stores, from the layer graph.
   std::vector<StagePlan> plans;
   for (const std::string& st : graph.stages) {
@@ -349,9 +413,9 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
                                       kb(u.kv_cache), kb(u.activations), kb(u.code));
       if (opt.weights == WeightMode::Resident) {
         throw InputError(fmt::format(
-            "{} at context {}, batch {} ({}); a tile has {}{}. The model's weights are {} at {}-bit against {} of "
+            "{} {} ({}); a tile has {}{}. The model's weights are {} at {}-bit against {} of "
             "SRAM on one wafer; try {}",
-            where, opt.context, opt.batch, parts, kb(cap),
+            where, at_step, parts, kb(cap),
             over > gr.size() ? fmt::format(" ({} of {} stages on this wafer do not fit)", over, specs.size()) : "",
             gb(double(total_weights)), opt.weight_bits, gb(wafer_sram), remedy()));
       }
@@ -367,11 +431,11 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       firmware::SramUse after = group_need(gr);
       if (after.total() > cap)
         throw InputError(fmt::format(
-            "even with its weights streamed, {} needs {} of SRAM per tile at context {}, batch {} (KV cache {}, "
+            "even with its weights streamed, {} needs {} of SRAM per tile {} (KV cache {}, "
             "activations {}, code {}, resident norm weights {}); a tile has {}; try a shorter --context, a smaller "
             "--batch or --wafers {}",
             gr.size() == 1 ? worst.name : fmt::format("the shared region of {} stages", gr.size()),
-            kb(after.total()), opt.context, opt.batch, kb(after.kv_cache), kb(after.activations), kb(after.code),
+            kb(after.total()), at_step, kb(after.kv_cache), kb(after.activations), kb(after.code),
             kb(after.weights), kb(cap), suggest_wafers()));
     }
     std::int64_t streamed_stages = 0;
@@ -422,10 +486,10 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       inj.tile = {detail::residual_x(f.region), f.region.rect.y0 + r};
       if (f.kind == StageKind::Embedding) {
         inj.color = detail::color::kToken;
-        inj.wavelets = std::uint32_t(std::max<std::int64_t>(1, opt.batch * opt.tokens * 4 / spec.wavelet_bytes));
+        inj.wavelets = std::uint32_t(std::max<std::int64_t>(1, ep.token_vectors() * 4 / spec.wavelet_bytes));
       } else {
         inj.color = detail::color::kResIn;
-        const std::int64_t vectors = opt.batch * (f.kind == StageKind::Head ? 1 : opt.tokens);
+        const std::int64_t vectors = f.kind == StageKind::Head ? ep.sequences() : ep.token_vectors();
         std::int64_t bytes = detail::split(model.hidden, f.region.rect.h, r) * vectors * kActivationBytes;
         inj.wavelets = std::uint32_t(std::max<std::int64_t>(1, (bytes + spec.wavelet_bytes - 1) / spec.wavelet_bytes));
       }
@@ -455,7 +519,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     wr.programs = img.programs.size();
     wr.streamed_bytes_per_token = em.stream_bytes();
     wr.io_channels_used = std::min<std::int64_t>(spec.io_channels, streamed_stages);
-    wr.egress_bytes_per_token = w + 1 < opt.wafers ? model.hidden * opt.batch * opt.tokens * kActivationBytes : 0;
+    wr.egress_bytes_per_token = w + 1 < opt.wafers ? model.hidden * ep.token_vectors() * kActivationBytes : 0;
     if (wr.sram_max > spec.sram_bytes)
       throw InputError(fmt::format("wafer {}: a tile needs {} of SRAM; a tile has {}; try {}", w,
                                    kb(double(wr.sram_max)), kb(cap), remedy()));

@@ -4,6 +4,7 @@
 // the report shows. Pure code: no SystemC. docs/mapping.md explains the partition, strategies and budgets.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "firmware/program.h"
@@ -41,6 +42,17 @@ enum class AllreduceAlgo : std::uint8_t {
 const char* to_string(AllreduceAlgo a);
 AllreduceAlgo parse_allreduce(std::string_view s);  // "chain" | "centre" | "tree"; InputError otherwise
 
+// One sequence of a mixed step (MapOptions::step): `tokens` new tokens, the last at position `context`
+// (1 token: a decode token; more: a prefill chunk ending at `context`, causal).
+struct StepSequence {
+  std::int64_t tokens = 1, context = 1;
+  friend bool operator==(const StepSequence&, const StepSequence&) = default;
+};
+// "T@C,T@C,...": InputError naming --step and the entry when malformed (checks syntax, 1 <= T <= C and
+// that the list is not empty; the model's limit is the mapper's).
+std::vector<StepSequence> parse_step(std::string_view s);
+std::string to_string(const std::vector<StepSequence>& step);  // "1@4096,128@512"
+
 struct MapOptions {
   std::string placement = "layer-bands";  // a registered placement strategy (placement_names())
   std::int64_t context = 4096;            // KV-cache length C (positions attended, incl. the new token)
@@ -50,6 +62,11 @@ struct MapOptions {
   // context - T + 1 + t positions (causal). Every per-token operator does T token vectors per sequence; the
   // head (final norm, LM head, argmax) runs on each sequence's last token only. Bands kernel only.
   std::int64_t tokens = 1;
+  // A mixed step (continuous batching): sequences each with their own new tokens and context, their token
+  // vectors going through every GEMV together, attention per sequence over its own KV cache (causal within
+  // a chunk). Non-empty: it replaces batch, tokens and context (batch = its size, context = its largest
+  // context, tokens = 1 are what the mapping's reports show). Bands kernel only. docs/mapping.md section 3d.
+  std::vector<StepSequence> step;
   int weight_bits = 16;                   // 16 (default) or 8
   WeightMode weights = WeightMode::Resident;
   int wafers = 1;                         // > 1: the stages are split into a pipeline of wafers

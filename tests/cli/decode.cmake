@@ -115,3 +115,37 @@ wafer_cli_test(decode_prefill_meshgemv --exit 2 --one-line-error --stderr "--pre
 wafer_cli_test(decode_chunk_alone --exit 2 --one-line-error --stderr "--chunk needs --prefill T" -- ${WAFER_EMU} decode ${TINY} --chunk 4)
 wafer_cli_test(decode_prefill_chunks --stdout "ttft_us" --stdout "chunk_tokens +8 tokens" --stdout "chunks +4 chunks"
   -- ${WAFER_EMU} decode ${TINY} --prefill 32 --chunk 8)
+
+# decode --step (a mixed step, docs/mapping.md section 3d): the uniform steps it generalises, its parts alone
+# (mixed_check.py), the report, and bad input.
+add_test(NAME cli.decode_mixed_check COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/mixed_check.py ${WAFER_EMU} ${OUT}/mixed_check)
+wafer_cli_test(decode_mixed_report --stdout "mixed step" --stdout "step +1@64,8@32" --stdout "step_tokens +9 tokens"
+  --stdout "per_sequence" --stdout "prefill_sequences +1 sequences" -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64,8@32)
+# (through a shell: CMake drops an empty argument)
+wafer_cli_test(decode_step_empty --exit 2 --one-line-error --stderr "--step '': expected a list of TOKENS@CONTEXT"
+  -- sh -c "${WAFER_EMU} decode --wafer tiny --model tiny-llama --step ''")
+wafer_cli_test(decode_step_zero --exit 2 --one-line-error --stderr "--step entry '0@64' .sequence 2.: tokens and context must be at least 1"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64,0@64)
+wafer_cli_test(decode_step_beyond_context --exit 2 --one-line-error
+  --stderr "--step entry '65@64' .sequence 1.: 65 new tokens are more than its context 64 holds"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 65@64)
+wafer_cli_test(decode_step_malformed --exit 2 --one-line-error --stderr "--step entry '1x64' .sequence 2.: expected TOKENS@CONTEXT"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64,1x64)
+wafer_cli_test(decode_step_trailing --exit 2 --one-line-error --stderr "--step entry '' .sequence 2.: expected TOKENS@CONTEXT"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64,)
+wafer_cli_test(decode_step_max_position --exit 2 --one-line-error
+  --stderr "--step entry '1@1024' .sequence 2. is beyond tiny-llama's max_position_embeddings 512"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64,1@1024)
+wafer_cli_test(decode_step_prefill --exit 2 --one-line-error --stderr "--step and --prefill: give one"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64 --prefill 4)
+wafer_cli_test(decode_step_batch --exit 2 --one-line-error --stderr "--step and --batch: give one"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64 --batch 2)
+wafer_cli_test(decode_step_context --exit 2 --one-line-error --stderr "--step and --context: give one"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64 --context 64)
+wafer_cli_test(decode_step_meshgemv --exit 2 --one-line-error --stderr "--step is emitted for --kernel bands only"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64 --kernel meshgemv --placement whole-wafer)
+wafer_cli_test(decode_step_auto --exit 2 --one-line-error --stderr "--step maps with a given --placement, not auto"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64 --placement auto)
+wafer_cli_test(decode_step_sram --exit 2 --one-line-error
+  --stderr "--step 1@64,1@64,256@256 does not fit in SRAM: at most [0-9]+ of the 256 tokens of sequence 3 .256@256. fit beside the others.*the first being --step 1@64,1@64,[0-9]+@[0-9]+"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64,1@64,256@256)
