@@ -340,14 +340,14 @@ Output from_decode(const json& r, const std::string& source) {
     for (auto it = cfg.begin(); it != cfg.end(); ++it) rows.push_back({it.key(), text(cfg, it.key())});
     b += "<h2>Configuration</h2>" + table({"setting", "value"}, rows);
   }
-  if (mixed && r["mixed"].contains("per_sequence") && r["mixed"]["per_sequence"].is_array()) {
+  if (const ResultTable seqs = mixed ? result_table(r["mixed"], "per_sequence") : ResultTable{}; seqs.size() > 0) {
     std::vector<std::vector<std::string>> rows;
-    for (const json& q : r["mixed"]["per_sequence"]) {
-      auto cell = [&](const char* k) {
-        if (!q.is_object() || !q.contains(k)) return std::string("-");
-        return q[k].is_string() ? q[k].get<std::string>() : q[k].is_number() ? num(q[k].get<double>()) : std::string("-");
+    for (std::size_t i = 0; i < seqs.size(); ++i) {
+      auto cell = [&](const char* name, const char* unit) {
+        const json* v = seqs.cell(i, seqs.column(name, unit));
+        return !v ? std::string("-") : v->is_string() ? v->get<std::string>() : v->is_number() ? num(v->get<double>()) : std::string("-");
       };
-      rows.push_back({cell("sequence"), cell("kind"), cell("tokens"), cell("context [tokens]")});
+      rows.push_back({cell("sequence", ""), cell("kind", ""), cell("tokens", ""), cell("context", "tokens")});
     }
     b += "<h2>Sequences of the step</h2>" + table({"sequence", "kind", "new tokens", "context [tokens]"}, rows);
   }

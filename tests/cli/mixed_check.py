@@ -15,6 +15,9 @@ mixed_check.py WAFER_EMU OUTDIR
 """
 import json, os, shutil, subprocess, sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results import rows  # noqa: E402
+
 exe, out = sys.argv[1], sys.argv[2]
 shutil.rmtree(out, ignore_errors=True)
 os.makedirs(out)
@@ -83,7 +86,7 @@ mx = m2["mixed"]
 check(mx["sequences"]["value"] == 3 and mx["decode_sequences"]["value"] == 2 and mx["prefill_sequences"]["value"] == 1,
       f"sequence counts: {mx}")
 check(mx["step_tokens"]["value"] == 18, f"step tokens: {mx['step_tokens']}")
-got = [(r["sequence"], r["kind"], r["tokens"], r["context [tokens]"]) for r in mx["per_sequence"]]
+got = [(r["sequence"], r["kind"], r["tokens"], r["context [tokens]"]) for r in rows(mx["per_sequence"])]
 check(got == [(1, "decode", 1, 64), (2, "decode", 1, 32), (3, "prefill", 16, 64)], f"per_sequence: {got}")
 check(abs(m2["tokens_per_s_aggregate"]["value"] - 18e6 / m2["latency_us"]["value"]) < 1e-6 * 18e6 / m2["latency_us"]["value"],
       "aggregate tokens/s")

@@ -45,6 +45,7 @@ docs["decode"], text = run("decode", ["decode"] + TINY + ["--density", "20", "--
 docs["decode_prefill"], _ = run("decode_prefill", ["decode", "--wafer", "tiny", "--model", "tiny-llama", "--context",
                                                    "256", "--prefill", "256", "--chunk", "64"])
 docs["decode_auto"], _ = run("decode_auto", ["decode"] + TINY + ["--placement", "auto"])
+docs["decode_step"], _ = run("decode_step", ["decode", "--wafer", "tiny", "--model", "tiny-llama", "--step", "1@64,4@32"])
 docs["noc"], _ = run("noc", ["noc", "--wafer", "tiny", "--cycles", "300", "--rate", "0.05", "--seed", "3"])
 study = os.path.join(out, "study")
 docs["sweep"], _ = run("sweep", ["sweep", "--spec", os.path.join(data, "sweep_placement_tiny.json"), "--out", study,
@@ -65,6 +66,7 @@ for name, j in docs.items():
     ntables += sum(1 for _ in tables(j))
 want_tables = {"decode": ["/breakdown/per_layer", "/breakdown/per_op", "/breakdown/work_per_op", "/regions/layers"],
                "decode_prefill": ["/prefill/per_chunk"], "decode_auto": ["/search/candidates"],
+               "decode_step": ["/mixed/per_sequence"],
                "noc": ["/most_loaded_links"], "sweep": ["/settings", "/placements", "/best_placement", "/sensitivity"],
                "validate": ["/cases"], "validate_fit": ["/fit/parameters", "/fit/residuals"],
                "describe": ["/parameters"]}
