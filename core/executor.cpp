@@ -415,7 +415,7 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
 
 void Executor::credit(std::uint32_t slot, TileIndex tile, std::uint32_t k, Cycle when, Cycle tail, std::uint32_t burst) {
   Slot& sl = slots_[slot];
-  if (ru_.on && !ru_.done) touch(slot);
+  if (ru_.on && !ru_.done) touch(slot, tile);
   const bool first = sl.crit == kNone;
   if (first || when > sl.ready) sl.crit = burst, sl.ready = when;
   if (first || tail > sl.tail) sl.tail = tail;
@@ -543,12 +543,13 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     e = std::max(s + ti.body, slots_[slot].tail + costs_.stream_stage_latency);
   }
   if (ru_.on && !ru_.done) {
-    touch(slot);
+    touch(slot, tile);
     if (t.layer >= ru_.next && t.layer <= ru_.b) {
       if (t.layer == ru_.next && !ru_.pending) {  // the first task of this layer: a cut at the end of the cycle
+        // (every p-th layer: the run repeats in groups of p layers)
         ru_.pending = true;
         ru_.layer = t.layer;
-        ru_.next = t.layer + 1u;
+        ru_.next = t.layer + ru_.p;
         net_.pause_at(now + 1);
       } else {
         ru_.done = true;  // layers overlap in an unforeseen way: no reuse
@@ -852,7 +853,7 @@ void Executor::space_setup() {
     const std::int32_t y = std::int32_t(t / std::uint32_t(W)), l = pl[p];
     ylo[std::size_t(l)] = std::min(ylo[std::size_t(l)], y), yhi[std::size_t(l)] = std::max(yhi[std::size_t(l)], y);
   }
-  std::map<std::pair<std::uint32_t, std::uint32_t>, bool> alike;  // (program, program moved a layer on)
+  std::map<std::pair<std::uint32_t, std::uint32_t>, bool> alike;  // (program, program moved p layers on)
   auto programs_alike = [&](std::uint32_t p, std::uint32_t q) {
     auto [it, fresh] = alike.try_emplace({p, q}, false);
     if (!fresh) return it->second;
@@ -862,43 +863,64 @@ void Executor::space_setup() {
     for (std::size_t k = 0; k < x.size() && same; ++k) same = same_mod_layer(x[k], y[k]);
     return it->second = same;
   };
-  // dr[l]: layer l's band is layer l-1's moved dr[l] rows on (0: not).
-  std::vector<std::int32_t> dr(nl, 0);
-  for (std::size_t l = 1; l < nl; ++l) {
-    const std::int32_t d = ylo[l] - ylo[l - 1];
-    if (yhi[l - 1] < 0 || yhi[l] < 0 || d <= 0 || yhi[l - 1] - ylo[l - 1] >= d || yhi[l] - ylo[l] >= d ||
-        ylo[l] + d > H)
-      continue;
-    bool good = fabric_.rows_alike(ylo[l - 1], d, d);
-    const TileIndex from = TileIndex(ylo[l - 1]) * TileIndex(W), shift = TileIndex(d) * TileIndex(W);
-    std::uint32_t last_p = firmware::kIdle, last_q = firmware::kIdle;  // (neighbours mostly share programs)
-    for (TileIndex t = from; t < from + shift && good; ++t) {
-      const std::uint32_t p = image_.tile_program[t], q = image_.tile_program[t + shift];
-      if (p == last_p && q == last_q) continue;
-      if ((p == firmware::kIdle) != (q == firmware::kIdle)) good = false;
-      else if (p != firmware::kIdle)
-        good = pl[p] == std::int32_t(l - 1) && pl[q] == std::int32_t(l) && programs_alike(p, q);
-      last_p = p, last_q = q;
+  // Layers in groups of `per` from layer `o` on (a band per layer: per = 1; serpentine-bands, whose layers
+  // pair up in band rows flowing east and west in turn: per = 4, two band rows). Group g's rows: those of
+  // its layers' tiles. dr[g]: group g is group g-1 moved dr[g] rows on (0: not): the groups' rows do not
+  // overlap, and every tile of group g-1's rows and the tile dr rows on hold programs alike but for the
+  // layer (per layers on), or are both idle, on fabric rows alike.
+  struct Best {
+    std::size_t per = 0, a = 0, groups = 0;
+    std::int32_t dr = 0;
+    std::vector<std::int32_t> y;
+  } best;
+  for (std::size_t per = 1; per <= 4; ++per)
+    for (std::size_t o = 0; o < per && o < nl; ++o) {
+      const std::size_t ng = (nl - o) / per;
+      if (ng < 3 || (best.groups * best.per >= ng * per)) continue;
+      std::vector<std::int32_t> glo(ng, H), ghi(ng, -1);
+      for (std::size_t g = 0; g < ng; ++g)
+        for (std::size_t l = o + g * per; l < o + (g + 1) * per; ++l)
+          if (yhi[l] >= 0) glo[g] = std::min(glo[g], ylo[l]), ghi[g] = std::max(ghi[g], yhi[l]);
+      std::vector<std::int32_t> dr(ng, 0);
+      for (std::size_t g = 1; g < ng; ++g) {
+        const std::int32_t d = glo[g] - glo[g - 1];
+        if (ghi[g - 1] < 0 || ghi[g] < 0 || d <= 0 || ghi[g - 1] - glo[g - 1] >= d || ghi[g] - glo[g] >= d ||
+            glo[g] + d > H || !fabric_.rows_alike(glo[g - 1], d, d))
+          continue;
+        bool good = true;
+        const TileIndex from = TileIndex(glo[g - 1]) * TileIndex(W), shift = TileIndex(d) * TileIndex(W);
+        const std::int32_t l0 = std::int32_t(o + (g - 1) * per), l1 = l0 + std::int32_t(per);
+        std::uint32_t last_p = firmware::kIdle, last_q = firmware::kIdle;  // (neighbours mostly share programs)
+        for (TileIndex t = from; t < from + shift && good; ++t) {
+          const std::uint32_t p = image_.tile_program[t], q = image_.tile_program[t + shift];
+          if (p == last_p && q == last_q) continue;
+          if ((p == firmware::kIdle) != (q == firmware::kIdle)) good = false;
+          else if (p != firmware::kIdle)
+            good = pl[p] >= l0 && pl[p] < l1 && pl[q] == pl[p] + std::int32_t(per) && programs_alike(p, q);
+          last_p = p, last_q = q;
+        }
+        if (good) dr[g] = d;
+      }
+      // The longest run of groups with one move throughout.
+      std::vector<std::uint8_t> ok(ng, 0);
+      for (std::size_t g = 1; g < ng; ++g) {
+        if (!dr[g]) continue;
+        for (std::size_t h = 1; h < ng; ++h) ok[h] = dr[h] == dr[g];
+        const auto [ga, len] = longest_run(ok);
+        if (len >= 3 && len * per > best.groups * best.per) {
+          best.per = per, best.a = o + ga * per, best.groups = len, best.dr = dr[ga + 1];
+          best.y.assign(glo.begin() + std::ptrdiff_t(ga), glo.begin() + std::ptrdiff_t(ga + len));
+        }
+      }
     }
-    if (good) dr[l] = d;
-  }
-  // The longest run with one move throughout.
-  std::vector<std::uint8_t> ok(nl, 0);
-  std::size_t best_a = 0, best_len = 0;
-  for (std::size_t l = 1; l < nl; ++l) {
-    if (!dr[l]) continue;
-    for (std::size_t j = 1; j < nl; ++j) ok[j] = dr[j] == dr[l];
-    const auto [a, len] = longest_run(ok);
-    if (len > best_len) best_a = a, best_len = len;
-  }
-  if (best_len < 3 || best_a + best_len - 1 > 0xFFFF) return;
+  if (best.groups < 3 || best.a + best.groups * best.per - 1 > 0xFFFF) return;
   ru_.space = true;
-  ru_.a = std::uint16_t(best_a);
-  ru_.b = std::uint16_t(best_a + best_len - 1);
-  ru_.dr = dr[best_a + 1];
+  ru_.p = std::uint32_t(best.per);
+  ru_.a = std::uint16_t(best.a);
+  ru_.b = std::uint16_t(best.a + best.groups * best.per - 1);
+  ru_.dr = best.dr;
   ru_.S = TileIndex(ru_.dr) * TileIndex(W);
-  ru_.band_y.clear();
-  for (std::size_t l = ru_.a; l <= ru_.b; ++l) ru_.band_y.push_back(ylo[ru_.a] + std::int32_t(l - ru_.a) * ru_.dr);
+  ru_.band_y = std::move(best.y);
   ru_.prog_layer = std::move(pl);
   reuse_arm();
 }
@@ -1034,13 +1056,9 @@ bool Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
   }
   std::vector<std::uint8_t> again(nbands, 0);
   for (std::size_t j = 0; j < nbands; ++j) again[j] = code[j] != 1 && code[j] != 2 && code[j] != 0;
-  // (band j's slots: slot0_ of its first tile up to that of the next band's)
-  std::vector<std::uint32_t> band_slot(nbands + 1);
-  for (std::size_t j = 0; j <= nbands; ++j)
-    band_slot[j] = slot0_[TileIndex(ru_.band_y[0] + std::int32_t(j) * ru_.dr) * TileIndex(W)];
-  for (std::uint32_t s : ru_.touched) {
-    if (s < band_slot[0] || s >= band_slot[nbands]) continue;
-    again[std::size_t(std::upper_bound(band_slot.begin(), band_slot.end(), s) - band_slot.begin()) - 1] = 1;
+  for (const TileIndex t : ru_.touched_tile) {
+    const std::int64_t y = std::int64_t(t / TileIndex(W)) - ru_.band_y[0];
+    if (y >= 0 && y < std::int64_t(nbands) * ru_.dr) again[std::size_t(y / ru_.dr)] = 1;
   }
   for (std::size_t j = 0; j < nbands; ++j) {
     if (!again[j]) continue;
@@ -1053,7 +1071,7 @@ bool Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
   std::size_t s = 0, f = nbands;
   while (s < nbands && (code[s] & ~2u) == 0) ++s;
   while (f > s && (code[f - 1] & ~1u) == 0) --f;
-  const std::int64_t l = std::int64_t(ru_.layer) - ru_.a;
+  const std::int64_t l = (std::int64_t(ru_.layer) - ru_.a) / ru_.p;
   out.push_back(std::uint64_t(std::int64_t(s) - l)), out.push_back(std::uint64_t(std::int64_t(f) - l));
   ru_.work_tiles.clear();
   for (std::size_t j = s; j < f; ++j) {
@@ -1092,7 +1110,7 @@ void Executor::reuse_cut() {
   ru_.open.clear();
   // (In space, a fresh tile's core, free since the step start, must be past mattering.)
   if (ru_.space && now < opt_.start + ru_.margin) ru_.bad = true;
-  const std::int32_t origin_row = ru_.space ? ru_.band_y[ru_.layer - ru_.a] : 0;
+  const std::int32_t origin_row = ru_.space ? ru_.band_y[(ru_.layer - ru_.a) / ru_.p] : 0;
   ru_.origin = TileIndex(origin_row) * TileIndex(grid_.width);
   const std::uint64_t nb = bursts_.size();
   // The mesh: pending events, bursts in flight (their records), busy resources.
@@ -1151,7 +1169,7 @@ void Executor::reuse_cut() {
     route_log_.clear();
   }
   // The template: the window since the previous cut, if that was the layer before.
-  bool jump = usable && ru_.have && ru_.prev_layer + 1 == ru_.layer && out == ru_.prev_desc && routes_same &&
+  bool jump = usable && ru_.have && ru_.prev_layer + ru_.p == ru_.layer && out == ru_.prev_desc && routes_same &&
               unclaimed_ == ru_.prev_unclaimed && done_count_ == ru_.prev_done && warrivals_.empty();
   std::uint32_t touched_max = 0;
   std::vector<std::uint32_t> step;  // per touched slot: how far its copies move per layer (slots, in time)
@@ -1159,8 +1177,9 @@ void Executor::reuse_cut() {
   if (jump) {
     step.reserve(ru_.touched.size());
     where.reserve(ru_.touched.size());
-    for (std::uint32_t s : ru_.touched) {
-      const TileIndex t = slot_tile(s);
+    for (std::size_t i = 0; i < ru_.touched.size(); ++i) {
+      const std::uint32_t s = ru_.touched[i];
+      const TileIndex t = ru_.touched_tile[i];
       const std::uint32_t p = image_.tile_program[t], k = s - slot0_[t];
       if (!in_range(p, k)) {
         jump = false;
@@ -1185,7 +1204,7 @@ void Executor::reuse_cut() {
     }
   }
   const std::uint32_t reach = std::max(touched_max, ru_.state_max);
-  std::uint64_t K = jump && reach < ru_.b ? ru_.b - reach : 0;
+  std::uint64_t K = jump && reach < ru_.b ? (ru_.b - reach) / ru_.p : 0;  // copies of p layers each
   if (K > 0 && ru_.space && !fresh_bands_alike()) K = 0;
   if (K == 0) {
     // No jump here: this cut becomes the previous one.
@@ -1200,7 +1219,7 @@ void Executor::reuse_cut() {
     std::swap(ru_.prev_desc, ru_.desc);
     untouch_all();
     if (usable) net_.mark();
-    if (ru_.next > ru_.b) ru_.done = true, log_routes_ = false, route_log_ = {};
+    if (ru_.next > ru_.b) ru_.done = true, log_routes_ = false, route_log_ = {}, reuse_release();
     return;
   }
   // Jump: the template [prev cut, this cut) repeats K times.
@@ -1230,12 +1249,6 @@ void Executor::reuse_cut() {
   for (std::size_t i = 0; i < tmpl.size(); ++i) tmpl[i] = slots_[ru_.touched[i]];
   std::vector<std::pair<std::uint32_t, Slot>> held;
   for (std::uint32_t s : ru_.open) held.push_back({s, slots_[s]});
-  // The template's bursts' senders' tiles.
-  std::vector<TileIndex> sender_tile(NB);
-  for (std::uint64_t i = 0; i < NB; ++i) {
-    const std::uint32_t s = bursts_[ru_.prev_bursts + i].sender;
-    sender_tile[i] = s == kNone ? 0 : slot_tile(s);
-  }
   // In space, the cores as they are at this cut: of the tiles whose tasks ran in the template (each copy
   // moves them on) and of the tiles the state describes (they end K layers on).
   struct Core {
@@ -1245,18 +1258,17 @@ void Executor::reuse_cut() {
   };
   std::vector<Core> ran, state;
   if (ru_.space) {
-    for (std::size_t i = 0; i < tmpl.size(); ++i)
-      if (tmpl[i].start != kNever) ran.push_back({where[i], core_free_[where[i]], last_slot_[where[i]]});
-    std::sort(ran.begin(), ran.end(), [](const Core& x, const Core& y) { return x.t < y.t; });
-    ran.erase(std::unique(ran.begin(), ran.end(), [](const Core& x, const Core& y) { return x.t == y.t; }), ran.end());
+    std::vector<std::uint64_t> seen((grid_.size() + 63) / 64, 0);
+    for (std::size_t i = 0; i < tmpl.size(); ++i) {
+      const TileIndex t = where[i];
+      if (tmpl[i].start == kNever || (seen[t >> 6] >> (t & 63) & 1)) continue;
+      seen[t >> 6] |= std::uint64_t(1) << (t & 63);
+      ran.push_back({t, core_free_[t], last_slot_[t]});
+    }
     for (TileIndex t : ru_.work_tiles) state.push_back({t, core_free_[t], last_slot_[t]});
   }
-  // (The copies in slot order: the writes then run through memory rather than jump around it.)
-  std::vector<std::uint32_t> by_slot(tmpl.size());
-  for (std::size_t i = 0; i < by_slot.size(); ++i) by_slot[i] = std::uint32_t(i);
-  std::sort(by_slot.begin(), by_slot.end(), [&](std::uint32_t x, std::uint32_t y) { return ru_.touched[x] < ru_.touched[y]; });
   for (std::uint64_t m = 1; m <= K; ++m) {
-    for (const std::uint32_t i : by_slot) {
+    for (std::size_t i = 0; i < tmpl.size(); ++i) {
       const std::uint32_t to = ru_.space ? slot0_[where[i] + TileIndex(m) * S] + (ru_.touched[i] - slot0_[where[i]])
                                          : ru_.touched[i] + std::uint32_t(m) * step[i];
       slots_[to] = moved(tmpl[i], where[i], m);
@@ -1264,7 +1276,7 @@ void Executor::reuse_cut() {
     for (std::uint64_t i = 0; i < NB; ++i) {
       BurstRec b = bursts_[ru_.prev_bursts + i];
       b.inject += m * D;
-      b.sender = rename_in(b.sender, sender_tile[i], m);
+      b.sender = rename_in(b.sender, b.src, m);  // (a data burst's source is its sender's tile)
       b.src += TileIndex(m) * S;
       bursts_.push_back(b);
     }
@@ -1303,7 +1315,7 @@ void Executor::reuse_cut() {
   }
   tasks_run_ += K * NT;
   ru_.skipped_tasks += K * NT;
-  ru_.skipped_layers += std::uint32_t(K);
+  ru_.skipped_layers += std::uint32_t(K * ru_.p);
   net_.repeat(
       D, K,
       [&](std::uint64_t tag, bool timer) -> std::uint64_t {
@@ -1324,8 +1336,13 @@ void Executor::reuse_cut() {
   log_routes_ = false;
   route_log_ = {};
   untouch_all();
-  ru_.touched.shrink_to_fit();
-  ru_.touched_bits = {};
+  reuse_release();
+}
+
+// After the jump (or once none can come): the cuts' records are not needed any more.
+void Executor::reuse_release() {
+  ru_.touched = {}, ru_.touched_tile = {}, ru_.touched_bits = {};
+  ru_.desc = {}, ru_.prev_desc = {}, ru_.cursor = {}, ru_.open = {}, ru_.work_tiles = {};
 }
 
 // In space, before a jump: every band from the first fresh one to the run's last has that band's route

@@ -327,6 +327,7 @@ class Executor final : public noc::NetworkClient {
     std::uint32_t prev_done = 0;
     std::vector<std::uint64_t> prev_desc, desc;
     std::vector<std::uint32_t> touched;  // slots credited or started since the previous cut (once each)
+    std::vector<hw::TileIndex> touched_tile;  // ... and their tiles
     std::vector<std::uint64_t> touched_bits;  // per slot: in `touched`
     std::vector<std::uint16_t> cursor;   // per tile and claim group: the first slot not yet full
     std::vector<std::uint32_t> open;     // while describing: slots the state holds (partly full, timer due)
@@ -334,9 +335,11 @@ class Executor final : public noc::NetworkClient {
     bool bad = false;                    // while describing: something that cannot be renamed
     std::uint64_t skipped_tasks = 0;
     std::uint32_t skipped_layers = 0;
-    // In space (space_setup): layers a..b on bands of dr rows, each the one before moved S = dr x width
-    // tiles on; band_y[l - a]: layer l's band's first row; prog_layer: per program its layer (-1: several).
+    // In space (space_setup): layers a..b in groups of p on bands of dr rows, each the one before moved
+    // S = dr x width tiles on; band_y[g]: group g's first row (layers a + g p ..); prog_layer: per program
+    // its layer (-1: several).
     bool space = false;
+    std::uint32_t p = 1;  // layers per cut (in space: per band group; serpentine-bands repeats every 4)
     std::int32_t dr = 0;
     hw::TileIndex S = 0;
     std::vector<std::int32_t> band_y, prog_layer;
@@ -349,6 +352,7 @@ class Executor final : public noc::NetworkClient {
   void reuse_setup();
   void space_setup();
   void reuse_arm();
+  void reuse_release();
   static std::pair<std::size_t, std::size_t> longest_run(const std::vector<std::uint8_t>& ok);
   std::uint32_t run_layer(std::uint32_t p, std::uint32_t k) const;
   std::uint64_t tile_ref(hw::TileIndex t) const { return std::uint64_t(t) - std::uint64_t(ru_.origin); }
@@ -356,14 +360,15 @@ class Executor final : public noc::NetworkClient {
   void describe_tile(std::vector<std::uint64_t>& out, hw::TileIndex t, Cycle now, std::uint64_t nb);
   bool describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::uint64_t nb);
   bool fresh_bands_alike() const;
-  void touch(std::uint32_t slot) {
+  void touch(std::uint32_t slot, hw::TileIndex tile) {
     std::uint64_t& w = ru_.touched_bits[slot >> 6];
     const std::uint64_t bit = std::uint64_t(1) << (slot & 63);
-    if (!(w & bit)) w |= bit, ru_.touched.push_back(slot);
+    if (!(w & bit)) w |= bit, ru_.touched.push_back(slot), ru_.touched_tile.push_back(tile);
   }
   void untouch_all() {
     for (std::uint32_t s : ru_.touched) ru_.touched_bits[s >> 6] = 0;
     ru_.touched.clear();
+    ru_.touched_tile.clear();
   }
   void reuse_cut();
   bool in_range(std::uint32_t p, std::uint32_t k) const;

@@ -290,6 +290,7 @@ void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, s
   }
   queue_.rebuild(now + shift, ev);
   last_event_ += shift;
+  mark_busy_ = {};  // (the mark is used up)
 }
 
 Cycle ApproxMesh::run() {

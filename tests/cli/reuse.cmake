@@ -57,4 +57,10 @@ reuse_test(small_layer_bands_cycle none ${SMALL8} --fidelity cycle)
 reuse_test(layer_bands_defects any ${TINY6} --density 20 --seed 3)
 reuse_test(small_layer_bands_defects any ${SMALL8} --density 2 --seed 4)
 reuse_test(small_defect_aware_defects any ${SMALL8} --placement defect-aware --density 2 --seed 4)
+# serpentine-bands: layers pair up in band rows flowing east and west in turn, so the bands repeat every
+# four layers (two band rows): too few groups with 8 layers, enough with 40.
+set(SMALL40 --wafer small --model ${DATA}/reuse_small_40_layers.json --context 512)
 reuse_test(small_serpentine any ${SMALL8} --placement serpentine-bands)
+reuse_test(small40_serpentine some ${SMALL40} --placement serpentine-bands)
+reuse_test(small40_serpentine_batch2 some ${SMALL40} --placement serpentine-bands --batch 2)
+reuse_test(small40_layer_bands some ${SMALL40})
