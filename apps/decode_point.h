@@ -96,6 +96,11 @@ struct PrefillCache {
 };
 PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric,
                        std::int64_t max_chunk = 0, PrefillCache* cache = nullptr);
+// The same with the mapping (map_point's part) and the emulation (emulate_point's) given by the caller
+// (apps::PointCache: kept mappings, a kept mesh).
+PrefillRun run_prefill_with(const DecodePoint& p, std::int64_t max_chunk, PrefillCache* cache,
+                            const std::function<mapper::Mapping(const DecodePoint&)>& map,
+                            const std::function<sim::StepResult(const DecodePoint&, const mapper::Mapping&)>& emulate);
 // Adds b's latency and critical-path figures (causes, per layer, per operator by name, work) into a.
 void add_step(sim::StepResult& a, const sim::StepResult& b);
 

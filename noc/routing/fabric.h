@@ -48,6 +48,7 @@ class Fabric {
   struct Fault {
     TileIndex tile;
     Dir dir;
+    friend bool operator==(const Fault&, const Fault&) = default;
   };
   const std::vector<Fault>& faults() const { return faults_; }
   // "router (3,4)" / "link (3,4)-(4,4)".
@@ -56,6 +57,10 @@ class Fabric {
   // [min(ya,yb), max(ya,yb)] on column x (vertical), is healthy. O(log faults on that row/column).
   bool row_clear(std::int32_t y, std::int32_t xa, std::int32_t xb) const;
   bool column_clear(std::int32_t x, std::int32_t ya, std::int32_t yb) const;
+
+  // The same mesh in every respect routing and timing read (a kept mesh model is reused only on an equal
+  // fabric: sim::Simulator::keep_mesh).
+  friend bool operator==(const Fabric&, const Fabric&) = default;
 
  private:
   void cut(TileIndex t, Dir d);  // marks one undirected link unusable (both ends), updates the index
