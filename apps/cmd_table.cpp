@@ -177,9 +177,9 @@ int run_table(const std::vector<std::string>& args) {
       if (c > t) add("prefill", t, c, 1);
   }
 
-  const noc::Fabric fabric = noc::Fabric::perfect(spec.logical());
   sim::Simulator simulator;
   PointCache points_cache(simulator, vm.count("no-cache") == 0);  // mappings, the mesh and memory kept between points
+  const std::shared_ptr<const noc::Fabric> fabric = points_cache.perfect(spec);
   PrefillCache cache;  // chunks shared between prompts ending at the same context
   DecodePoint dp{spec, model, base, fidelity, false, {}, false, 0, 0};
   std::vector<std::string> skipped;

@@ -62,25 +62,22 @@ std::shared_ptr<const noc::Fabric> PointCache::perfect(const hw::WaferSpec& spec
   return f;
 }
 
-mapper::Mapping PointCache::map(const DecodePoint& p, const noc::Fabric& fabric, bool* reused) {
+std::shared_ptr<const mapper::Mapping> PointCache::map(const DecodePoint& p, std::shared_ptr<const noc::Fabric> fabric,
+                                                       bool* reused) {
   if (reused) *reused = false;
   if (enabled_)
     for (auto it = maps_.begin(); it != maps_.end(); ++it)
-      if (it->options == p.options && it->spec == p.spec && it->model == p.model && *it->fabric == fabric) {
+      if (it->options == p.options && it->spec == p.spec && it->model == p.model &&
+          (it->fabric == fabric || *it->fabric == *fabric)) {
         ++stats_.mappings_reused;
         if (reused) *reused = true;
         if (it != maps_.begin()) std::rotate(maps_.begin(), it, std::next(it));  // most recent first
         return maps_.front().mapping;
       }
-  mapper::Mapping m = map_point(p, fabric);
+  auto m = std::make_shared<const mapper::Mapping>(map_point(p, *fabric));
   ++stats_.mappings_built;
   if (enabled_) {
-    // The fabric is shared with an entry that has an equal one (points of one defect map), else copied.
-    std::shared_ptr<const noc::Fabric> f;
-    for (const auto& e : maps_)
-      if (*e.fabric == fabric) f = e.fabric;
-    if (!f) f = std::make_shared<const noc::Fabric>(fabric);
-    maps_.push_front(MapEntry{p.spec, p.model, p.options, std::move(f), m});
+    maps_.push_front(MapEntry{p.spec, p.model, p.options, std::move(fabric), m});
     if (maps_.size() > kKeep) maps_.pop_back();
   }
   return m;
@@ -93,11 +90,12 @@ sim::StepResult PointCache::emulate(const DecodePoint& p, const noc::Fabric& fab
   return r;
 }
 
-PrefillRun run_prefill(PointCache& cache, const DecodePoint& p, const noc::Fabric& fabric, std::int64_t max_chunk,
-                       PrefillCache* chunks) {
+PrefillRun run_prefill(PointCache& cache, const DecodePoint& p, std::shared_ptr<const noc::Fabric> fabric,
+                       std::int64_t max_chunk, PrefillCache* chunks) {
+  // run_prefill moves the mappings it keeps: a copy of the cache's (only a reused one costs a copy more).
   return run_prefill_with(
-      p, max_chunk, chunks, [&](const DecodePoint& q) { return cache.map(q, fabric); },
-      [&](const DecodePoint& q, const mapper::Mapping& m) { return cache.emulate(q, fabric, m); });
+      p, max_chunk, chunks, [&](const DecodePoint& q) { return mapper::Mapping(*cache.map(q, fabric)); },
+      [&](const DecodePoint& q, const mapper::Mapping& m) { return cache.emulate(q, *fabric, m); });
 }
 
 }  // namespace wafer::apps

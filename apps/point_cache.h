@@ -58,9 +58,11 @@ class PointCache {
   // The perfect fabric of the wafer's logical size.
   std::shared_ptr<const noc::Fabric> perfect(const hw::WaferSpec& spec, bool* reused = nullptr);
 
-  // map_point(p, fabric), or a copy of the mapping an earlier call made from equal inputs (p.spec, p.model,
-  // p.options and the fabric, each compared whole). Refusals are not kept (they throw again).
-  mapper::Mapping map(const DecodePoint& p, const noc::Fabric& fabric, bool* reused = nullptr);
+  // map_point(p, *fabric), or the mapping an earlier call made from equal inputs (p.spec, p.model, p.options
+  // and the fabric, each compared whole; the same fabric object is recognised at once). Nothing is copied:
+  // the cache holds the mapping and the fabric by reference. Refusals are not kept (they throw again).
+  std::shared_ptr<const mapper::Mapping> map(const DecodePoint& p, std::shared_ptr<const noc::Fabric> fabric,
+                                             bool* reused = nullptr);
   // emulate_point on the simulator (its StepResult::mesh_kept says whether the mesh model was reused).
   sim::StepResult emulate(const DecodePoint& p, const noc::Fabric& fabric, const mapper::Mapping& mapping);
 
@@ -73,7 +75,7 @@ class PointCache {
   const Stats& stats() const { return stats_; }
 
  private:
-  static constexpr std::size_t kKeep = 4;  // entries of each kind (points that repeat come close together)
+  static constexpr std::size_t kKeep = 2;  // entries of each kind (points that repeat come close together)
   struct RepairKey {
     hw::WaferSpec spec;
     hw::DefectGenParams gen;
@@ -86,7 +88,7 @@ class PointCache {
     mapper::ModelConfig model;
     mapper::MapOptions options;
     std::shared_ptr<const noc::Fabric> fabric;
-    mapper::Mapping mapping;
+    std::shared_ptr<const mapper::Mapping> mapping;
   };
   sim::Simulator& sim_;
   bool enabled_;
@@ -97,7 +99,7 @@ class PointCache {
 };
 
 // run_prefill (decode_point.h) with its mappings and emulations through `cache`.
-PrefillRun run_prefill(PointCache& cache, const DecodePoint& p, const noc::Fabric& fabric, std::int64_t max_chunk = 0,
-                       PrefillCache* chunks = nullptr);
+PrefillRun run_prefill(PointCache& cache, const DecodePoint& p, std::shared_ptr<const noc::Fabric> fabric,
+                       std::int64_t max_chunk = 0, PrefillCache* chunks = nullptr);
 
 }  // namespace wafer::apps

@@ -409,7 +409,7 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
   std::string stage = "map";
   double mapping_s = 0;
   try {
-    mapper::Mapping mapping;
+    std::shared_ptr<const mapper::Mapping> mapping;
     sim::StepResult res;
     if (r.point.options.placement == "auto") {
       // As `decode --placement auto`: the search (mapping and emulating candidates), then the chosen mapping,
@@ -421,22 +421,22 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
       DecodePoint p = r.point;
       p.options = ch.options;
       if (sr.chosen_run) {
-        mapping = std::move(sr.chosen_run->mapping);
+        mapping = std::make_shared<const mapper::Mapping>(std::move(sr.chosen_run->mapping));
         res = std::move(sr.chosen_run->step);
         mapping_s = since(t_map);
       } else {
-        mapping = cache.map(p, fabric, &reused);
+        mapping = cache.map(p, fabric_ptr, &reused);
         mapping_s = since(t_map);
         if (reused) kept.push_back("mapping");
         stage = "emulate";
-        res = cache.emulate(p, fabric, mapping);
+        res = cache.emulate(p, fabric, *mapping);
       }
     } else {
-      mapping = cache.map(r.point, fabric, &reused);
+      mapping = cache.map(r.point, fabric_ptr, &reused);
       mapping_s = since(t_map);
       if (reused) kept.push_back("mapping");
       stage = "emulate";
-      res = cache.emulate(r.point, fabric, mapping);
+      res = cache.emulate(r.point, fabric, *mapping);
     }
     if (res.mesh_kept) kept.push_back("mesh");
     const double us = res.latency_us;
@@ -448,7 +448,7 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
     ojson bd = ojson::object();
     for (std::size_t c = 0; c < core::kCauses; ++c) bd[core::to_string(core::Cause(c))] = std::int64_t(res.breakdown.cause[c]);
     line["breakdown_cycles"] = bd;
-    line["tiles_used"] = mapping.tiles_used();
+    line["tiles_used"] = mapping->tiles_used();
     line["wall_s"] = {{"total", since(t0)},           {"repair", repair_s},       {"mapping", mapping_s},
                       {"elaboration", res.elaboration_s}, {"emulation", res.emulation_s}, {"kept", kept}};
   } catch (const InputError& e) {
