@@ -362,6 +362,7 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
   bool reused = false;
   ojson rep;
   std::int64_t usable = spec.logical_tiles();
+  const auto t_repair = Clock::now();
   if (r.defects) {
     repaired = cache.repaired(spec, r.gen, r.seed, r.repair, &reused);
     fabric_ptr = std::shared_ptr<const noc::Fabric>(repaired, &repaired->fabric);
@@ -405,7 +406,7 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
   line["extra_hops"] = rep["extra_hops"];
 
   const auto t_map = Clock::now();
-  const double repair_s = std::chrono::duration<double>(t_map - t0).count();
+  const double repair_s = std::chrono::duration<double>(t_map - t_repair).count();
   std::string stage = "map";
   double mapping_s = 0;
   try {
