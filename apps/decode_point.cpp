@@ -1,6 +1,7 @@
 #include "apps/decode_point.h"
 
 #include <fmt/format.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -30,7 +31,16 @@ std::optional<std::uint64_t> memory_available() {
   std::uint64_t kb = 0;
   std::string unit;
   while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb << 10;
+    if (key == "MemAvailable:") {
+      std::uint64_t bytes = kb << 10;
+#if defined(__GLIBC__)
+      // Memory this process freed but keeps (apps::keep_freed_memory) is its own to use again, though the
+      // kernel counts it as taken: without it a point would be refused after a large one and run after a
+      // small one, or with the cache and not without.
+      bytes += std::uint64_t(mallinfo2().fordblks);
+#endif
+      return bytes;
+    }
   return std::nullopt;
 }
 

@@ -39,7 +39,8 @@ struct DecodePoint {
 mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric);
 
 // The memory a run may use, in bytes: WAFER_EMU_MEMORY_MB (MiB) when set (hw::InputError when it is not
-// a whole number), else /proc/meminfo's MemAvailable; none when neither can be read.
+// a whole number), else /proc/meminfo's MemAvailable plus what the process's allocator holds free (glibc);
+// none when neither can be read.
 std::optional<std::uint64_t> memory_available();
 // What a run of `tasks` tile tasks lacks in memory: empty when its task records (core::Executor::record_bytes)
 // fit `avail` (or it is unknown), else "about X GB of task records, more than the Y GB available".
