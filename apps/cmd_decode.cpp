@@ -10,6 +10,7 @@
 
 #include "apps/cli.h"
 #include "apps/decode_point.h"
+#include "apps/point_cache.h"
 #include "apps/search.h"
 #include "apps/wafer_map.h"
 #include "firmware/program.h"
@@ -262,7 +263,9 @@ int run_decode(const std::vector<std::string>& args) {
       ("trace-window", po::value<std::string>()->value_name("X0:X1,Y0:Y1"),
        "--trace: per-tile tracks for these tiles only (inclusive; default every tile, capped)")
       ("no-reuse", "emulate everything: no wafer of a pipeline and no repeated layer is copied from an earlier "
-                   "one (the results are identical either way; this checks it)");
+                   "one (the results are identical either way; this checks it)")
+      ("no-cache", "build every step of the process from scratch (the search's candidates, prefill chunks, the wafers "
+                   "of a pipeline): no mesh model or freed memory kept from the one before (the results are identical)");
   po::variables_map vm;
   if (!parse(args, opts, "decode", "[--wafer W] [--model M] [--context N] [--batch B] [--placement P] ... [--json PATH]", vm))
     return 0;
@@ -365,12 +368,20 @@ int run_decode(const std::vector<std::string>& args) {
   }
 
   // --placement auto: search the mapping space first (apps/search.h), then run the chosen mapping.
+  // The steps of this process (the search's candidates, prefill chunks, a pipeline's wafers) share what a
+  // PointCache shares (apps/point_cache.h): the memory of the large arrays, and the mesh model on one fabric.
+  const bool cache = vm.count("no-cache") == 0;
+  if (cache) keep_freed_memory();
   std::optional<sim::Simulator> simulator;
+  auto new_simulator = [&] {
+    simulator.emplace();
+    simulator->keep_mesh(cache);
+  };
   std::optional<SearchResult> searched;
   // The regions section (about 5 % of the default job's CPU time on wse3) only when the results are written.
   const bool regions = vm.count("json") > 0;
   if (mo.placement == "auto") {
-    simulator.emplace();
+    new_simulator();
     DecodePoint base{spec, model, mo, fidelity, false, {}, false, regions ? kRegionCells : 0, 0,
                      vm.count("no-reuse") == 0};
     SearchBudget budget;
@@ -393,7 +404,7 @@ int run_decode(const std::vector<std::string>& args) {
   std::optional<PrefillRun> pre;
   mapper::Mapping mapping;
   if (prefill > 0 && !vm.count("dump-firmware")) {
-    simulator.emplace();
+    new_simulator();
     point.options.tokens = prefill;
     pre = run_prefill(*simulator, point, fabric, max_chunk);
     mapping = std::move(pre->mapping);
@@ -419,7 +430,7 @@ int run_decode(const std::vector<std::string>& args) {
     return 0;
   }
 
-  if (!simulator) simulator.emplace();
+  if (!simulator) new_simulator();
   sim::StepResult res = pre            ? std::move(pre->step)
                         : from_search ? std::move(searched->chosen_run->step)
                                       : emulate_point(*simulator, point, fabric, mapping);

@@ -102,11 +102,12 @@ std::string self_exe() {
 
 // --jobs N: N workers, each `sweep --shard K/N --quiet` of the same study; the parent shows progress.
 int run_workers(const std::string& spec, const std::string& out, std::int64_t jobs, PointsFile& pf, std::int64_t total,
-                bool quiet) {
+                bool quiet, bool no_cache) {
   const std::string exe = self_exe();
   std::vector<pid_t> pids;
   for (std::int64_t k = 0; k < jobs; ++k) {
     std::vector<std::string> args = {exe, "sweep", "--spec", spec, "--out", out, "--shard", fmt::format("{}/{}", k, jobs), "--quiet"};
+    if (no_cache) args.push_back("--no-cache");
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -154,6 +155,8 @@ int run_sweep(const std::vector<std::string>& args) {
       ("shard", po::value<std::string>()->value_name("K/N"), "run only the points whose index is K modulo N")
       ("summarize", po::value<std::string>()->value_name("DIR"), "summarise the points DIR holds, run nothing")
       ("check", "check the study (--spec) as a run would, every point resolved, and print its point count; run and write nothing")
+      ("no-cache", "build every point from scratch (no repair, mapping, mesh or memory kept from the process's earlier points); "
+                   "the lines are the same but for wall_s")
       ("quiet", "no progress line");
   po::variables_map vm;
   if (!parse(args, opts, "sweep", "--spec FILE --out DIR [--jobs N] [--point I | --shard K/N] [--json PATH]  |  "
@@ -227,20 +230,22 @@ int run_sweep(const std::vector<std::string>& args) {
   const auto t0 = Clock::now();
 
   if (!partial && jobs > 1 && pending.size() > 1) {
-    const int code = run_workers(spec_arg, out, std::min<std::int64_t>(jobs, std::int64_t(pending.size())), pf, total, quiet);
+    const int code = run_workers(spec_arg, out, std::min<std::int64_t>(jobs, std::int64_t(pending.size())), pf, total, quiet,
+                                 vm.count("no-cache") > 0);
     if (code != 0) {
       fmt::print(stderr, "wafer-emu sweep: error: a worker exited with status {} (its message is above); run again to resume\n", code);
       return code == 2 ? 2 : 3;
     }
   } else if (!pending.empty()) {
     sim::Simulator simulator;
+    PointCache cache(simulator, vm.count("no-cache") == 0);
     Resolver resolver(study);
     const auto before = std::int64_t(mine.size() - pending.size());
     SweepProgress progress(partial ? std::int64_t(mine.size()) : total, partial ? before : pf.count(), quiet);
     std::int64_t ran = 0;
     for (auto i : pending) {
       if (pf.done(i)) continue;
-      pf.append(run_point(simulator, resolver, study, i));
+      pf.append(run_point(cache, resolver, study, i));
       ++ran;
       progress.tick(partial ? before + ran : pf.count(), pf.failed());
     }

@@ -16,6 +16,7 @@
 
 #include "apps/cli.h"
 #include "apps/decode_point.h"
+#include "apps/point_cache.h"
 #include "hw/error.h"
 #include "hw/wafer_spec.h"
 #include "mapper/mapper.h"
@@ -109,7 +110,8 @@ int run_table(const std::vector<std::string>& args) {
       ("placement", po::value<std::string>()->default_value("layer-bands")->value_name("NAME"), "placement strategy")
       ("weight-bits", po::value<int>()->default_value(16)->value_name("16|8"), "weight precision")
       ("fidelity", po::value<std::string>()->default_value("approx")->value_name("approx|cycle"), "mesh timing model")
-      ("out", po::value<std::string>()->value_name("DIR"), "output folder (created; must not exist or be empty)");
+      ("out", po::value<std::string>()->value_name("DIR"), "output folder (created; must not exist or be empty)")
+      ("no-cache", "build every point from scratch (no mapping, mesh or memory kept from earlier points); the files are the same");
   po::variables_map vm;
   if (!parse(args, opts, "table", "--wafer W --model M --contexts L --batches L --prefill-tokens L --out DIR", vm)) return 0;
   const auto t0 = std::chrono::steady_clock::now();
@@ -175,8 +177,9 @@ int run_table(const std::vector<std::string>& args) {
       if (c > t) add("prefill", t, c, 1);
   }
 
-  const noc::Fabric fabric = noc::Fabric::perfect(spec.logical());
   sim::Simulator simulator;
+  PointCache points_cache(simulator, vm.count("no-cache") == 0);  // mappings, the mesh and memory kept between points
+  const std::shared_ptr<const noc::Fabric> fabric = points_cache.perfect(spec);
   PrefillCache cache;  // chunks shared between prompts ending at the same context
   DecodePoint dp{spec, model, base, fidelity, false, {}, false, 0, 0};
   std::vector<std::string> skipped;
@@ -186,7 +189,7 @@ int run_table(const std::vector<std::string>& args) {
     dp.options.context = p.context, dp.options.batch = p.batch, dp.options.tokens = p.phase == "decode" ? 1 : p.tokens;
     const auto t = std::chrono::steady_clock::now();
     try {
-      PrefillRun r = run_prefill(simulator, dp, fabric, 0, &cache);
+      PrefillRun r = run_prefill(points_cache, dp, fabric, 0, &cache);
       p.chunk = r.chunk, p.chunks = std::int64_t(r.chunks.size()), p.latency = r.step.latency;
       for (const auto& n : r.step.per_op) {
         if (n.name == "gemv" || n.name == "rms_norm") continue;  // names of the single-operator test kernels
@@ -355,6 +358,11 @@ int run_table(const std::vector<std::string>& args) {
   rep.add_int("points_not_mapped", std::int64_t(skipped.size()), "points", "listed in skipped.txt with the mapper's reason");
   rep.add_int("steps_emulated", cache.emulated, "steps", "decode steps and prefill chunks emulated");
   rep.add_int("chunks_reused", cache.hits, "steps", "prefill chunks equal to one emulated for another point");
+  rep.add_int("mappings_reused", points_cache.stats().mappings_reused, "mappings",
+              fmt::format("of {}: the same inputs mapped before (--no-cache: none)",
+                          points_cache.stats().mappings_reused + points_cache.stats().mappings_built));
+  rep.add_int("meshes_reused", points_cache.stats().meshes_reused, "steps",
+              "steps that reset the mesh model of the step before instead of building one (--no-cache: none)");
   rep.add_text("out", out.string());
   rep.add("wall_time", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), "s");
   finish(rep, vm);

@@ -69,7 +69,9 @@ int run_validate(const std::vector<std::string>& args) {
        "least squares over the cases")
       ("max-iterations", po::value<int>()->default_value(10)->value_name("N"), "Gauss-Newton iterations before the fit gives up")
       ("wafer-out", po::value<std::string>()->value_name("PATH"), "with --fit: write the fitted values as a wafer file")
-      ("fidelity", po::value<std::string>()->default_value("approx")->value_name("approx|cycle"), "mesh timing model");
+      ("fidelity", po::value<std::string>()->default_value("approx")->value_name("approx|cycle"), "mesh timing model")
+      ("no-cache", "build every decode case's step from scratch (no mapping, mesh model or freed memory kept from the one "
+                   "before; the results are the same)");
   po::variables_map vm;
   if (!parse(args, opts, "validate", "--cases FILE [--only NAME,...] [--check] [--fit PARAM,...] [--wafer-out PATH] "
                                      "[--fidelity approx|cycle] [--json PATH]", vm))
@@ -119,7 +121,7 @@ int run_validate(const std::vector<std::string>& args) {
   }
 
   // Every case at one parameter vector; progress on stderr once a run takes more than a second.
-  Predictor predictor(fidelity);
+  Predictor predictor(fidelity, vm.count("no-cache") == 0);
   const auto t0 = Clock::now();
   int evaluation = 0;
   auto evaluate = [&](const std::vector<std::int64_t>& values) {

@@ -1,6 +1,7 @@
 #include "apps/decode_point.h"
 
 #include <fmt/format.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -30,7 +31,16 @@ std::optional<std::uint64_t> memory_available() {
   std::uint64_t kb = 0;
   std::string unit;
   while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb << 10;
+    if (key == "MemAvailable:") {
+      std::uint64_t bytes = kb << 10;
+#if defined(__GLIBC__)
+      // Memory this process freed but keeps (apps::keep_freed_memory) is its own to use again, though the
+      // kernel counts it as taken: without it a point would be refused after a large one and run after a
+      // small one, or with the cache and not without.
+      bytes += std::uint64_t(mallinfo2().fordblks);
+#endif
+      return bytes;
+    }
   return std::nullopt;
 }
 
@@ -172,6 +182,14 @@ void add_step(sim::StepResult& a, const sim::StepResult& b) {
 
 PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric, std::int64_t max_chunk,
                        PrefillCache* cache) {
+  return run_prefill_with(
+      p, max_chunk, cache, [&](const DecodePoint& q) { return map_point(q, fabric); },
+      [&](const DecodePoint& q, const mapper::Mapping& m) { return emulate_point(simulator, q, fabric, m); });
+}
+
+PrefillRun run_prefill_with(const DecodePoint& p, std::int64_t max_chunk, PrefillCache* cache,
+                            const std::function<mapper::Mapping(const DecodePoint&)>& map_fn,
+                            const std::function<sim::StepResult(const DecodePoint&, const mapper::Mapping&)>& emulate_fn) {
   const std::int64_t T = p.options.tokens, C = p.options.context, B = p.options.batch;
   if (T < 1 || T > C)
     throw hw::InputError(fmt::format("a step of {} tokens ending at position {}: need 1 <= tokens <= context", T, C));
@@ -180,7 +198,7 @@ PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const no
   auto maps = [&](std::int64_t c) {  // does a chunk of c tokens at context C map? (it keeps the mapping)
     q.options.tokens = c, q.options.context = C;
     try {
-      out.mapping = map_point(q, fabric);
+      out.mapping = map_fn(q);
       return true;
     } catch (const hw::InputError& e) {
       if (c == 1 || max_chunk > 0 || !too_big(e)) throw;
@@ -218,8 +236,8 @@ PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const no
       ++cache->hits;
     } else {
       q.options.tokens = n, q.options.context = end;
-      mapper::Mapping m = last && n == c && mapped_c ? std::move(out.mapping) : map_point(q, fabric);
-      r = emulate_point(simulator, q, fabric, m);
+      mapper::Mapping m = last && n == c && mapped_c ? std::move(out.mapping) : map_fn(q);
+      r = emulate_fn(q, m);
       if (cache) cache->steps[key] = r, ++cache->emulated;
       if (last) out.mapping = std::move(m), have_last = true;
     }

@@ -39,7 +39,8 @@ struct DecodePoint {
 mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric);
 
 // The memory a run may use, in bytes: WAFER_EMU_MEMORY_MB (MiB) when set (hw::InputError when it is not
-// a whole number), else /proc/meminfo's MemAvailable; none when neither can be read.
+// a whole number), else /proc/meminfo's MemAvailable plus what the process's allocator holds free (glibc);
+// none when neither can be read.
 std::optional<std::uint64_t> memory_available();
 // What a run of `tasks` tile tasks lacks in memory: empty when its task records (core::Executor::record_bytes)
 // fit `avail` (or it is unknown), else "about X GB of task records, more than the Y GB available".
@@ -101,6 +102,11 @@ PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const no
 // sequences (a binary search over mappings), so that prefill can run in chunks; a step is not chunked here.
 mapper::Mapping map_mixed(const DecodePoint& p, const noc::Fabric& fabric);
 
+// The same with the mapping (map_point's part) and the emulation (emulate_point's) given by the caller
+// (apps::PointCache: kept mappings, a kept mesh).
+PrefillRun run_prefill_with(const DecodePoint& p, std::int64_t max_chunk, PrefillCache* cache,
+                            const std::function<mapper::Mapping(const DecodePoint&)>& map,
+                            const std::function<sim::StepResult(const DecodePoint&, const mapper::Mapping&)>& emulate);
 // Adds b's latency and critical-path figures (causes, per layer, per operator by name, work) into a.
 void add_step(sim::StepResult& a, const sim::StepResult& b);
 

@@ -341,7 +341,7 @@ Study load_study(const std::filesystem::path& file) {
 
 // ---- one point ---------------------------------------------------------------------------------------------
 
-ojson run_point(sim::Simulator& simulator, Resolver& resolver, const Study& study, std::int64_t index) {
+ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::int64_t index) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
@@ -354,14 +354,20 @@ ojson run_point(sim::Simulator& simulator, Resolver& resolver, const Study& stud
   line["hash"] = hash_text(settings.dump());
   line["settings"] = settings;
 
-  // Defects -> repair -> fabric, as `wafer-emu decode --density D --seed S --repair R` does.
-  noc::Fabric fabric;
+  // Defects -> repair -> fabric, as `wafer-emu decode --density D --seed S --repair R` does (kept by the cache
+  // while the wafer, the defect parameters, the seed and the scheme stay the same).
+  std::shared_ptr<const noc::Fabric> fabric_ptr;
+  std::shared_ptr<const PointCache::Repaired> repaired;
+  ojson kept = ojson::array();  // what this point took from an earlier one (wall_s.kept)
+  bool reused = false;
   ojson rep;
   std::int64_t usable = spec.logical_tiles();
+  const auto t_repair = Clock::now();
   if (r.defects) {
-    const hw::DefectMap map = hw::generate_defects(spec, r.gen, r.seed);
-    const hw::RepairResult rr = hw::repair_scheme(r.repair).repair(spec, map);
-    fabric = noc::Fabric::from_repair(rr);
+    repaired = cache.repaired(spec, r.gen, r.seed, r.repair, &reused);
+    fabric_ptr = std::shared_ptr<const noc::Fabric>(repaired, &repaired->fabric);
+    const hw::DefectMap& map = repaired->map;
+    const hw::RepairResult& rr = repaired->repair;
     usable = rr.usable.area();
     std::int64_t links = 0, no_path = 0, extra = 0;
     const hw::Grid& g = rr.logical;
@@ -386,48 +392,54 @@ ojson run_point(sim::Simulator& simulator, Resolver& resolver, const Study& stud
     rep["extra_hops"] = extra;
     rep["links_without_path"] = no_path;
   } else {
-    fabric = noc::Fabric::perfect(spec.logical());
+    fabric_ptr = cache.perfect(spec, &reused);
     rep["defects"] = 0;
     rep["scheme"] = "not needed";
     rep["complete"] = true;
     rep["extra_hops"] = 0;
     rep["links_without_path"] = 0;
   }
+  if (reused && r.defects) kept.push_back("repair");
+  const noc::Fabric& fabric = *fabric_ptr;
   line["repair"] = rep;
   line["usable_tiles"] = usable;
   line["extra_hops"] = rep["extra_hops"];
 
   const auto t_map = Clock::now();
+  const double repair_s = std::chrono::duration<double>(t_map - t_repair).count();
   std::string stage = "map";
   double mapping_s = 0;
   try {
-    mapper::Mapping mapping;
+    std::shared_ptr<const mapper::Mapping> mapping;
     sim::StepResult res;
     if (r.point.options.placement == "auto") {
       // As `decode --placement auto`: the search (mapping and emulating candidates), then the chosen mapping,
       // whose emulation is the search's own when it made one.
-      SearchResult sr = search(simulator, r.point, fabric);
+      SearchResult sr = search(cache.simulator(), r.point, fabric);
       const SearchCandidate& ch = sr.candidates[std::size_t(sr.chosen)];
       line["search"] = {{"chosen", ch.label}, {"chosen_by", sr.chosen_by_formula ? "closed form" : "emulation"}};
       if (!sr.note.empty()) line["search"]["note"] = sr.note;
       DecodePoint p = r.point;
       p.options = ch.options;
       if (sr.chosen_run) {
-        mapping = std::move(sr.chosen_run->mapping);
+        mapping = std::make_shared<const mapper::Mapping>(std::move(sr.chosen_run->mapping));
         res = std::move(sr.chosen_run->step);
         mapping_s = since(t_map);
       } else {
-        mapping = map_point(p, fabric);
+        mapping = cache.map(p, fabric_ptr, &reused);
         mapping_s = since(t_map);
+        if (reused) kept.push_back("mapping");
         stage = "emulate";
-        res = emulate_point(simulator, p, fabric, mapping);
+        res = cache.emulate(p, fabric, *mapping);
       }
     } else {
-      mapping = map_point(r.point, fabric);
+      mapping = cache.map(r.point, fabric_ptr, &reused);
       mapping_s = since(t_map);
+      if (reused) kept.push_back("mapping");
       stage = "emulate";
-      res = emulate_point(simulator, r.point, fabric, mapping);
+      res = cache.emulate(r.point, fabric, *mapping);
     }
+    if (res.mesh_kept) kept.push_back("mesh");
     const double us = res.latency_us;
     line["status"] = "ok";
     line["latency_cycles"] = std::int64_t(res.latency);
@@ -437,12 +449,14 @@ ojson run_point(sim::Simulator& simulator, Resolver& resolver, const Study& stud
     ojson bd = ojson::object();
     for (std::size_t c = 0; c < core::kCauses; ++c) bd[core::to_string(core::Cause(c))] = std::int64_t(res.breakdown.cause[c]);
     line["breakdown_cycles"] = bd;
-    line["tiles_used"] = mapping.tiles_used();
-    line["wall_s"] = {{"total", since(t0)}, {"mapping", mapping_s}, {"elaboration", res.elaboration_s}, {"emulation", res.emulation_s}};
+    line["tiles_used"] = mapping->tiles_used();
+    line["wall_s"] = {{"total", since(t0)},           {"repair", repair_s},       {"mapping", mapping_s},
+                      {"elaboration", res.elaboration_s}, {"emulation", res.emulation_s}, {"kept", kept}};
   } catch (const InputError& e) {
     line["status"] = "failed";
     line["failure"] = {{"stage", stage}, {"reason", e.what()}};
-    line["wall_s"] = {{"total", since(t0)}, {"mapping", stage == "map" ? since(t_map) : mapping_s}};
+    line["wall_s"] = {{"total", since(t0)}, {"repair", repair_s}, {"mapping", stage == "map" ? since(t_map) : mapping_s},
+                      {"kept", kept}};
   }
   return line;
 }

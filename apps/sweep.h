@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "apps/decode_point.h"
+#include "apps/point_cache.h"
 #include "hw/defect_map.h"
 #include "sim/simulator.h"
 #include "traces/report.h"
@@ -77,7 +78,9 @@ void check_study(const Study& study);
 
 // Runs point `index`: defects, repair, map, emulate. A mapper or emulator refusal is recorded in the line
 // ("status": "failed"), not thrown. The line has no trailing newline.
-ojson run_point(sim::Simulator& simulator, Resolver& resolver, const Study& study, std::int64_t index);
+// What an earlier point of the process left that this one could use is taken from `cache` (apps/point_cache.h);
+// the line is the same with or without it but for wall_s, which lists what was kept ("kept").
+ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::int64_t index);
 
 // DIR/points.jsonl: appended under an exclusive lock, each line written whole and fsync'ed. A last line that
 // is not complete JSON (a writer killed mid-line) is cut off before anything is read or appended.

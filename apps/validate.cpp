@@ -318,18 +318,18 @@ void check_case(const Case& c, const std::string& file, noc::Fidelity fidelity) 
 double Predictor::predict(const Case& c, const hw::WaferSpec& spec, const std::string& file) {
   const std::string where = fmt::format("{}: case '{}'", file, c.name);
   if (info(c.kind).decode) {
-    if (!sim_) sim_ = std::make_unique<sim::Simulator>();
+    if (!sim_) sim_ = std::make_unique<sim::Simulator>(), cache_ = std::make_unique<PointCache>(*sim_, use_cache_);
     const DecodePoint point{spec, c.model, c.mapping, fidelity_, false, {}, false, 0, 0, true};
-    const noc::Fabric fabric = noc::Fabric::perfect(spec.logical());
-    mapper::Mapping mapping;
+    const std::shared_ptr<const noc::Fabric> fabric = cache_->perfect(spec);
+    std::shared_ptr<const mapper::Mapping> mapping;
     try {
-      mapping = map_point(point, fabric);
+      mapping = cache_->map(point, fabric);
     } catch (const InputError& e) {
       throw InputError(fmt::format("{}: the mapper refuses it: {}", where, e.what()));
     }
     sim::StepResult r;
     try {
-      r = emulate_point(*sim_, point, fabric, mapping);
+      r = cache_->emulate(point, *fabric, *mapping);
     } catch (const InputError& e) {
       throw InputError(fmt::format("{}: the emulator refuses it: {}", where, e.what()));
     }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "apps/point_cache.h"
 #include "apps/row_collectives.h"
 #include "hw/wafer_spec.h"
 #include "mapper/mapper.h"
@@ -71,16 +72,19 @@ CaseFile load_case_file(const std::filesystem::path& file);
 void check_case(const Case& c, const std::string& file, noc::Fidelity fidelity);
 
 // The emulator's value for one case, in the case's unit, on `spec` (the case's wafer, possibly with fitted
-// parameters). Decode cases run on the one Simulator of the process, created on first use. A mapper or
-// emulator refusal is an InputError naming the case.
+// parameters). Decode cases run on the one Simulator of the process, created on first use, through a
+// PointCache (apps/point_cache.h: the fit runs the same cases again and again) unless `cache` is false. A
+// mapper or emulator refusal is an InputError naming the case.
 class Predictor {
  public:
-  explicit Predictor(noc::Fidelity fidelity) : fidelity_(fidelity) {}
+  explicit Predictor(noc::Fidelity fidelity, bool cache = true) : fidelity_(fidelity), use_cache_(cache) {}
   double predict(const Case& c, const hw::WaferSpec& spec, const std::string& file);
 
  private:
   noc::Fidelity fidelity_;
+  bool use_cache_;
   std::unique_ptr<sim::Simulator> sim_;
+  std::unique_ptr<PointCache> cache_;  // on sim_
 };
 
 // ---- the fit (docs/fidelity.md) -----------------------------------------------------------------------

@@ -2,10 +2,12 @@
 # bench/study_wse3.sh: the rate of a real study (issue 10): a slice of configs/studies/defect-yield.json
 # (Llama-3.1-8B on wse3, negative-binomial defects at 0.1 per cm^2, alpha 2, STUDY_WSE3_SEEDS seeds, default
 # 6) swept with --jobs 1 and then --jobs 2: wall time, points per minute, the ratio, the median point's wall
-# time and the peak RSS. Run through bench/run.
+# time and the peak RSS. Run through bench/run. STUDY_WSE3_ARGS: more sweep options (e.g. --no-cache, to see the
+# points built from scratch).
 set -euo pipefail
 emu="${WAFER_EMU:?run through bench/run}"
 seeds="${STUDY_WSE3_SEEDS:-6}"
+read -r -a extra <<<"${STUDY_WSE3_ARGS:-}"
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 cat >"$dir/study.json" <<JSON
@@ -15,7 +17,7 @@ cat >"$dir/study.json" <<JSON
  "axes": {"density": [0.1], "alpha": [2], "seed": {"from": 1, "count": $seeds}}}
 JSON
 for jobs in 1 2; do
-  /usr/bin/time -f "%e %M" -o "$dir/time$jobs" "$emu" sweep --spec "$dir/study.json" --out "$dir/out$jobs" --jobs "$jobs" --quiet >/dev/null
+  /usr/bin/time -f "%e %M" -o "$dir/time$jobs" "$emu" sweep --spec "$dir/study.json" --out "$dir/out$jobs" --jobs "$jobs" --quiet "${extra[@]}" >/dev/null
 done
 python3 - "$dir" "$seeds" <<'PY'
 import json, statistics, sys

@@ -72,6 +72,7 @@ struct DefectGenParams {
   double alpha = 2.0;            // negative-binomial clustering (smaller = more clustered)
   // Share of each kind among generated defects (normalised); link defects pick E or S at random.
   double share_core = 0.45, share_sram = 0.35, share_router = 0.1, share_link = 0.1;
+  friend bool operator==(const DefectGenParams&, const DefectGenParams&) = default;
 };
 
 // Throws InputError when a parameter is negative, non-finite or absurd (shares that sum to zero, a density

@@ -58,6 +58,7 @@ struct WaferSpec {
   std::int64_t physical_tiles() const { return (logical_width + spare_cols) * (logical_height + spare_rows); }
   double area_cm2() const { return double(physical_tiles()) * tile_area_mm2 / 100.0; }
   double cycles_to_us(double cycles) const { return cycles / (clock_ghz * 1e3); }
+  friend bool operator==(const WaferSpec&, const WaferSpec&) = default;  // every field (apps::PointCache keys)
 };
 
 // ---- parameter table -------------------------------------------------------------------------------

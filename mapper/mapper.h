@@ -78,6 +78,7 @@ struct MapOptions {
   // alone (what a closed form reads) and its WaferReport the task runs counted from the stages' classes;
   // the other per-program figures are left 0.
   bool plan_only = false;
+  friend bool operator==(const MapOptions&, const MapOptions&) = default;  // every field (apps::PointCache keys)
 };
 
 // One stage of the decode step: "embedding", "layer 0" .. "layer N-1", "head" (final norm, LM head, argmax).

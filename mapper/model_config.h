@@ -39,6 +39,7 @@ struct ModelConfig {
   std::int64_t layer_parameters() const;
   // All parameters (embedding, layers, final norm, LM head unless tied).
   std::int64_t parameter_count() const;
+  friend bool operator==(const ModelConfig&, const ModelConfig&) = default;  // every field (apps::PointCache keys)
 };
 
 // Resolves parsed JSON; `where` names the file in every error (missing field, wrong type, impossible

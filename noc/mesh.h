@@ -41,6 +41,7 @@ struct MeshParams {
   std::uint32_t colors = 24;              // colors a router routes (cycle: input queues per port)
   std::uint32_t queue_depth = 8;          // cycle: wavelets per input queue (raised to cover a link's latency)
   static MeshParams from(const hw::WaferSpec& spec);
+  friend bool operator==(const MeshParams&, const MeshParams&) = default;
 };
 
 // What a Plan execution reports per flow. For a multicast, head/tail are the latest over its sinks.

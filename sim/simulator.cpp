@@ -240,6 +240,11 @@ Simulator::Simulator() {
 
 Simulator::~Simulator() = default;
 
+void Simulator::keep_mesh(bool on) {
+  keep_mesh_ = on;
+  if (!on) mesh_.reset(), mesh_fabric_.reset();
+}
+
 
 StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
                           const std::vector<const firmware::Image*>& images, const StepOptions& opt) {
@@ -251,10 +256,27 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
   top_->configure(spec);
   top_->execute([&] {
     auto t0 = std::chrono::steady_clock::now();
-    std::unique_ptr<noc::Mesh> mesh = noc::make_mesh(opt.fidelity, fabric, noc::MeshParams::from(spec));
-    // The cores stream on behind a burst's head (reduce-and-forward chains, docs/design.md section 1): the cycle
-    // reference tells them of a unicast when its head is in, as approx does (noc/cycle.h, report_heads).
-    if (auto* cm = dynamic_cast<noc::CycleMesh*>(mesh.get())) cm->report_heads(true);
+    const noc::MeshParams params = noc::MeshParams::from(spec);
+    std::unique_ptr<noc::Mesh> own;  // a mesh for this step only (keep_mesh off)
+    noc::Mesh* mesh = nullptr;
+    if (keep_mesh_ && mesh_ && mesh_->fidelity() == opt.fidelity && mesh_->params() == params && *mesh_fabric_ == fabric) {
+      mesh_->reset();  // whatever the last step left (it may have thrown part way)
+      mesh = mesh_.get();
+      res.mesh_kept = true;
+    } else {
+      if (keep_mesh_) {
+        mesh_.reset();
+        mesh_fabric_ = std::make_unique<noc::Fabric>(fabric);
+        mesh_ = noc::make_mesh(opt.fidelity, *mesh_fabric_, params);
+        mesh = mesh_.get();
+      } else {
+        own = noc::make_mesh(opt.fidelity, fabric, params);
+        mesh = own.get();
+      }
+      // The cores stream on behind a burst's head (reduce-and-forward chains, docs/design.md section 1): the
+      // cycle reference tells them of a unicast when its head is in, as approx does (noc/cycle.h, report_heads).
+      if (auto* cm = dynamic_cast<noc::CycleMesh*>(mesh)) cm->report_heads(true);
+    }
     res.elaboration_s += seconds_since(t0);
     TlmStreamPort port(*top_);
     Cycle start = 0;

@@ -121,6 +121,7 @@ struct StepResult {
   std::uint64_t tasks_executed = 0, tasks_represented = 0;
   std::uint32_t wafers_reused = 0;
   std::uint32_t layers_reused = 0;  // layers copied within the wafers emulated (core::StepResult)
+  bool mesh_kept = false;  // the mesh model of the previous step was reset and reused (Simulator::keep_mesh)
 };
 
 class Top;
@@ -142,10 +143,21 @@ class Simulator {
   const std::vector<std::vector<core::TaskRun>>& task_runs() const { return runs_; }
   double elaboration_seconds() const { return elaboration_s_; }
 
+  // Keep the mesh model between steps (off by default): a step on a fabric equal to the last one's (the same
+  // grid, faults and link lengths), with the same fidelity and mesh parameters, resets the kept model
+  // (noc::Mesh::reset: an idle mesh at cycle 0, allocations kept) instead of building one; any other step
+  // builds a new one and keeps that. The model runs on its own copy of the fabric, so the caller's may go.
+  // Results are the same either way (a reset mesh is a fresh one; the pipeline's wafers rely on it too).
+  void keep_mesh(bool on);
+  bool keeps_mesh() const { return keep_mesh_; }
+
  private:
   std::unique_ptr<Top> top_;
   std::vector<std::vector<core::TaskRun>> runs_;
   double elaboration_s_ = 0;
+  bool keep_mesh_ = false;
+  std::unique_ptr<noc::Fabric> mesh_fabric_;  // the kept mesh's fabric (a copy)
+  std::unique_ptr<noc::Mesh> mesh_;           // declared after its fabric: destroyed first
 };
 
 // Whether wafer step `b` is wafer step `a` shifted in time: the same grid, programs, tile programs, operator

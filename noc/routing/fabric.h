@@ -48,6 +48,7 @@ class Fabric {
   struct Fault {
     TileIndex tile;
     Dir dir;
+    friend bool operator==(const Fault&, const Fault&) = default;
   };
   const std::vector<Fault>& faults() const { return faults_; }
   // "router (3,4)" / "link (3,4)-(4,4)".
@@ -59,6 +60,10 @@ class Fabric {
   // lengths, the links north out of the first row included.
   bool rows_alike(std::int32_t y, std::int32_t rows, std::int32_t dy) const;
   bool column_clear(std::int32_t x, std::int32_t ya, std::int32_t yb) const;
+
+  // The same mesh in every respect routing and timing read (a kept mesh model is reused only on an equal
+  // fabric: sim::Simulator::keep_mesh).
+  friend bool operator==(const Fabric&, const Fabric&) = default;
 
  private:
   void cut(TileIndex t, Dir d);  // marks one undirected link unusable (both ends), updates the index

@@ -101,3 +101,10 @@ wafer_cli_test(sweep_check_no_spec ${SERR} --stderr "--check needs --spec FILE" 
 # placement "auto" is decode's search at every point: each good point equals `decode --placement auto` with
 # the same settings (defects included), and records the chosen candidate.
 add_test(NAME cli.sweep_auto_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${DATA}/sweep_auto.json ${OUT}/sweep_auto)
+
+# The points of a process share what does not change between them (apps/point_cache.h: the repaired defect map,
+# the mapping, the mesh model, freed memory): the lines equal --no-cache's, with one process and with --jobs 2,
+# and every kind of reuse happens (tests/cli/data/sweep_cache.json); each point of that study equals `decode`.
+add_test(NAME cli.sweep_cache COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cache_check.py sweep ${WAFER_EMU}
+  ${DATA}/sweep_cache.json ${OUT}/sweep_cache)
+add_test(NAME cli.sweep_cache_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${DATA}/sweep_cache.json ${OUT}/sweep_cache_decode)

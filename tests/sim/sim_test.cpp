@@ -519,6 +519,46 @@ TEST(Simulator, RunsRepeatedlyAndDeterministically) {
   EXPECT_EQ(a.result.wafers[0].network.wait_cycles, b.result.wafers[0].network.wait_cycles);
 }
 
+// Simulator::keep_mesh (apps::PointCache): a kept mesh model, reset between steps on an equal fabric, gives the
+// steps a fresh one gives, whatever ran on it before (another context, another fabric, the other fidelity).
+TEST(Simulator, KeptMeshChangesNothing) {
+  hw::WaferSpec spec = tiny();
+  const noc::Fabric f = noc::Fabric::perfect(spec.logical());
+  hw::DefectMap map(spec.physical());
+  map.add({hw::DefectKind::Core, {3, 3}});
+  const noc::Fabric rf = noc::Fabric::from_repair(hw::repair_scheme("row-shift").repair(spec, map));
+  ASSERT_FALSE(rf == f);
+  struct Step {
+    const noc::Fabric* fabric;
+    std::int64_t context;
+    noc::Fidelity fid;
+    bool kept;  // expected StepResult::mesh_kept
+  };
+  const auto A = noc::Fidelity::Approx, C = noc::Fidelity::Cycle;
+  const std::vector<Step> steps = {{&f, 64, A, false},  {&f, 128, A, true},  {&rf, 64, A, false}, {&rf, 64, A, true},
+                                   {&rf, 64, C, false}, {&rf, 128, C, true}, {&f, 64, C, false},  {&f, 64, A, false},
+                                   {&f, 16, A, true}};
+  for (bool keep : {false, true}) {
+    simulator().keep_mesh(keep);
+    std::vector<StepResult> got;
+    for (const Step& st : steps) got.push_back(decode(spec, *st.fabric, st.context, st.fid).result);
+    simulator().keep_mesh(false);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      EXPECT_EQ(got[i].mesh_kept, keep && steps[i].kept) << i;
+      const StepResult fresh = decode(spec, *steps[i].fabric, steps[i].context, steps[i].fid).result;
+      EXPECT_FALSE(fresh.mesh_kept);
+      EXPECT_EQ(got[i].latency, fresh.latency) << i;
+      EXPECT_EQ(got[i].breakdown.cause, fresh.breakdown.cause) << i;
+      EXPECT_EQ(got[i].tasks_executed, fresh.tasks_executed) << i;
+      EXPECT_EQ(got[i].wafers[0].network.wait_cycles, fresh.wafers[0].network.wait_cycles) << i;
+      EXPECT_EQ(got[i].wafers[0].network.bursts, fresh.wafers[0].network.bursts) << i;
+      EXPECT_EQ(got[i].wafers[0].link_busy_max, fresh.wafers[0].link_busy_max) << i;
+      ASSERT_EQ(got[i].per_op.size(), fresh.per_op.size()) << i;
+      for (std::size_t k = 0; k < fresh.per_op.size(); ++k) EXPECT_EQ(got[i].per_op[k].cycles, fresh.per_op[k].cycles) << i;
+    }
+  }
+}
+
 // What a report and a trace ask of a step (sim::StepOptions region_cells, series_cells, keep_path) changes
 // nothing of the step, and adds up: the cells' link busy cycles and task cycles are the mesh's and the runs'
 // totals, the series' intervals tile the step, the path segments tile it and sum per layer to the breakdown.

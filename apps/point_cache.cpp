@@ -1,0 +1,101 @@
+#include "apps/point_cache.h"
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace wafer::apps {
+
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  // Blocks above the mmap threshold (at most 32 MiB in glibc) get mappings of their own, unmapped when freed:
+  // every point would fault its hundreds of MB of task slots and burst records in again, page by page, each
+  // zeroed by the kernel (most of a wse3 point's "elaboration"). From the heap, and with no trimming of its
+  // top, a freed block is there for the next point's allocation of the same size.
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+#endif
+}
+
+PointCache::PointCache(sim::Simulator& simulator, bool enabled) : sim_(simulator), enabled_(enabled) {
+  if (enabled_) keep_freed_memory();
+  sim_.keep_mesh(enabled_);
+}
+
+std::shared_ptr<const PointCache::Repaired> PointCache::repaired(const hw::WaferSpec& spec, const hw::DefectGenParams& gen,
+                                                                 std::uint64_t seed, const std::string& scheme, bool* reused) {
+  RepairKey key{spec, gen, seed, scheme};
+  if (reused) *reused = false;
+  if (enabled_)
+    for (const auto& [k, r] : repairs_)
+      if (k == key) {
+        ++stats_.repairs_reused;
+        if (reused) *reused = true;
+        return r;
+      }
+  auto r = std::make_shared<Repaired>();
+  r->map = hw::generate_defects(spec, gen, seed);
+  r->repair = hw::repair_scheme(scheme).repair(spec, r->map);
+  r->fabric = noc::Fabric::from_repair(r->repair);
+  ++stats_.repairs_built;
+  if (enabled_) {
+    repairs_.emplace_front(std::move(key), r);
+    if (repairs_.size() > kKeep) repairs_.pop_back();
+  }
+  return r;
+}
+
+std::shared_ptr<const noc::Fabric> PointCache::perfect(const hw::WaferSpec& spec, bool* reused) {
+  if (reused) *reused = false;
+  if (enabled_)
+    for (const auto& f : perfect_)
+      if (f->grid() == spec.logical()) {
+        if (reused) *reused = true;
+        return f;
+      }
+  auto f = std::make_shared<const noc::Fabric>(noc::Fabric::perfect(spec.logical()));
+  if (enabled_) {
+    perfect_.push_front(f);
+    if (perfect_.size() > kKeep) perfect_.pop_back();
+  }
+  return f;
+}
+
+std::shared_ptr<const mapper::Mapping> PointCache::map(const DecodePoint& p, std::shared_ptr<const noc::Fabric> fabric,
+                                                       bool* reused) {
+  if (reused) *reused = false;
+  if (enabled_)
+    for (auto it = maps_.begin(); it != maps_.end(); ++it)
+      if (it->options == p.options && it->spec == p.spec && it->model == p.model &&
+          (it->fabric == fabric || *it->fabric == *fabric)) {
+        ++stats_.mappings_reused;
+        if (reused) *reused = true;
+        if (it != maps_.begin()) std::rotate(maps_.begin(), it, std::next(it));  // most recent first
+        return maps_.front().mapping;
+      }
+  auto m = std::make_shared<const mapper::Mapping>(map_point(p, *fabric));
+  ++stats_.mappings_built;
+  if (enabled_) {
+    maps_.push_front(MapEntry{p.spec, p.model, p.options, std::move(fabric), m});
+    if (maps_.size() > kKeep) maps_.pop_back();
+  }
+  return m;
+}
+
+sim::StepResult PointCache::emulate(const DecodePoint& p, const noc::Fabric& fabric, const mapper::Mapping& mapping) {
+  sim::StepResult r = emulate_point(sim_, p, fabric, mapping);
+  ++stats_.steps;
+  if (r.mesh_kept) ++stats_.meshes_reused;
+  return r;
+}
+
+PrefillRun run_prefill(PointCache& cache, const DecodePoint& p, std::shared_ptr<const noc::Fabric> fabric,
+                       std::int64_t max_chunk, PrefillCache* chunks) {
+  // run_prefill moves the mappings it keeps: a copy of the cache's (only a reused one costs a copy more).
+  return run_prefill_with(
+      p, max_chunk, chunks, [&](const DecodePoint& q) { return mapper::Mapping(*cache.map(q, fabric)); },
+      [&](const DecodePoint& q, const mapper::Mapping& m) { return cache.emulate(q, *fabric, m); });
+}
+
+}  // namespace wafer::apps
