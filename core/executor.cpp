@@ -126,11 +126,18 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
     if (slots >= kNone) throw hw::InputError("firmware: more than 4 billion task slots");
   }
   slot0_[n] = std::uint32_t(slots);
+  // Per program its sends and the colors they use (a tile's program is shared by many tiles).
+  std::vector<std::uint64_t> prog_sends(image_.programs.size(), 0);
+  std::uint32_t send_colors = 0;
+  for (std::size_t p = 0; p < image_.programs.size(); ++p)
+    for (const Task& task : image_.programs[p].tasks) {
+      prog_sends[p] += task.sends.size();
+      for (const auto& snd : task.sends) send_colors = std::max<std::uint32_t>(send_colors, snd.color + 1u);
+    }
   std::uint64_t sends = image_.start.size();
   for (std::size_t t = 0; t < n; ++t) {
     std::uint32_t p = image_.tile_program[t];
-    if (p == firmware::kIdle) continue;
-    for (const Task& task : image_.programs[p].tasks) sends += task.sends.size();
+    if (p != firmware::kIdle) sends += prog_sends[p];
   }
   if (streams) ++sends;  // the shared weights record
   if (sends >= kNone) throw hw::InputError("firmware: more than 4 billion bursts per step");
@@ -140,12 +147,14 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   slots_.assign(slots, Slot{0, 0, kNever, kNever, kNone, kNone, 0, 0, 0, 0});
   done_tile_ = grid_.index(image_.done_tile);
   if (costs_.color_switch > 0) {
-    for (std::size_t t = 0; t < n; ++t) {
-      std::uint32_t p = image_.tile_program[t];
-      if (p == firmware::kIdle) continue;
-      for (const Task& task : image_.programs[p].tasks)
-        for (const auto& snd : task.sends) route_colors_ = std::max<std::uint32_t>(route_colors_, snd.color + 1u);
-    }
+    // (the colors of the programs some tile runs)
+    std::vector<std::uint8_t> used(image_.programs.size(), 0);
+    for (std::size_t t = 0; t < n; ++t)
+      if (image_.tile_program[t] != firmware::kIdle) used[image_.tile_program[t]] = 1;
+    for (std::size_t p = 0; p < image_.programs.size() && route_colors_ < send_colors; ++p)
+      if (used[p])
+        for (const Task& task : image_.programs[p].tasks)
+          for (const auto& snd : task.sends) route_colors_ = std::max<std::uint32_t>(route_colors_, snd.color + 1u);
     routes_.assign(n * route_colors_ * kInPorts, kUnrouted);
   }
   if (opt_.reuse && !opt_.sample && !streams && net_.supports_reuse()) reuse_setup();

@@ -66,6 +66,7 @@
 #include "firmware/program.h"
 #include "hw/wafer_spec.h"
 #include "memory/stream_port.h"
+#include "noc/big_array.h"
 #include "noc/network.h"
 #include "noc/routing/fabric.h"
 
@@ -275,9 +276,9 @@ class Executor final : public noc::NetworkClient {
   std::vector<Cycle> core_free_;
   std::vector<std::uint32_t> last_slot_;
   // Per task slot.
-  std::vector<Slot> slots_;
+  noc::BigArray<Slot> slots_;  // (huge pages: hundreds of MB on a full wafer, read in scattered order)
   // Per burst.
-  std::vector<BurstRec> bursts_;
+  noc::BigArray<BurstRec> bursts_;
   // Done detection.
   hw::TileIndex done_tile_;
   std::uint32_t done_count_ = 0, done_crit_ = kNone;
@@ -295,7 +296,7 @@ class Executor final : public noc::NetworkClient {
   // Route tables (color_switch > 0): per (color, input port as hw::Dir, tile) the output ports (bit per
   // hw::Dir, the Ramp bit when the core receives), kUnrouted before the first flow. Tiles innermost, so a
   // row multicast's walk reads consecutive bytes.
-  std::vector<std::uint8_t> routes_;
+  noc::BigArray<std::uint8_t> routes_;
   std::uint32_t route_colors_ = 0;
   std::vector<std::pair<hw::Coord, hw::Dir>> walk_;  // reroute's stack
   struct SendCost {
