@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The jobs of the speed issue (docs/timing.md "Reuse"), each run JOBS_RUNS times (default 3): median wall
+# time and largest peak RSS of the whole process, the medians of the wall split (mapping, elaboration,
+# emulation), tile tasks executed against represented, layers and wafers reused, and the answer's latency.
+# Jobs: the default decode (8B on wse3, layer-bands), the main job (no arguments: --placement auto),
+# Mixtral on 3 wafers, Llama-3.1-70B on 4, Llama-3.1-405B on 24, the whole-wafer and whole-square
+# mappings of the 8B (refused up front when their task records exceed the memory: the refusal is printed),
+# and the default decode at 0.1 defects per cm^2 (about 50 defects on wse3) and at 2 per cm^2 (about 1,000)
+# against the defect-free run. JOBS_ONLY=a,b picks jobs by name. With JOBS_CALLGRIND=1 (and valgrind
+# installed) also the instruction count of the default decode.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+: "${WAFER_EMU:?set by bench/run}"
+runs="${JOBS_RUNS:-3}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# job NAME ARGS...: the figures of `wafer-emu ARGS` over $runs runs.
+job() {
+  local name=$1; shift
+  if [ -n "${JOBS_ONLY:-}" ] && [[ ",${JOBS_ONLY}," != *",$name,"* ]]; then return; fi
+  echo "-- $name: wafer-emu $*"
+  local times=() rss=0 t r
+  for i in $(seq "$runs"); do
+    if ! /usr/bin/time -f '%e %M' -o "$tmp/time" "$WAFER_EMU" "$@" --json "$tmp/$name$i.json" >/dev/null 2>"$tmp/err"; then
+      echo "  refused: $(tail -1 "$tmp/err")"
+      return
+    fi
+    read -r t r < "$tmp/time"
+    times+=("$t"); [ "$r" -gt "$rss" ] && rss=$r
+  done
+  python3 - "$tmp" "$name" "$runs" "$rss" "${times[@]}" <<'PY'
+import json, statistics, sys
+d, name, n, rss = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+times = sorted(float(t) for t in sys.argv[5:])
+js = [json.load(open(f"{d}/{name}{i}.json")) for i in range(1, n + 1)]
+w = js[0]["wall_time"]
+med = lambda k: statistics.median(j["wall_time"][k]["value"] for j in js)
+v = lambda k: w[k]["value"] if k in w else 0
+print(f"  wall median {statistics.median(times):.2f} s (min {times[0]:.2f}, max {times[-1]:.2f}), peak RSS "
+      f"{rss / 1024 / 1024:.2f} GB")
+print(f"  split (medians): mapping {med('mapping'):.3f} s, elaboration {med('elaboration'):.3f} s, "
+      f"emulation {med('emulation'):.3f} s")
+print(f"  tasks executed {v('tasks_executed'):,} of {v('tasks_represented'):,} represented; layers reused "
+      f"{v('layers_reused')}, wafers reused {v('wafers_reused')}; latency {js[0]['latency_cycles']['value']:,} cycles")
+PY
+}
+
+job default decode
+job main decode --placement auto
+job mixtral decode --model mixtral-8x7b --wafers 3
+job 70b decode --model llama-3.1-70b --wafers 4
+job 405b decode --model llama-3.1-405b --wafers 24
+job whole_wafer decode --placement whole-wafer
+job whole_square decode --placement square --kernel meshgemv
+job defects_50 decode --density 0.1 --seed 1
+job defects_1000 decode --density 2 --seed 1
+
+if [ "${JOBS_CALLGRIND:-0}" = 1 ] && command -v valgrind >/dev/null; then
+  echo "-- instruction count of the default decode (callgrind)"
+  valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$WAFER_EMU" decode >/dev/null 2>"$tmp/cg.err"
+  grep -E "Collected" "$tmp/cg.err" | sed 's/^==[0-9]*== /  /'
+fi
