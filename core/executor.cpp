@@ -157,7 +157,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
           for (const auto& snd : task.sends) route_colors_ = std::max<std::uint32_t>(route_colors_, snd.color + 1u);
     routes_.assign(n * route_colors_ * kInPorts, kUnrouted);
   }
-  if (opt_.reuse && !opt_.sample && !streams && net_.supports_reuse()) reuse_setup();
+  if (opt_.reuse && !streams && net_.supports_reuse()) reuse_setup();
 }
 
 Executor::~Executor() = default;
@@ -302,8 +302,19 @@ StepResult Executor::run() {
     net_.timer(opt_.start, kTimerDeliver | id);
   }
   auto* mesh = opt_.sample ? dynamic_cast<noc::Mesh*>(&net_) : nullptr;
+  sampled_ = mesh;
   if (mesh) {
-    for (Cycle next = opt_.sample(opt_.start); !mesh->idle(); next = opt_.sample(next)) mesh->run_until(next);
+    // In slices up to each sample; a slice that pauses for a reuse cut goes on to its sample after the cut
+    // (and a jump takes the samples of the stretch it copies: reuse_cut).
+    next_sample_ = opt_.sample(opt_.start, nullptr);
+    while (!mesh->idle()) {
+      mesh->run_until(next_sample_);
+      if (ru_.pending) {
+        reuse_cut();
+        if (!mesh->idle() && mesh->now() < next_sample_) continue;
+      }
+      next_sample_ = opt_.sample(next_sample_, nullptr);
+    }
   } else if (ru_.on) {
     while (net_.run_paused())
       if (ru_.pending) reuse_cut();
@@ -1044,10 +1055,10 @@ void Executor::describe_tile(std::vector<std::uint64_t>& out, TileIndex t, Cycle
   }
 }
 
-// In space: the bands one mark each (fresh, settled) but the ones at work between them, described tile by
-// tile, and the route tables of the rows from the last settled band to the first fresh one (kept in
-// ru_.rows for the jump). False: the bands are not settled, at work, fresh in that order.
-bool Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::uint64_t nb) {
+// In space: the leading settled bands and the trailing fresh ones as two marks (relative to the cut's band),
+// every band between them tile by tile (whatever its tiles' state), and the route tables of the rows from
+// the last leading settled band to the first trailing fresh one (kept in ru_.rows for the jump).
+void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::uint64_t nb) {
   const std::int32_t W = grid_.width;
   const std::size_t nbands = ru_.band_y.size();
   // Per band, bit 0: a fresh tile, bit 1: a settled one, bit 2: one at work. A band only of fresh or only
@@ -1105,7 +1116,6 @@ bool Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
   }
   // The bands after the first fresh one have the routes of the first (checked at a jump: ru_.fresh_band).
   ru_.fresh_band = f;
-  return true;
 }
 
 void Executor::reuse_cut() {
@@ -1215,6 +1225,7 @@ void Executor::reuse_cut() {
   const std::uint32_t reach = std::max(touched_max, ru_.state_max);
   std::uint64_t K = jump && reach < ru_.b ? (ru_.b - reach) / ru_.p : 0;  // copies of p layers each
   if (K > 0 && ru_.space && !fresh_bands_alike()) K = 0;
+  if (K > 0 && sampled_ && (!net_.reservations() || !sampled_->link_busy_data())) K = 0;  // samples to take
   if (K == 0) {
     // No jump here: this cut becomes the previous one.
     ru_.have = usable;
@@ -1227,7 +1238,7 @@ void Executor::reuse_cut() {
     ru_.prev_rows = ru_.rows;
     std::swap(ru_.prev_desc, ru_.desc);
     untouch_all();
-    if (usable) net_.mark();
+    if (usable) net_.mark(sampled_ != nullptr);
     if (ru_.next > ru_.b) ru_.done = true, log_routes_ = false, route_log_ = {}, reuse_release();
     return;
   }
@@ -1322,6 +1333,7 @@ void Executor::reuse_cut() {
       last_slot_[t] = rename_in(last_slot_[t], t, K);
     }
   }
+  if (sampled_) sample_copies(D, K, now);
   tasks_run_ += K * NT;
   ru_.skipped_tasks += K * NT;
   ru_.skipped_layers += std::uint32_t(K * ru_.p);
@@ -1352,6 +1364,25 @@ void Executor::reuse_cut() {
 void Executor::reuse_release() {
   ru_.touched = {}, ru_.touched_tile = {}, ru_.touched_bits = {};
   ru_.desc = {}, ru_.prev_desc = {}, ru_.cursor = {}, ru_.open = {}, ru_.work_tiles = {};
+}
+
+// The samples (ExecOptions::sample) of the stretch a jump copies, [now, now + K x D): each reads the link
+// counters as the full run would have them, the counters at the cut plus, copy by copy, the template's
+// reservations (noc::Network::reservations) moved m x D cycles (and m groups of rows) on, those made
+// before the sample's cycle.
+void Executor::sample_copies(Cycle D, std::uint64_t K, Cycle now) {
+  const auto& log = *net_.reservations();
+  const std::size_t links = std::size_t(grid_.size()) * 4;
+  std::vector<std::uint64_t> busy(sampled_->link_busy_data(), sampled_->link_busy_data() + links);
+  const std::size_t step = ru_.space ? std::size_t(ru_.S) * 4 : 0;  // links one copy on
+  const Cycle end = now + K * D;
+  for (std::uint64_t m = 1; m <= K; ++m)
+    for (const auto& r : log) {
+      const Cycle at = r.at + m * D;
+      while (next_sample_ <= at && next_sample_ < end) next_sample_ = opt_.sample(next_sample_, busy.data());
+      busy[r.link + m * step] += r.cycles;
+    }
+  while (next_sample_ < end) next_sample_ = opt_.sample(next_sample_, busy.data());
 }
 
 // In space, before a jump: every band from the first fresh one to the run's last has that band's route

@@ -70,6 +70,10 @@
 #include "noc/network.h"
 #include "noc/routing/fabric.h"
 
+namespace wafer::noc {
+class Mesh;
+}
+
 namespace wafer::core {
 
 enum class Cause : std::uint8_t {
@@ -107,14 +111,17 @@ struct ExecOptions {
   // in slices, calling sample(t) each time simulated time has reached t (first with `start`); sample
   // returns the next cycle to stop at. The slices change no result (a mesh runs the same events whether
   // it is run to the end or up to a limit at a time).
-  std::function<Cycle(Cycle)> sample;
+  // sample(t, busy): busy, when not null, holds every link's busy cycles as they are at t (a stretch reuse
+  // copies, whose samples are taken at the jump); null: read them from the mesh.
+  std::function<Cycle(Cycle, const std::uint64_t* busy)> sample;
   bool keep_path = false;  // keep the critical path as timed segments (StepResult::path)
   // Pay once for repeated layers, exactly (docs/timing.md "Reuse"): when the network supports it
-  // (noc::Network::supports_reuse) and the programs hold a run of identical layer blocks, the state at the
-  // start of each such layer is compared with the one at the start of the layer before (relative to that
-  // cycle, tasks renamed one layer on); when equal, the layers that follow are not emulated but copied,
-  // shifted in time, as long as the renaming stays inside the run. The result is the same either way.
-  // Not with `sample` (its samples follow the run in time).
+  // (noc::Network::supports_reuse) and the programs hold a run of identical layer blocks (or layers on bands
+  // each moved down from the one before), the state at the start of each such layer is compared with the
+  // one at the start of the layer before (relative to that cycle, tasks renamed one layer on, tiles one band
+  // on); when equal, the layers that follow are not emulated but copied, shifted in time (and space), as
+  // long as the renaming stays inside the run. The result is the same either way,
+  // samples included (a jump takes those of the stretch it copies from the template's link reservations).
   bool reuse = false;
 };
 
@@ -359,8 +366,11 @@ class Executor final : public noc::NetworkClient {
   std::uint64_t tile_ref(hw::TileIndex t) const { return std::uint64_t(t) - std::uint64_t(ru_.origin); }
   int tile_class(hw::TileIndex t, Cycle now);
   void describe_tile(std::vector<std::uint64_t>& out, hw::TileIndex t, Cycle now, std::uint64_t nb);
-  bool describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::uint64_t nb);
+  void describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::uint64_t nb);
   bool fresh_bands_alike() const;
+  void sample_copies(Cycle D, std::uint64_t K, Cycle now);
+  noc::Mesh* sampled_ = nullptr;  // run(): the mesh sampled in slices (ExecOptions::sample)
+  Cycle next_sample_ = 0;
   void touch(std::uint32_t slot, hw::TileIndex tile) {
     std::uint64_t& w = ru_.touched_bits[slot >> 6];
     const std::uint64_t bit = std::uint64_t(1) << (slot & 63);

@@ -51,6 +51,7 @@ void ApproxMesh::reset() {
   }
   free_bursts_.clear();
   for (std::uint32_t i = std::uint32_t(bursts_.size()); i-- > 0;) free_bursts_.push_back(i);
+  mark_busy_ = {}, log_ = {}, log_on_ = false;
 }
 
 std::size_t ApproxMesh::state_bytes() const {
@@ -208,9 +209,11 @@ bool ApproxMesh::describe_state(const TagDescriber& tag, std::vector<std::uint64
   return true;
 }
 
-void ApproxMesh::mark() {
+void ApproxMesh::mark(bool log) {
   mark_stats_ = stats_;
   mark_busy_.assign(busy_.begin(), busy_.end());
+  log_.clear();
+  log_on_ = log;
 }
 
 void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, std::int32_t rows) {
@@ -290,7 +293,9 @@ void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, s
   }
   queue_.rebuild(now + shift, ev);
   last_event_ += shift;
-  mark_busy_ = {};  // (the mark is used up)
+  mark_busy_ = {};  // (the mark and its log are used up)
+  log_ = {};
+  log_on_ = false;
 }
 
 Cycle ApproxMesh::run() {
@@ -349,6 +354,8 @@ template <bool kHint>
   Cycle start = std::max(now, r.link_free[k]);
   r.link_free[k] = start + br.lag + 1;
   busy_[std::size_t(tile) * 4 + k] += Cycle(br.lag) + 1;  // (in 64 bits: lag + 1 may be 2^32)
+  if (log_on_) [[unlikely]]
+    log_.push_back({now, std::uint64_t(tile) * 4 + k, Cycle(br.lag) + 1});
   ++br.hops;
   return start + r.latency[k];
 }

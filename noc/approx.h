@@ -38,7 +38,8 @@ class ApproxMesh final : public Mesh {
   bool run_paused() override;
   void pause_at(Cycle at) override { stop_ = std::min(stop_, at); }
   bool describe_state(const TagDescriber& tag, std::vector<std::uint64_t>& out, std::int32_t origin_row = 0) const override;
-  void mark() override;
+  void mark(bool log = false) override;
+  const std::vector<Reservation>* reservations() const override { return log_on_ ? &log_ : nullptr; }
   void repeat(Cycle period, std::uint64_t times, const Retag& retag, std::int32_t rows = 0) override;
 
   // Mesh
@@ -139,6 +140,8 @@ class ApproxMesh final : public Mesh {
   Cycle stop_ = ~Cycle(0);  // the running loop's limit
   NetworkStats mark_stats_;  // mark()
   std::vector<std::uint64_t> mark_busy_;
+  bool log_on_ = false;             // mark(true): cross() logs its reservations
+  std::vector<Reservation> log_;
   // What a hop reads and writes, in one cache line (the busy counters, written only, live apart).
   struct alignas(64) TileRes {
     Cycle link_free[4];         // per output link (Dir N, E, S, W): first cycle it is free

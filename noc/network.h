@@ -104,8 +104,18 @@ class Network {
                               std::int32_t /*origin_row*/ = 0) const {
     return false;
   }
-  // At a boundary: remembers the statistics (and per-link counters) as they are now.
-  virtual void mark() {}
+  // At a boundary: remembers the statistics (and per-link counters) as they are now; with `log`, also
+  // records every link reservation from now on (its cycle, link and busy cycles) until the next mark or
+  // repeat, for a caller that samples the counters in time (reservations()).
+  virtual void mark(bool /*log*/ = false) {}
+  struct Reservation {
+    Cycle at;               // the cycle of the event that made it
+    std::uint64_t link;     // noc::LinkId
+    std::uint64_t cycles;   // busy cycles added to the link's counter
+  };
+  // The reservations logged since mark(true), in the order they were made (time order); null when the
+  // model keeps no such log.
+  virtual const std::vector<Reservation>* reservations() const { return nullptr; }
   // At a boundary whose state is, `period` cycles and `rows` rows of tiles later (rows >= 0; 0: the same
   // tiles), that of the mark's boundary shifted (equal descriptions, each from its own origin row): the
   // stretch since the mark repeats `times` more times. Adds `times` x the statistics since the mark (each

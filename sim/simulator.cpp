@@ -155,10 +155,12 @@ RegionGrid RegionGrid::fit(const hw::Grid& g, std::int32_t max_side) {
 
 namespace {
 // Appends one value per cell of `rg`: the busy cycles of the links leaving the cell's tiles.
-void sum_link_busy(const noc::Mesh& mesh, const hw::Grid& grid, const RegionGrid& rg, std::vector<std::uint64_t>& out) {
+// (busy: every link's counter, or null: the mesh's own)
+void sum_link_busy(const noc::Mesh& mesh, const hw::Grid& grid, const RegionGrid& rg, std::vector<std::uint64_t>& out,
+                   const std::uint64_t* busy = nullptr) {
   const std::size_t base = out.size();
   out.resize(base + rg.size(), 0);
-  const std::uint64_t* busy = mesh.link_busy_data();
+  if (!busy) busy = mesh.link_busy_data();
   for (std::int32_t y = 0; y < grid.height; ++y) {
     std::uint64_t* row = out.data() + base + std::size_t(y / rg.cell) * std::size_t(rg.cols);
     for (std::int32_t cx = 0; cx < rg.cols; ++cx) {
@@ -281,9 +283,12 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
     TlmStreamPort port(*top_);
     Cycle start = 0;
     bool mesh_used = false;
-    // Reuse copies results; a trace's extras (every kept run, the timed path, counters sampled in time)
-    // follow the run as it goes, so they are produced by the full run.
-    const bool reuse = opt.reuse && !opt.keep_task_runs && !opt.keep_path && opt.series_cells == 0;
+    // Reuse copies results, a trace's extras included: the kept runs and the timed path are read from the
+    // copied records, the counters sampled in time are taken at a jump from the template's link
+    // reservations (core::Executor), and a reused wafer's are the earlier wafer's shifted. A wafer is not
+    // reused when a caller chooses the tiles whose runs it keeps (keep_tile: it is asked tile by tile, as the
+    // runs of each wafer are read).
+    const bool reuse = opt.reuse, reuse_wafers = opt.reuse && !opt.keep_tile;
     for (std::size_t k = 0; k < images.size(); ++k) {
       if (k > 0) {
         std::uint64_t bytes = std::max<std::uint64_t>(1, opt.interwafer_bytes);
@@ -296,7 +301,7 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       // start; without streamed weights nothing else is shared), so this wafer's result is that one's with
       // every cycle shifted by the difference of the starts.
       std::size_t from = k;
-      if (reuse)
+      if (reuse_wafers)
         for (std::size_t j = 0; j < k && from == k; ++j)
           if (res.wafers[j].reused_from < 0 && same_step(*images[j], *images[k])) from = j;
       if (from < k) {
@@ -305,6 +310,8 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
         ws.step.start += shift;
         ws.step.end += shift;
         ws.reused_from = int(from);
+        for (auto& seg : ws.step.path) seg.from += shift, seg.to += shift;
+        for (Cycle& t : ws.series.t) t += shift;
         if (opt.keep_task_runs) {
           runs_[k] = runs_[from];
           for (auto& t : runs_[k]) t.trigger += shift, t.start += shift, t.end += shift;
@@ -333,9 +340,9 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
         // First guess of the interval: a step crosses the array a few hundred times (wse3, 8B: 8 x (W + H)
         // gives ~44 intervals of its 668 k cycles, the tiny wafer 32), then doubling keeps at most 64.
         const Cycle first = std::max<Cycle>(16, 8 * Cycle(fabric.grid().width + fabric.grid().height));
-        eo.sample = [&, cap, every = first](Cycle t) mutable {
+        eo.sample = [&, cap, every = first](Cycle t, const std::uint64_t* busy) mutable {
           se.t.push_back(t);
-          sum_link_busy(*mesh, fabric.grid(), se.grid, cum);
+          sum_link_busy(*mesh, fabric.grid(), se.grid, cum, busy);
           if (se.t.size() > cap + 1) {
             std::size_t n = 0;
             const std::size_t cells = se.grid.size();

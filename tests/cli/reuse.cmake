@@ -12,7 +12,8 @@ endfunction()
 reuse_test(wafers4 some ${TINY_R} --wafers 4)
 reuse_test(wafers4_cycle some ${TINY_R} --wafers 4 --fidelity cycle)
 reuse_test(wafers4_defects some ${TINY_R} --wafers 4 --density 20 --seed 3)
-# With a trace everything is emulated (its extras follow the run in time): the same answer, no reuse.
+# With a trace the wafers are each emulated (the trace chooses the tiles it keeps wafer by wafer); layers
+# are still copied where they repeat (below): the same answer and the same trace.
 reuse_test(wafers4_trace none ${TINY_R} --wafers 4 --trace TRACE)
 reuse_test(wafers6_6layers some ${TINY6} --wafers 6)
 # Two wafers: the first holds the embedding, the second the head: nothing repeats.
@@ -27,7 +28,7 @@ reuse_test(wafers4_stream any ${TINY_R} --wafers 4 --weights stream)
 # link slows them all alike), with each allreduce.
 set(SMALL8 --wafer small --model ${DATA}/reuse_small_8_layers.json --context 512)
 reuse_test(square_meshgemv some ${TINY6} --placement square --kernel meshgemv)
-reuse_test(square_meshgemv_trace none ${TINY6} --placement square --kernel meshgemv --trace TRACE)
+reuse_test(square_meshgemv_trace some ${TINY6} --placement square --kernel meshgemv --trace TRACE)
 reuse_test(square_meshgemv_defects some ${TINY6} --placement square --kernel meshgemv --density 20 --seed 5)
 reuse_test(whole_wafer_meshgemv some ${TINY6} --placement whole-wafer --kernel meshgemv --allreduce chain)
 reuse_test(small_square_tree some ${SMALL8} --placement square --kernel meshgemv)
@@ -50,7 +51,8 @@ reuse_test(small_layer_bands some ${SMALL8})
 reuse_test(small_layer_bands_batch2 some ${SMALL8} --batch 2)
 reuse_test(small_layer_bands_no_switch some --wafer ${DATA}/reuse_small_no_switch.json
            --model ${DATA}/reuse_small_8_layers.json --context 512)
-reuse_test(small_layer_bands_trace none ${SMALL8} --trace TRACE)
+reuse_test(small_layer_bands_trace some ${SMALL8} --trace TRACE)
+reuse_test(small_layer_bands_trace_window some ${SMALL8} --trace TRACE --trace-window 0:15,20:40)
 reuse_test(small_layer_bands_cycle none ${SMALL8} --fidelity cycle)
 # Defects: repaired links of other lengths make bands differ (a band is only copied onto bands alike); the
 # answer is the same whatever applies.
@@ -62,5 +64,6 @@ reuse_test(small_defect_aware_defects any ${SMALL8} --placement defect-aware --d
 set(SMALL40 --wafer small --model ${DATA}/reuse_small_40_layers.json --context 512)
 reuse_test(small_serpentine any ${SMALL8} --placement serpentine-bands)
 reuse_test(small40_serpentine some ${SMALL40} --placement serpentine-bands)
+reuse_test(small40_serpentine_trace some ${SMALL40} --placement serpentine-bands --trace TRACE)
 reuse_test(small40_serpentine_batch2 some ${SMALL40} --placement serpentine-bands --batch 2)
 reuse_test(small40_layer_bands some ${SMALL40})
