@@ -166,9 +166,13 @@ void sum_link_busy(const noc::Mesh& mesh, const hw::Grid& grid, const RegionGrid
     for (std::int32_t cx = 0; cx < rg.cols; ++cx) {
       const std::size_t l0 = 4 * (std::size_t(y) * std::size_t(grid.width) + std::size_t(cx * rg.cell));
       const std::size_t l1 = 4 * (std::size_t(y) * std::size_t(grid.width) + std::size_t(std::min(grid.width, (cx + 1) * rg.cell)));
-      std::uint64_t sum = 0;
+          std::uint64_t sum = 0;
       if (busy) {
-        for (std::size_t l = l0; l < l1; ++l) sum += busy[l];
+        std::uint64_t s4[4] = {0, 0, 0, 0};  // (four sums: the loop vectorises)
+        std::size_t l = l0;
+        for (; l + 4 <= l1; l += 4) s4[0] += busy[l], s4[1] += busy[l + 1], s4[2] += busy[l + 2], s4[3] += busy[l + 3];
+        for (; l < l1; ++l) sum += busy[l];
+        sum += s4[0] + s4[1] + s4[2] + s4[3];
       } else {
         for (std::size_t l = l0; l < l1; ++l) sum += mesh.link_busy(noc::LinkId(l));
       }
@@ -406,6 +410,7 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       if (series || regions) {
         hw::TileIndex last = hw::kNoTile;
         std::size_t cs = 0, cr = 0;  // the tile's cell in the series / the regions
+        std::size_t si = 0;          // the series interval of the last span
         const Cycle overhead = spec.task_overhead;
         ex.for_each_span([&](hw::TileIndex tile, Cycle s, Cycle e) {
           if (tile != last) {
@@ -417,8 +422,12 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
           const Cycle a = s - std::min(s, overhead);
           if (regions) rt.task_cycles[cr] += e - a;
           if (series) {
-            auto it = std::upper_bound(se.t.begin(), se.t.end(), a);
-            for (std::size_t i = it == se.t.begin() ? 0 : std::size_t(it - se.t.begin()) - 1; i < n && se.t[i] < e; ++i) {
+            // The interval holding a: a tile's spans mostly follow one another, so the last one's first.
+            if (!(si < n && se.t[si] <= a && a < se.t[si + 1])) {
+              auto it = std::upper_bound(se.t.begin(), se.t.end(), a);
+              si = it == se.t.begin() ? 0 : std::size_t(it - se.t.begin()) - 1;
+            }
+            for (std::size_t i = si; i < n && se.t[i] < e; ++i) {
               const Cycle lo = std::max(a, se.t[i]), hi = std::min(e, se.t[i + 1]);
               if (hi > lo) se.tiles_busy[i * cells + cs] += double(hi - lo);
             }
