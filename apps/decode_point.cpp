@@ -1,5 +1,7 @@
 #include "apps/decode_point.h"
 
+#include "noc/big_array.h"
+
 #include <fmt/format.h>
 #include <malloc.h>
 
@@ -39,6 +41,7 @@ std::optional<std::uint64_t> memory_available() {
       // small one, or with the cache and not without.
       bytes += std::uint64_t(mallinfo2().fordblks);
 #endif
+      bytes += noc::huge_blocks_kept();
       return bytes;
     }
   return std::nullopt;

@@ -1,5 +1,7 @@
 #include "apps/point_cache.h"
 
+#include "noc/big_array.h"
+
 #include <malloc.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@ void keep_freed_memory() {
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 #endif
+  noc::keep_huge_blocks(true);  // the huge-page arrays map on their own (noc/big_array.h)
 }
 
 PointCache::PointCache(sim::Simulator& simulator, bool enabled) : sim_(simulator), enabled_(enabled) {
