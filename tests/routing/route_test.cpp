@@ -152,6 +152,36 @@ TEST(Fabric, FaultsCutBothDirectionsAndNeighbourLinks) {
   EXPECT_EQ(f.link_hops(g.index({1, 2}), Dir::North), 3u);
 }
 
+// Reuse in space (core::Executor) copies a band of rows onto the rows below only where the fabric there is
+// alike: faults, east links' and south links' lengths, and the links north out of the band's first row.
+TEST(Fabric, RowsAlikeComparesFaultsAndLinkLengthsOfTheMovedRows) {
+  Fabric f = Fabric::perfect({4, 9});
+  const Grid& g = f.grid();
+  EXPECT_TRUE(f.rows_alike(1, 2, 2));   // rows 1-2 against 3-4
+  EXPECT_FALSE(f.rows_alike(0, 3, 3));  // 0-2 against 3-5: row 0 has no links north, row 3 has
+  EXPECT_FALSE(f.rows_alike(0, 3, 6));  // 6-8 ends on the south edge: not alike (no links south of row 8)
+  EXPECT_FALSE(f.rows_alike(4, 3, 3));  // beyond the grid
+  EXPECT_FALSE(f.rows_alike(1, 2, 0));
+  // A longer east link in row 4: rows 3-4 differ from 1-2, rows 5-6 from 3-4; 5-6 and 7-8 are still alike.
+  f.set_hops(g.index({1, 4}), Dir::East, 2);
+  EXPECT_FALSE(f.rows_alike(1, 2, 2));
+  EXPECT_FALSE(f.rows_alike(3, 2, 2));
+  EXPECT_TRUE(f.rows_alike(5, 1, 1));
+  // A longer link south out of row 6 (into row 7): the band 7-8's first row sees it as its link north, so
+  // 5-6 against 7-8 differ (the link south out of 6 is in the first band, the one north of 7 in the second),
+  // while one row 5 against row 6 differs only by that south link: not alike either.
+  Fabric h = Fabric::perfect({4, 9});
+  h.set_hops(g.index({2, 6}), Dir::South, 3);
+  EXPECT_FALSE(h.rows_alike(5, 2, 2));
+  EXPECT_FALSE(h.rows_alike(5, 1, 1));
+  EXPECT_TRUE(h.rows_alike(1, 2, 2));
+  // A fault: a failed router differs from its twin a band below.
+  Fabric d = Fabric::perfect({4, 9});
+  d.fail_router(g.index({0, 2}));
+  EXPECT_FALSE(d.rows_alike(1, 2, 2));
+  EXPECT_TRUE(d.rows_alike(5, 1, 1));
+}
+
 TEST(Fabric, FromRepairTurnsUnmappedTilesAndZeroHopsIntoFaults) {
   wafer::hw::RepairResult r;
   r.scheme = "test";
