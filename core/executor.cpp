@@ -756,9 +756,10 @@ TileIndex Executor::slot_tile(std::uint32_t slot) const {
 //  - in time: the programs hold layers a..b as identical blocks (the same tasks but for Task::layer), one
 //    after the other: in program p, layer l's block is tasks off[p] + (l - a) len[p] .. + len[p]. Renaming
 //    a task one layer on (k -> k + len[p]) maps the run onto itself but for its ends.
-//  - in space: layers a..b lie on bands of dr whole rows, each band the one before moved dr rows on (tile
-//    t -> t + S, S = dr x width): the same programs but for Task::layer, the same fabric (no faults, the
-//    same link lengths). Renaming a task one layer on moves it to the same task of the tile S on.
+//  - in space: layers a..b lie, in groups of p (p = 1 for a band per layer, 4 for serpentine-bands), on bands
+//    of dr whole rows, each band the one before moved dr rows on (tile t -> t + S, S = dr x width): the same
+//    programs but for Task::layer (p layers on), the same fabric (no faults, the same link lengths).
+//    Renaming a task p layers on moves it to the same task of the tile S on; cuts are taken every p layers.
 //
 // A cut is taken at the end of the cycle in which the first task of layer l (a <= l <= b) starts. Its
 // description holds everything the rest of the run depends on, relative to the cut's cycle T and with the
@@ -768,15 +769,17 @@ TileIndex Executor::slot_tile(std::uint32_t slot) const {
 // matter) and its last task; per tile and claim group the first task not yet full (the tasks before it are
 // full, those after it have had no arrival: arrivals fill a group in program order) and that task's
 // arrivals so far; the records of the bursts in flight and the tasks the pending timers will start. In
-// space, tiles are described band by band: a band whose tiles are all fresh (nothing arrived, nothing ran)
-// or all settled (every task full, the core's free cycle past mattering) is one mark, the bands between
-// (the ones at work) tile by tile, and the route tables of the rows from the last settled band to the first
-// fresh one. When the description at the cut of layer l equals the one at layer l - 1, the window between
-// the two (the template) was clean (every task it touched lies in the run, no route changed but as the
-// description allows, no burst went unclaimed, the step did not end), the run is deterministic and
-// nothing in it reads an absolute cycle or tile, so from the cut of layer l the run repeats the template
-// shifted by D = T_l - T_(l-1) (and S tiles on, in space) and renamed one layer on, again and again while
-// the renaming stays inside layers a..b. The executor then copies the template K times (its slots and
+// space, tiles are described band by band: the leading bands whose tiles are all settled (every task full,
+// the core's free cycle past mattering) and the trailing ones whose tiles are all fresh (nothing arrived,
+// nothing ran) as two marks, every band between them tile by tile, and the route tables of the rows from
+// the last settled band to the first fresh one (describe_bands). When the description at the cut of layer
+// l equals the one at layer l - p (p = 1 in time), the window between the two (the template) was clean
+// (every task it touched lies in the run, no route changed but as the description allows, no burst went
+// unclaimed, the step did not end), the run is deterministic and nothing in it reads an absolute cycle or
+// tile, so from the cut of layer l the run repeats the template shifted by D = T_l - T_(l-p) (and S tiles
+// on, in space) and renamed p layers on, again and again while the renaming stays inside layers a..b. When
+// the counters are sampled in time (traces), the samples inside the copies are taken from the template's
+// link reservations (sample_copies). The executor then copies the template K times (its slots and
 // bursts, shifted and renamed), adds K times its statistics, and moves the mesh and the cores' state K x D
 // cycles (and K x S tiles) on (noc::Network::repeat).
 namespace {
