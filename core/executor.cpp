@@ -1412,15 +1412,20 @@ std::vector<TaskRun> Executor::task_runs() const {
 
 void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32_t)>& keep_tile,
                                  const std::function<void(const TaskRun&)>& f) const {
+  // When every task ran (a finished step), a tile's runs are its slots, and a tile not kept needs only its
+  // critical slots: the slots (hundreds of MB on a full wafer) are then read only for the runs passed on.
+  const bool every = tasks_run_ == slots_.size();
   for (TileIndex t = 0; t < grid_.size(); ++t) {
     std::uint32_t ran = 0;
-    for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) ran += slots_[s].start != kNever;
+    if (every) ran = slot0_[t + 1] - slot0_[t];
+    else
+      for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) ran += slots_[s].start != kNever;
     if (!ran) continue;
     const bool all = keep_tile(t, ran);
     for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
-      if (slots_[s].start == kNever) continue;
       const bool crit = !critical_.empty() && critical_[s] != 0;
       if (!all && !crit) continue;
+      if (slots_[s].start == kNever) continue;
       const Task& task = task_at(t, s - slot0_[t]);
       f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, slots_[s].ready, slots_[s].start, slots_[s].end, crit});
     }
