@@ -1078,7 +1078,7 @@ void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
     }
   }
   std::vector<std::uint8_t> again(nbands, 0);
-  for (std::size_t j = 0; j < nbands; ++j) again[j] = code[j] != 1 && code[j] != 2 && code[j] != 0;
+  for (std::size_t j = 0; j < nbands; ++j) again[j] = code[j] > 2;  // (0, 1, 2: idle only, fresh only, settled only)
   for (const TileIndex t : ru_.touched_tile) {
     const std::int64_t y = std::int64_t(t / TileIndex(W)) - ru_.band_y[0];
     if (y >= 0 && y < std::int64_t(nbands) * ru_.dr) again[std::size_t(y / ru_.dr)] = 1;

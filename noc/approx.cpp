@@ -201,10 +201,9 @@ bool ApproxMesh::describe_state(const TagDescriber& tag, std::vector<std::uint64
   // The resources busy beyond now (one free at or before now is as good as idle: every reservation takes
   // the later of the request, >= now, and the next-free cycle).
   for (TileIndex tile = 0; tile < tiles_.size(); ++tile) {
-    const TileRes& r = tiles_[tile];
-    const Cycle v[6] = {r.link_free[0], r.link_free[1], r.link_free[2], r.link_free[3], r.ramp_in, r.ramp_out};
-    for (std::uint64_t k = 0; k < 6; ++k)
-      if (v[k] > now) out.insert(out.end(), {tile_rel(tile) << 3 | k, v[k] - now});
+    const auto v = resources(const_cast<TileRes&>(tiles_[tile]));
+    for (std::uint64_t k = 0; k < kResources; ++k)
+      if (*v[k] > now) out.insert(out.end(), {tile_rel(tile) << 3 | k, *v[k] - now});
   }
   return true;
 }
@@ -226,17 +225,17 @@ void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, s
   more(stats_.wavelet_link_cycles, mark_stats_.wavelet_link_cycles);
   more(stats_.wait_cycles, mark_stats_.wait_cycles);
   more(stats_.transfer_cycles, mark_stats_.transfer_cycles);
-  if (rows == 0) {
-    for (std::size_t l = 0; l < busy_.size(); ++l) more(busy_[l], mark_busy_[l]);
-  } else {
-    // Each repeat's busy cycles on the links `rows` rows on from the ones the stretch used.
-    std::vector<std::pair<std::size_t, std::uint64_t>> used;
-    for (std::size_t l = 0; l < busy_.size(); ++l)
-      if (busy_[l] != mark_busy_[l]) used.push_back({l, busy_[l] - mark_busy_[l]});
-    const std::size_t step = std::size_t(rows) * width_ * 4;
-    for (std::uint64_t m = 1; m <= times; ++m)
-      for (const auto& [l, d] : used) busy_[l + m * step] += d;
-  }
+  // Each repeat's busy cycles on the links `rows` rows on from the ones the stretch used (the same links
+  // when rows is 0).
+  // (the stretch's counts first: a copy lands on links the stretch may have used too)
+  std::vector<std::pair<std::size_t, std::uint64_t>> used;
+  for (std::size_t l = 0; l < busy_.size(); ++l)
+    if (busy_[l] != mark_busy_[l]) used.push_back({l, busy_[l] - mark_busy_[l]});
+  const std::size_t step = std::size_t(rows) * width_ * 4;
+  for (const auto& [l, d] : used)
+    if (step == 0) busy_[l] += times * d;
+    else
+      for (std::uint64_t m = 1; m <= times; ++m) busy_[l + m * step] += d;
   std::vector<std::pair<Cycle, Event>> ev;
   queue_.pending(ev);
   std::vector<std::uint8_t> seen(bursts_.size(), 0), pre(bursts_.size(), 0);
@@ -269,28 +268,14 @@ void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, s
       else tg.src.y += dy, tg.region.y0 += dy;
     }
   }
-  if (dy == 0) {
-    for (TileRes& r : tiles_) {
-      for (Cycle& c : r.link_free)
-        if (c > now) c += shift;
-      if (r.ramp_in > now) r.ramp_in += shift;
-      if (r.ramp_out > now) r.ramp_out += shift;
-    }
-  } else {
-    // The busy resources move with the stretch; where they were, the mesh is idle (free at `now`).
-    std::vector<std::pair<std::size_t, Cycle>> busy;  // (tile x 6 + resource, next free)
-    for (TileIndex tile = 0; tile < tiles_.size(); ++tile) {
-      TileRes& r = tiles_[tile];
-      Cycle* v[6] = {&r.link_free[0], &r.link_free[1], &r.link_free[2], &r.link_free[3], &r.ramp_in, &r.ramp_out};
-      for (std::size_t k = 0; k < 6; ++k)
-        if (*v[k] > now) busy.push_back({std::size_t(tile) * 6 + k, *v[k]}), *v[k] = now;
-    }
-    for (const auto& [i, c] : busy) {
-      TileRes& r = tiles_[TileIndex(i / 6) + dt];
-      Cycle* v[6] = {&r.link_free[0], &r.link_free[1], &r.link_free[2], &r.link_free[3], &r.ramp_in, &r.ramp_out};
-      *v[i % 6] = c + shift;
-    }
+  // The busy resources move with the stretch; where they were, the mesh is idle (free at `now`).
+  std::vector<std::pair<std::size_t, Cycle>> busy;  // (tile x kResources + resource, next free)
+  for (TileIndex tile = 0; tile < tiles_.size(); ++tile) {
+    const auto v = resources(tiles_[tile]);
+    for (std::size_t k = 0; k < kResources; ++k)
+      if (*v[k] > now) busy.push_back({std::size_t(tile) * kResources + k, *v[k]}), *v[k] = now;
   }
+  for (const auto& [i, c] : busy) *resources(tiles_[TileIndex(i / kResources) + dt])[i % kResources] = c + shift;
   queue_.rebuild(now + shift, ev);
   last_event_ += shift;
   mark_busy_ = {};  // (the mark and its log are used up)

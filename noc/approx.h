@@ -8,6 +8,7 @@
 // Per tile one 64-byte record, one cache line (its 4 output links' next-free cycles, its 2 ramps' next-free
 // cycles, the links' latencies and health copied from the Fabric), and 32 bytes of busy counters kept
 // apart; bursts in flight live in a recycled pool, events in the calendar's reused buckets.
+#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -151,6 +152,12 @@ class ApproxMesh final : public Mesh {
   };
   static constexpr std::uint8_t kRouterOk = 16;
   static_assert(sizeof(TileRes) == 64);
+  // A tile's resources with a next-free cycle (the 4 links, the injection and delivery ramps), for the
+  // passes over all of them (reuse: describe_state, repeat).
+  static constexpr std::size_t kResources = 6;
+  static std::array<Cycle*, kResources> resources(TileRes& r) {
+    return {&r.link_free[0], &r.link_free[1], &r.link_free[2], &r.link_free[3], &r.ramp_in, &r.ramp_out};
+  }
   static std::uint32_t pack(Coord c) { return std::uint32_t(c.x) | std::uint32_t(c.y) << 16; }
   static Coord unpack(std::uint32_t v) { return {std::int32_t(v & 0xFFFFu), std::int32_t(v >> 16)}; }
   Coord coord(TileIndex t) const {

@@ -4,34 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <stdexcept>
 #include <string>
 
 #include "firmware/validate.h"
 #include "hw/error.h"
 #include "mapper/kernels.h"
 #include "mapper/mapper.h"
+#include "firmware_probe.h"
 
 using namespace wafer;
 using namespace wafer::mapper;
 using firmware::OpKind;
+using namespace wafer::mapper::test;
 
 namespace {
-const firmware::Program& program_at(const firmware::Image& im, hw::Coord c) {
-  return im.programs.at(im.tile_program.at(im.grid.index(c)));
-}
-const firmware::Task& task_on(const firmware::Image& im, hw::Coord c, firmware::Color color) {
-  for (const auto& t : program_at(im, c).tasks)
-    if (t.trigger == color) return t;
-  throw std::runtime_error("no task on that color");
-}
-using Ops = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
-Ops ops_of(const firmware::Task& t, OpKind k) {
-  Ops v;
-  for (const auto& o : t.ops)
-    if (o.kind == k) v.push_back({o.elements, o.vectors});
-  return v;
-}
 // Fmac elements of every tile's tasks of operator `op`.
 std::int64_t fmacs(const Mapping& mp, const char* op) {
   const auto& im = mp.images[0];

@@ -3,35 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <stdexcept>
 
 #include "firmware/validate.h"
 #include "hw/error.h"
 #include "mapper/kernels.h"
 #include "mapper/mapper.h"
+#include "firmware_probe.h"
 
 using namespace wafer;
 using namespace wafer::mapper;
 using firmware::OpKind;
-
-namespace {
-const firmware::Program& program_at(const firmware::Image& im, hw::Coord c) {
-  return im.programs.at(im.tile_program.at(im.grid.index(c)));
-}
-// The first task of the tile triggered by `color`.
-const firmware::Task& task_on(const firmware::Image& im, hw::Coord c, firmware::Color color) {
-  for (const auto& t : program_at(im, c).tasks)
-    if (t.trigger == color) return t;
-  throw std::runtime_error("no task on that color");
-}
-std::vector<std::pair<std::uint32_t, std::uint32_t>> ops_of(const firmware::Task& t, OpKind k) {
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> v;
-  for (const auto& o : t.ops)
-    if (o.kind == k) v.push_back({o.elements, o.vectors});
-  return v;
-}
-using Ops = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
-}  // namespace
+using namespace wafer::mapper::test;
 
 // tiny-llama (4 query heads, 2 KV heads of 16 dims: G = 2) on a 2 x 2 region: two segments of one column,
 // each holding one KV head (dims_i = 16). Context 6 over 2 rows: row 0 holds positions 0-2, row 1 3-5.

@@ -1,0 +1,30 @@
+#pragma once
+// Reading a mapped image in the mapper tests: a tile's program, its task on a trigger color, a task's ops of
+// one kind as (elements, vector ops).
+#include <cstdint>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "firmware/program.h"
+
+namespace wafer::mapper::test {
+
+inline const firmware::Program& program_at(const firmware::Image& im, hw::Coord c) {
+  return im.programs.at(im.tile_program.at(im.grid.index(c)));
+}
+// The first task of the tile triggered by `color`.
+inline const firmware::Task& task_on(const firmware::Image& im, hw::Coord c, firmware::Color color) {
+  for (const auto& t : program_at(im, c).tasks)
+    if (t.trigger == color) return t;
+  throw std::runtime_error("no task on that color");
+}
+using Ops = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+inline Ops ops_of(const firmware::Task& t, firmware::OpKind k) {
+  Ops v;
+  for (const auto& o : t.ops)
+    if (o.kind == k) v.push_back({o.elements, o.vectors});
+  return v;
+}
+
+}  // namespace wafer::mapper::test
