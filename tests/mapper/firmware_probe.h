@@ -1,12 +1,14 @@
 #pragma once
-// Reading a mapped image in the mapper tests: a tile's program, its task on a trigger color, a task's ops of
-// one kind as (elements, vector ops).
+// Helpers of the mapper tests: reading a mapped image (a tile's program, its task on a trigger color, a
+// task's ops of one kind as (elements, vector ops)) and the message of a refusal.
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "firmware/program.h"
+#include "hw/error.h"
 
 namespace wafer::mapper::test {
 
@@ -25,6 +27,17 @@ inline Ops ops_of(const firmware::Task& t, firmware::OpKind k) {
   for (const auto& o : t.ops)
     if (o.kind == k) v.push_back({o.elements, o.vectors});
   return v;
+}
+
+// The message of the InputError f() throws, or "" when it throws none.
+template <class F>
+std::string refusal(F&& f) {
+  try {
+    f();
+  } catch (const hw::InputError& e) {
+    return e.what();
+  }
+  return {};
 }
 
 }  // namespace wafer::mapper::test

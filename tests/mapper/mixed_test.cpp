@@ -112,14 +112,7 @@ TEST(Mixed, GemvWorkScalesWithTheStepsTokens) {
 TEST(Mixed, StepListsAreParsedAndBadOnesRefused) {
   EXPECT_EQ(parse_step("1@4096,1@2048,128@512"), (std::vector<StepSequence>{{1, 4096}, {1, 2048}, {128, 512}}));
   EXPECT_EQ(to_string(parse_step("1@4096,128@512")), "1@4096,128@512");
-  auto error = [](std::string_view s) {
-    try {
-      parse_step(s);
-    } catch (const hw::InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  auto error = [](std::string_view s) { return refusal([&] { parse_step(s); }); };
   EXPECT_NE(error("").find("--step ''"), std::string::npos);
   EXPECT_NE(error("0@64").find("at least 1"), std::string::npos);
   EXPECT_NE(error("65@64").find("more than its context 64"), std::string::npos);
@@ -128,14 +121,7 @@ TEST(Mixed, StepListsAreParsedAndBadOnesRefused) {
   const hw::WaferSpec spec = hw::preset("tiny");
   const ModelConfig m = load_model("tiny-llama");
   const noc::Fabric f = noc::Fabric::perfect(spec.logical());
-  auto map_error = [&](MapOptions o) {
-    try {
-      map_model(spec, f, m, o);
-    } catch (const hw::InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  auto map_error = [&](const MapOptions& o) { return refusal([&] { map_model(spec, f, m, o); }); };
   MapOptions o;
   o.step = {{1, 64}, {1, 100000}};
   EXPECT_NE(map_error(o).find("max_position_embeddings"), std::string::npos);

@@ -88,14 +88,7 @@ TEST(Prefill, BadOptionsAreRefused) {
   const hw::WaferSpec spec = hw::preset("tiny");
   const ModelConfig m = load_model("tiny-llama");
   const noc::Fabric f = noc::Fabric::perfect(spec.logical());
-  auto error = [&](MapOptions o) {
-    try {
-      map_model(spec, f, m, o);
-    } catch (const hw::InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  auto error = [&](const MapOptions& o) { return refusal([&] { map_model(spec, f, m, o); }); };
   MapOptions o;
   o.context = 16, o.tokens = 0;
   EXPECT_NE(error(o).find("tokens = 0"), std::string::npos);
