@@ -1,5 +1,6 @@
 // wafer-emu decode: the main job. One decode step of a transformer on a wafer: map (mapper) -> emulate
 // (sim: mesh model + cores + MemoryX) -> report latency, tokens/s and where the time goes.
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -170,7 +171,7 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
     hw::Coord c = im.grid.coord(t->tile);
     tr.complete(task_name(k, *t), cat_critical,
                 us(t->start - Cycle(spec.task_overhead)), us(t->end - t->start + Cycle(spec.task_overhead)), 0,
-                std::int32_t(lanes[i] + 2), tr.id(fmt::format("wafer {} tile ({},{}) task {}", k, c.x, c.y, t->task)));
+                std::int32_t(lanes[i] + 2), tr.once(fmt::format(FMT_COMPILE("wafer {} tile ({},{}) task {}"), k, c.x, c.y, t->task)));
     nl = std::max(nl, lanes[i] + 1);
   }
   for (std::uint32_t l = 0; l < nl; ++l) tr.thread_name(0, std::int32_t(l + 2), fmt::format("path tasks {}", l), std::int32_t(l + 2));
@@ -214,7 +215,7 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
     for (const auto& t : sim.task_runs()[k]) {
       if (!tt.admitted[k][t.tile]) continue;
       hw::Coord c = im.grid.coord(t.tile);
-      if (t.tile != last) tr.thread_name(pid, std::int32_t(t.tile), fmt::format("tile ({},{})", c.x, c.y), std::int32_t(t.tile));
+      if (t.tile != last) tr.thread_name(pid, std::int32_t(t.tile), tr.once(fmt::format(FMT_COMPILE("tile ({},{})"), c.x, c.y)), std::int32_t(t.tile));
       last = t.tile;
       tr.complete(task_name(k, t), cat_task, us(t.start - Cycle(spec.task_overhead)),
                   us(t.end - t.start + Cycle(spec.task_overhead)), pid, std::int32_t(t.tile), detail(t.task));

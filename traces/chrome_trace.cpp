@@ -1,6 +1,5 @@
 #include "traces/chrome_trace.h"
 
-#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -55,58 +54,119 @@ std::vector<std::uint32_t> ChromeTrace::lanes(const std::vector<std::pair<double
   return out;
 }
 
+std::string json_quote(const std::string& s) {
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c > 0x7E || c == '"' || c == '\\') return nlohmann::json(s).dump();  // escapes, UTF-8
+  }
+  std::string q;
+  q.reserve(s.size() + 2);
+  q += '"';
+  q += s;
+  q += '"';
+  return q;
+}
+
+char* write_fixed(char* out, double v, int decimals) {
+  static constexpr double kScale[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6};
+  static constexpr std::uint64_t kScaleInt[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+  // x = v x 10^decimals rounded to a double is within x 2^-53 of the exact product, so unless its fraction
+  // is that close to one half it rounds to the integer the exact product rounds to; otherwise (and for a
+  // sign, a huge value, NaN) fmt, which rounds the exact binary value.
+  if (decimals >= 0 && decimals <= 6 && v >= 0 && v < 1e9 && !std::signbit(v)) {
+    const double x = v * kScale[decimals];
+    const double r = std::floor(x), f = x - r;  // (exact: x < 2^50)
+    const double margin = x * 0x1p-50 + 0x1p-60;
+    if (f < 0.5 - margin || f > 0.5 + margin) {
+      const std::uint64_t n = std::uint64_t(r) + (f > 0.5 ? 1 : 0), scale = kScaleInt[decimals];
+      const fmt::format_int whole(n / scale);
+      out = std::copy_n(whole.data(), whole.size(), out);
+      if (decimals > 0) {
+        *out = '.';
+        std::uint64_t rest = n % scale;
+        for (int i = decimals; i > 0; --i) out[i] = char('0' + rest % 10), rest /= 10;
+        out += decimals + 1;
+      }
+      return out;
+    }
+  }
+  return fmt::format_to(out, "{:.{}f}", v, decimals);
+}
+
 void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
   std::filesystem::path tmp = path;
   tmp += ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
-  // Every string quoted once (names repeat over hundreds of thousands of events); events formatted with
-  // compiled format strings into one buffer, written a megabyte at a time.
+  // Every string quoted once (names repeat over hundreds of thousands of events); each line copied piece by
+  // piece (integers by fmt::format_int, numbers with decimals by write_fixed) into one buffer, room made for
+  // it first, written a megabyte at a time.
   std::vector<std::string> quoted(strings_.size());
-  for (std::size_t i = 0; i < strings_.size(); ++i) quoted[i] = nlohmann::json(strings_[i]).dump();
-  auto q = [&](std::uint32_t id) -> const std::string& { return quoted[id]; };
-  fmt::memory_buffer buf;
+  for (std::size_t i = 0; i < strings_.size(); ++i) quoted[i] = json_quote(strings_[i]);
+  std::vector<char> buf(2u << 20);
+  std::size_t used = 0;
+  char* p = buf.data();
   bool ok = true;
-  auto flush = [&](bool force) {
-    if (!force && buf.size() < (1u << 20)) return;
-    ok = std::fwrite(buf.data(), 1, buf.size(), f) == buf.size() && ok;
-    buf.clear();
+  // Room for a line of `bytes` besides two numbers (each under kFixedMax) and a few integers: flushes what
+  // the buffer holds past a megabyte, and grows it for a longer line.
+  auto room = [&](std::size_t bytes) {
+    used = std::size_t(p - buf.data());
+    if (used >= (1u << 20)) {
+      ok = std::fwrite(buf.data(), 1, used, f) == used && ok;
+      used = 0;
+    }
+    const std::size_t need = used + bytes + 2 * kFixedMax + 256;
+    if (need > buf.size()) buf.resize(need);
+    p = buf.data() + used;
   };
-  auto out = std::back_inserter(buf);
+  auto put = [&](std::string_view s) { p = std::copy_n(s.data(), s.size(), p); };
+  auto num = [&](std::int64_t v) {
+    const fmt::format_int i(v);
+    p = std::copy_n(i.data(), i.size(), p);
+  };
+  auto q = [&](std::uint32_t id) { put(quoted[id]); };
+  auto len = [&](std::uint32_t id) { return quoted[id].size(); };
   bool first = true;
   auto sep = [&] {
-    fmt::format_to(out, FMT_COMPILE("{}"), first ? "\n" : ",\n");
+    put(first ? "\n" : ",\n");
     first = false;
-    flush(false);
   };
-  fmt::format_to(out, FMT_COMPILE("{}"), "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [");
+  room(64);
+  put("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [");
   for (const Meta& m : meta_) {
+    room(len(m.name) + 256);
     sep();
     if (m.tid < 0) {
-      fmt::format_to(out, FMT_COMPILE(R"({{"ph": "M", "name": "process_name", "pid": {}, "args": {{"name": {}}}}})"), m.pid, q(m.name));
-      fmt::format_to(out, FMT_COMPILE(",\n" R"({{"ph": "M", "name": "process_sort_index", "pid": {}, "args": {{"sort_index": {}}}}})"),
-                     m.pid, m.sort);
+      put(R"({"ph": "M", "name": "process_name", "pid": )"), num(m.pid), put(R"(, "args": {"name": )"), q(m.name), put("}}");
+      put(",\n" R"({"ph": "M", "name": "process_sort_index", "pid": )"), num(m.pid), put(R"(, "args": {"sort_index": )"),
+          num(m.sort), put("}}");
     } else {
-      fmt::format_to(out, FMT_COMPILE(R"({{"ph": "M", "name": "thread_name", "pid": {}, "tid": {}, "args": {{"name": {}}}}})"), m.pid,
-                     m.tid, q(m.name));
-      fmt::format_to(out, FMT_COMPILE(",\n" R"({{"ph": "M", "name": "thread_sort_index", "pid": {}, "tid": {}, "args": {{"sort_index": {}}}}})"),
-                     m.pid, m.tid, m.sort);
+      put(R"({"ph": "M", "name": "thread_name", "pid": )"), num(m.pid), put(R"(, "tid": )"), num(m.tid),
+          put(R"(, "args": {"name": )"), q(m.name), put("}}");
+      put(",\n" R"({"ph": "M", "name": "thread_sort_index", "pid": )"), num(m.pid), put(R"(, "tid": )"), num(m.tid),
+          put(R"(, "args": {"sort_index": )"), num(m.sort), put("}}");
     }
   }
   for (const Event& e : events_) {
+    room(len(e.name) + len(e.cat) + len(e.arg) + 128);
     sep();
-    fmt::format_to(out, FMT_COMPILE(R"({{"ph": "X", "name": {}, "cat": {}, "ts": {:.4f}, "dur": {:.4f}, "pid": {}, "tid": {})"),
-                   q(e.name), q(e.cat), e.ts, e.dur, e.pid, e.tid);
-    if (e.arg) fmt::format_to(out, FMT_COMPILE(R"(, "args": {{"detail": {}}})"), q(e.arg));
-    buf.push_back('}');
+    put(R"({"ph": "X", "name": )"), q(e.name), put(R"(, "cat": )"), q(e.cat), put(R"(, "ts": )");
+    p = write_fixed(p, e.ts, 4), put(R"(, "dur": )"), p = write_fixed(p, e.dur, 4);
+    put(R"(, "pid": )"), num(e.pid), put(R"(, "tid": )"), num(e.tid);
+    if (e.arg) put(R"(, "args": {"detail": )"), q(e.arg), put("}");
+    put("}");
   }
   for (const Counter& c : counters_) {
+    room(len(c.name) + 128);
     sep();
-    fmt::format_to(out, FMT_COMPILE(R"({{"ph": "C", "name": {}, "ts": {:.4f}, "pid": {}, "tid": 0, "args": {{"value": {:.3f}}}}})"),
-                   q(c.name), c.ts, c.pid, std::isfinite(c.value) ? c.value : 0.0);
+    put(R"({"ph": "C", "name": )"), q(c.name), put(R"(, "ts": )"), p = write_fixed(p, c.ts, 4);
+    put(R"(, "pid": )"), num(c.pid), put(R"(, "tid": 0, "args": {"value": )");
+    p = write_fixed(p, std::isfinite(c.value) ? c.value : 0.0, 3), put("}}");
   }
-  fmt::format_to(out, FMT_COMPILE("{}"), "\n]}\n");
-  flush(true);
+  room(16);
+  put("\n]}\n");
+  used = std::size_t(p - buf.data());
+  ok = std::fwrite(buf.data(), 1, used, f) == used && ok;
   ok = std::fflush(f) == 0 && ok;
   ok = (std::fclose(f) == 0) && ok;
   if (!ok) {

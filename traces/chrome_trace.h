@@ -4,6 +4,7 @@
 // one thread must nest; `lanes()` spreads overlapping intervals over separate tracks. Names and
 // categories are interned, so an event costs a few dozen bytes; the file is streamed, written to
 // PATH.tmp and renamed (a reader never sees a partial file).
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -21,6 +22,15 @@ class ChromeTrace {
                 std::int32_t tid, const std::string& arg = {});
   // The same with interned strings (id()), for writers that repeat a few names over many events.
   std::uint32_t id(const std::string& s) { return intern(s); }
+  // A string used once (a task's own detail, a tile's track name): kept without a look-up; writing it is
+  // the same as writing an interned one.
+  std::uint32_t once(std::string s) {
+    strings_.push_back(std::move(s));
+    return std::uint32_t(strings_.size() - 1);
+  }
+  void thread_name(std::int32_t pid, std::int32_t tid, std::uint32_t name, std::int32_t sort_index = 0) {
+    meta_.push_back({pid, tid, name, sort_index});
+  }
   void complete(std::uint32_t name, std::uint32_t category, double ts_us, double dur_us, std::int32_t pid, std::int32_t tid,
                 std::uint32_t arg = 0) {
     events_.push_back({ts_us, dur_us, pid, tid, name, category, arg});
@@ -59,5 +69,12 @@ class ChromeTrace {
   };
   std::vector<Counter> counters_;
 };
+
+// How write_atomic writes a string and a number (public for the tests): `s` as a JSON string, the text
+// nlohmann::json(s).dump() gives; `v` with `decimals` (0 to 6) digits after the point, the text fmt's
+// "{:.Nf}" gives (correctly rounded), written at `out` (room for kFixedMax chars), returning its end.
+std::string json_quote(const std::string& s);
+inline constexpr std::size_t kFixedMax = 320;  // "{:.6f}" of the largest double: 309 digits, '.', 6 decimals
+char* write_fixed(char* out, double v, int decimals);
 
 }  // namespace wafer::traces
