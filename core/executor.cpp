@@ -335,7 +335,7 @@ StepResult Executor::run() {
   r.weight_bytes = weight_bytes_;
   r.unclaimed = unclaimed_;
   r.done_received = done_count_;
-  if (r.finished) walk_critical_path(r);
+  if (r.finished) walk_critical_path(r), std::sort(critical_slots_.begin(), critical_slots_.end());
   std::reverse(r.path.begin(), r.path.end());
   auto& work = r.breakdown.work_per_op;
   work.assign(image_.op_names.size(), CauseCycles{});
@@ -636,6 +636,7 @@ void Executor::walk_critical_path(StepResult& r) {
   bd.per_layer.assign(image_.layer_names.size(), CauseCycles{});
   bd.per_op.assign(image_.op_names.size(), CauseCycles{});
   critical_.assign(slots_.size(), 0);
+  critical_slots_.clear();
   Cycle cursor = done_end_;  // the path is walked backwards: each piece ends where the previous began
   auto add = [&](Cause c, Cycle v, std::uint16_t layer, std::uint16_t op) {
     bd.cause[std::size_t(c)] += v;
@@ -687,7 +688,7 @@ void Executor::walk_critical_path(StepResult& r) {
     bool ended = false;
     for (;;) {
       ++bd.path_tasks;
-      critical_[slot] = 1;
+      if (!critical_[slot]) critical_[slot] = 1, critical_slots_.push_back(slot);
       const TileIndex tile = slot_tile(slot);
       const std::uint32_t k = slot - slot0_[tile];
       const Task& t = task_at(tile, k);
@@ -1413,8 +1414,15 @@ std::vector<TaskRun> Executor::task_runs() const {
 void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32_t)>& keep_tile,
                                  const std::function<void(const TaskRun&)>& f) const {
   // When every task ran (a finished step), a tile's runs are its slots, and a tile not kept needs only its
-  // critical slots: the slots (hundreds of MB on a full wafer) are then read only for the runs passed on.
+  // critical slots (critical_slots_, in slot order): the slots (hundreds of MB on a full wafer) are then
+  // read only for the runs passed on.
   const bool every = tasks_run_ == slots_.size();
+  std::size_t next_crit = 0;  // the first critical slot not passed yet
+  auto pass = [&](TileIndex t, std::uint32_t s, bool crit) {
+    if (slots_[s].start == kNever) return;
+    const Task& task = task_at(t, s - slot0_[t]);
+    f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, slots_[s].ready, slots_[s].start, slots_[s].end, crit});
+  };
   for (TileIndex t = 0; t < grid_.size(); ++t) {
     std::uint32_t ran = 0;
     if (every) ran = slot0_[t + 1] - slot0_[t];
@@ -1422,12 +1430,12 @@ void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32
       for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) ran += slots_[s].start != kNever;
     if (!ran) continue;
     const bool all = keep_tile(t, ran);
-    for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
-      const bool crit = !critical_.empty() && critical_[s] != 0;
-      if (!all && !crit) continue;
-      if (slots_[s].start == kNever) continue;
-      const Task& task = task_at(t, s - slot0_[t]);
-      f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, slots_[s].ready, slots_[s].start, slots_[s].end, crit});
+    while (next_crit < critical_slots_.size() && critical_slots_[next_crit] < slot0_[t]) ++next_crit;
+    if (all) {
+      for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) pass(t, s, !critical_.empty() && critical_[s] != 0);
+    } else {
+      for (; next_crit < critical_slots_.size() && critical_slots_[next_crit] < slot0_[t + 1]; ++next_crit)
+        pass(t, critical_slots_[next_crit], true);
     }
   }
 }

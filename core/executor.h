@@ -300,6 +300,7 @@ class Executor final : public noc::NetworkClient {
   std::vector<WeightArrival> warrivals_;  // in time order; one network timer at a time walks them
   std::size_t wnext_ = 0;
   std::vector<std::uint8_t> critical_;  // per slot, after the walk
+  std::vector<std::uint32_t> critical_slots_;  // the slots critical_ marks, in slot order
   // Route tables (color_switch > 0): per (color, input port as hw::Dir, tile) the output ports (bit per
   // hw::Dir, the Ramp bit when the core receives), kUnrouted before the first flow. Tiles innermost, so a
   // row multicast's walk reads consecutive bytes.

@@ -410,7 +410,12 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       if (series || regions) {
         hw::TileIndex last = hw::kNoTile;
         std::size_t cs = 0, cr = 0;  // the tile's cell in the series / the regions
-        std::size_t si = 0;          // the series interval of the last span
+        // The busy cycles per interval and cell, summed as integers (each below 2^53, so the doubles they
+        // become are the sums of doubles they stand for).
+        std::vector<std::uint64_t> busy(n * cells, 0);
+        std::size_t si = 0;  // the series interval of the last span, [lo, hi), its first counter
+        Cycle lo = n ? se.t[0] : 0, hi = n ? se.t[1] : 0;
+        std::uint64_t* at_si = busy.data();
         const Cycle overhead = spec.task_overhead;
         ex.for_each_span([&](hw::TileIndex tile, Cycle s, Cycle e) {
           if (tile != last) {
@@ -421,18 +426,23 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
           }
           const Cycle a = s - std::min(s, overhead);
           if (regions) rt.task_cycles[cr] += e - a;
-          if (series) {
-            // The interval holding a: a tile's spans mostly follow one another, so the last one's first.
-            if (!(si < n && se.t[si] <= a && a < se.t[si + 1])) {
-              auto it = std::upper_bound(se.t.begin(), se.t.end(), a);
-              si = it == se.t.begin() ? 0 : std::size_t(it - se.t.begin()) - 1;
-            }
-            for (std::size_t i = si; i < n && se.t[i] < e; ++i) {
-              const Cycle lo = std::max(a, se.t[i]), hi = std::min(e, se.t[i + 1]);
-              if (hi > lo) se.tiles_busy[i * cells + cs] += double(hi - lo);
-            }
+          if (!series) return;
+          if (lo <= a && e <= hi) {  // most spans: inside the last one's interval
+            at_si[cs] += e - a;
+            return;
+          }
+          // The interval holding a: a tile's spans mostly follow one another, so the last one's first.
+          if (!(si < n && lo <= a && a < hi)) {
+            auto it = std::upper_bound(se.t.begin(), se.t.end(), a);
+            si = it == se.t.begin() ? 0 : std::size_t(it - se.t.begin()) - 1;
+            if (si < n) lo = se.t[si], hi = se.t[si + 1], at_si = busy.data() + si * cells;
+          }
+          for (std::size_t i = si; i < n && se.t[i] < e; ++i) {
+            const Cycle l = std::max(a, se.t[i]), h = std::min(e, se.t[i + 1]);
+            if (h > l) busy[i * cells + cs] += h - l;
           }
         });
+        for (std::size_t i = 0; i < n * cells; ++i) se.tiles_busy[i] = double(busy[i]);
       }
       for (std::size_t i = 0; i < n; ++i) {
         const double dt = double(se.t[i + 1] - se.t[i]);
