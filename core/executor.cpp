@@ -1373,18 +1373,22 @@ void Executor::reuse_release() {
 // The samples (ExecOptions::sample) of the stretch a jump copies, [now, now + K x D): each reads the link
 // counters as the full run would have them, the counters at the cut plus, copy by copy, the template's
 // reservations (noc::Network::reservations) moved m x D cycles (and m groups of rows) on, those made
-// before the sample's cycle.
+// before the sample's cycle. Per link, or per group when the mesh tallies them (noc::Mesh::tally).
 void Executor::sample_copies(Cycle D, std::uint64_t K, Cycle now) {
   const auto& log = *net_.reservations();
-  const std::size_t links = std::size_t(grid_.size()) * 4;
-  std::vector<std::uint64_t> busy(sampled_->link_busy_data(), sampled_->link_busy_data() + links);
+  const std::vector<std::uint64_t>* tallied = sampled_->tallied();
+  const std::uint32_t* group = sampled_->tally_groups();
+  std::vector<std::uint64_t> busy;
+  if (tallied) busy = *tallied;
+  else busy.assign(sampled_->link_busy_data(), sampled_->link_busy_data() + std::size_t(grid_.size()) * 4);
   const std::size_t step = ru_.space ? std::size_t(ru_.S) * 4 : 0;  // links one copy on
   const Cycle end = now + K * D;
   for (std::uint64_t m = 1; m <= K; ++m)
     for (const auto& r : log) {
       const Cycle at = r.at + m * D;
       while (next_sample_ <= at && next_sample_ < end) next_sample_ = opt_.sample(next_sample_, busy.data());
-      busy[r.link + m * step] += r.cycles;
+      const std::size_t link = r.link + m * step;
+      busy[tallied ? group[link / 4] : link] += r.cycles;
     }
   while (next_sample_ < end) next_sample_ = opt_.sample(next_sample_, busy.data());
 }

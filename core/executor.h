@@ -111,8 +111,9 @@ struct ExecOptions {
   // in slices, calling sample(t) each time simulated time has reached t (first with `start`); sample
   // returns the next cycle to stop at. The slices change no result (a mesh runs the same events whether
   // it is run to the end or up to a limit at a time).
-  // sample(t, busy): busy, when not null, holds every link's busy cycles as they are at t (a stretch reuse
-  // copies, whose samples are taken at the jump); null: read them from the mesh.
+  // sample(t, busy): busy, when not null, holds the link busy cycles as they are at t (a stretch reuse
+  // copies, whose samples are taken at the jump): per tally group when the mesh tallies them
+  // (noc::Mesh::tally), else per link; null: read them from the mesh.
   std::function<Cycle(Cycle, const std::uint64_t* busy)> sample;
   bool keep_path = false;  // keep the critical path as timed segments (StepResult::path)
   // Pay once for repeated layers, exactly (docs/timing.md "Reuse"): when the network supports it

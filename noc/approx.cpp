@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "hw/error.h"
 #include "noc/plan_check.h"
@@ -52,6 +53,26 @@ void ApproxMesh::reset() {
   free_bursts_.clear();
   for (std::uint32_t i = std::uint32_t(bursts_.size()); i-- > 0;) free_bursts_.push_back(i);
   mark_busy_ = {}, log_ = {}, log_on_ = false;
+  tally_on_ = false, group_ = {}, tally_ = {};
+  sides();
+}
+
+bool ApproxMesh::tally(std::vector<std::uint32_t> group_of_tile, std::size_t groups) {
+  if (group_of_tile.size() != tiles_.size()) throw std::invalid_argument("ApproxMesh::tally: one group per tile");
+  group_ = std::move(group_of_tile);
+  tally_.assign(groups, 0);
+  for (std::size_t l = 0; l < busy_.size(); ++l) tally_[group_[l / 4]] += busy_[l];  // (what is booked already)
+  tally_on_ = true;
+  sides();
+  return true;
+}
+
+// The rest of a hop's booking when a trace wants more of it: the reservation logged (mark(true)), the
+// busy cycles summed per group (tally()).
+[[gnu::noinline]] void ApproxMesh::book(Cycle now, TileIndex tile, unsigned k, Cycle occ) {
+  const std::size_t link = std::size_t(tile) * 4 + k;
+  if (log_on_) log_.push_back({now, link, occ});
+  tally_add(link, occ);
 }
 
 std::size_t ApproxMesh::state_bytes() const {
@@ -213,6 +234,7 @@ void ApproxMesh::mark(bool log) {
   mark_busy_.assign(busy_.begin(), busy_.end());
   log_.clear();
   log_on_ = log;
+  sides();
 }
 
 void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, std::int32_t rows) {
@@ -233,9 +255,9 @@ void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, s
     if (busy_[l] != mark_busy_[l]) used.push_back({l, busy_[l] - mark_busy_[l]});
   const std::size_t step = std::size_t(rows) * width_ * 4;
   for (const auto& [l, d] : used)
-    if (step == 0) busy_[l] += times * d;
+    if (step == 0) busy_[l] += times * d, tally_add(l, times * d);
     else
-      for (std::uint64_t m = 1; m <= times; ++m) busy_[l + m * step] += d;
+      for (std::uint64_t m = 1; m <= times; ++m) busy_[l + m * step] += d, tally_add(l + m * step, d);
   std::vector<std::pair<Cycle, Event>> ev;
   queue_.pending(ev);
   std::vector<std::uint8_t> seen(bursts_.size(), 0), pre(bursts_.size(), 0);
@@ -281,6 +303,7 @@ void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, s
   mark_busy_ = {};  // (the mark and its log are used up)
   log_ = {};
   log_on_ = false;
+  sides();
 }
 
 Cycle ApproxMesh::run() {
@@ -339,8 +362,8 @@ template <bool kHint>
   Cycle start = std::max(now, r.link_free[k]);
   r.link_free[k] = start + br.lag + 1;
   busy_[std::size_t(tile) * 4 + k] += Cycle(br.lag) + 1;  // (in 64 bits: lag + 1 may be 2^32)
-  if (log_on_) [[unlikely]]
-    log_.push_back({now, std::uint64_t(tile) * 4 + k, Cycle(br.lag) + 1});
+  if (side_) [[unlikely]]
+    book(now, tile, k, Cycle(br.lag) + 1);
   ++br.hops;
   return start + r.latency[k];
 }
@@ -385,6 +408,7 @@ void ApproxMesh::hint_arrival(std::uint32_t b, TileIndex next) {
     const Cycle start = std::max(now, r.link_free[k]);
     r.link_free[k] = start + occ;
     busy_[std::size_t(nd.tile) * 4 + k] += occ;
+    tally_add(std::size_t(nd.tile) * 4 + k, occ);
     const std::uint32_t lat = r.latency[k];
     queue_.push(start + lat, Event{b, c, path + lat, Kind::PlanNode, Dir::Ramp});
     ++refs;
@@ -486,7 +510,7 @@ void ApproxMesh::finish(std::uint32_t b) {
   stats_.wavelet_link_cycles += std::uint64_t(br.plan.edges) * br.wavelets;
   if (ps_.base[br.flow] == kNone) {  // a chain: its links' busy cycles, off the hop's path
     const Cycle occ = Cycle(br.lag) + 1;
-    for (std::uint32_t e = 0; e < br.plan.edges; ++e) busy_[br.plan.route[e].link] += occ;
+    for (std::uint32_t e = 0; e < br.plan.edges; ++e) busy_[br.plan.route[e].link] += occ, tally_add(br.plan.route[e].link, occ);
   }
   free_bursts_.push_back(b);
 }

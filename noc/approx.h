@@ -51,6 +51,9 @@ class ApproxMesh final : public Mesh {
   void reset() override;
   std::uint64_t link_busy(LinkId l) const override { return busy_[l]; }
   const std::uint64_t* link_busy_data() const override { return busy_.data(); }
+  bool tally(std::vector<std::uint32_t> group_of_tile, std::size_t groups) override;
+  const std::vector<std::uint64_t>* tallied() const override { return tally_on_ ? &tally_ : nullptr; }
+  const std::uint32_t* tally_groups() const override { return tally_on_ ? group_.data() : nullptr; }
   std::size_t state_bytes() const override;
 
  private:
@@ -143,6 +146,15 @@ class ApproxMesh final : public Mesh {
   std::vector<std::uint64_t> mark_busy_;
   bool log_on_ = false;             // mark(true): cross() logs its reservations
   std::vector<Reservation> log_;
+  bool tally_on_ = false;               // tally(): the busy cycles are also summed per group
+  std::vector<std::uint32_t> group_;    // tally(): per tile, its group
+  std::vector<std::uint64_t> tally_;    // tally(): per group, its links' busy cycles
+  bool side_ = false;                   // log_on_ or tally_on_: a hop's booking has more to do (book())
+  void sides() { side_ = log_on_ || tally_on_; }
+  void book(Cycle now, TileIndex tile, unsigned k, Cycle occ);
+  void tally_add(std::size_t link, std::uint64_t cycles) {
+    if (tally_on_) tally_[group_[link / 4]] += cycles;
+  }
   // What a hop reads and writes, in one cache line (the busy counters, written only, live apart).
   struct alignas(64) TileRes {
     Cycle link_free[4];         // per output link (Dir N, E, S, W): first cycle it is free

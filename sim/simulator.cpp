@@ -333,20 +333,30 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       eo.start = start;
       eo.keep_path = opt.keep_path;
       // Counters over time: the links' busy cycles per cell, sampled every `every` cycles; when there are
-      // more intervals than asked, every other sample is dropped and the interval doubles. Each sample reads
-      // every link's counter once (a few ms on wse3).
+      // more intervals than asked, every other sample is dropped and the interval doubles. The mesh sums
+      // them per cell as it books them (noc::Mesh::tally), so a sample copies a dozen sums; a mesh that
+      // does not tally has every link's counter read at each sample (a few ms on wse3).
       WaferStep ws;
       RegionSeries& se = ws.series;
       std::vector<std::uint64_t> cum;  // per sample: cumulative link busy per cell
+      bool tallied = false;            // the mesh sums the cells' counters
+      auto sample_cells = [&](const std::uint64_t* busy) {
+        if (!tallied) return sum_link_busy(*mesh, fabric.grid(), se.grid, cum, busy);
+        const std::uint64_t* sums = busy ? busy : mesh->tallied()->data();
+        cum.insert(cum.end(), sums, sums + se.grid.size());
+      };
       if (opt.series_cells > 0) {
         se.grid = RegionGrid::fit(fabric.grid(), opt.series_cells);
+        std::vector<std::uint32_t> cell_of(fabric.grid().size());
+        for (hw::TileIndex t = 0; t < cell_of.size(); ++t) cell_of[t] = std::uint32_t(se.grid.of(fabric.grid().coord(t)));
+        tallied = mesh->tally(std::move(cell_of), se.grid.size());
         const std::size_t cap = std::max<std::uint32_t>(2, opt.series_intervals);
         // First guess of the interval: a step crosses the array a few hundred times (wse3, 8B: 8 x (W + H)
         // gives ~44 intervals of its 668 k cycles, the tiny wafer 32), then doubling keeps at most 64.
         const Cycle first = std::max<Cycle>(16, 8 * Cycle(fabric.grid().width + fabric.grid().height));
         eo.sample = [&, cap, every = first](Cycle t, const std::uint64_t* busy) mutable {
           se.t.push_back(t);
-          sum_link_busy(*mesh, fabric.grid(), se.grid, cum, busy);
+          sample_cells(busy);
           if (se.t.size() > cap + 1) {
             std::size_t n = 0;
             const std::size_t cells = se.grid.size();
@@ -384,9 +394,9 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       std::size_t n = 0;
       const std::size_t cells = se.grid.size();
       if (series) {
-        if (se.t.empty()) se.t.push_back(start), sum_link_busy(*mesh, fabric.grid(), se.grid, cum);  // not a Mesh: no slices
+        if (se.t.empty()) se.t.push_back(start), sample_cells(nullptr);  // not a Mesh: no slices
         se.t.push_back(std::max(ws.step.end, se.t.back() + 1));
-        sum_link_busy(*mesh, fabric.grid(), se.grid, cum);
+        sample_cells(nullptr);
         count_links(fabric, se.grid, series_links, nullptr, series_tiles);
         n = se.intervals();
         se.link_utilisation.assign(n * cells, 0.0);
