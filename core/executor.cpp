@@ -335,7 +335,7 @@ StepResult Executor::run() {
   r.weight_bytes = weight_bytes_;
   r.unclaimed = unclaimed_;
   r.done_received = done_count_;
-  if (r.finished) walk_critical_path(r), std::sort(critical_slots_.begin(), critical_slots_.end());
+  if (r.finished) walk_critical_path(r);
   std::reverse(r.path.begin(), r.path.end());
   auto& work = r.breakdown.work_per_op;
   work.assign(image_.op_names.size(), CauseCycles{});
@@ -1418,9 +1418,11 @@ std::vector<TaskRun> Executor::task_runs() const {
 void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32_t)>& keep_tile,
                                  const std::function<void(const TaskRun&)>& f) const {
   // When every task ran (a finished step), a tile's runs are its slots, and a tile not kept needs only its
-  // critical slots (critical_slots_, in slot order): the slots (hundreds of MB on a full wafer) are then
+  // critical slots (critical_slots_, put in slot order): the slots (hundreds of MB on a full wafer) are then
   // read only for the runs passed on.
   const bool every = tasks_run_ == slots_.size();
+  std::vector<std::uint32_t> critical_slots = critical_slots_;
+  std::sort(critical_slots.begin(), critical_slots.end());
   std::size_t next_crit = 0;  // the first critical slot not passed yet
   auto pass = [&](TileIndex t, std::uint32_t s, bool crit) {
     if (slots_[s].start == kNever) return;
@@ -1434,12 +1436,12 @@ void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32
       for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) ran += slots_[s].start != kNever;
     if (!ran) continue;
     const bool all = keep_tile(t, ran);
-    while (next_crit < critical_slots_.size() && critical_slots_[next_crit] < slot0_[t]) ++next_crit;
+    while (next_crit < critical_slots.size() && critical_slots[next_crit] < slot0_[t]) ++next_crit;
     if (all) {
       for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) pass(t, s, !critical_.empty() && critical_[s] != 0);
     } else {
-      for (; next_crit < critical_slots_.size() && critical_slots_[next_crit] < slot0_[t + 1]; ++next_crit)
-        pass(t, critical_slots_[next_crit], true);
+      for (; next_crit < critical_slots.size() && critical_slots[next_crit] < slot0_[t + 1]; ++next_crit)
+        pass(t, critical_slots[next_crit], true);
     }
   }
 }

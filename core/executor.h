@@ -186,13 +186,19 @@ class Executor final : public noc::NetworkClient {
   void for_each_kept_run(const std::function<bool(hw::TileIndex, std::uint32_t)>& keep_tile,
                          const std::function<void(const TaskRun&)>& f) const;
   static constexpr Cycle kNeverRan = std::numeric_limits<Cycle>::max();  // a slot's start while its task has not run
-  // After run(): f(tile, start, end) for every task that ran, in tile order (start after task_overhead, as
-  // in TaskRun); inline and without the task's names, for passes over millions of runs.
+  // After run(): f(tile, spans) for every tile that ran a task, in tile order, spans holding the (start,
+  // end) of each task it ran, in task order (start after task_overhead, as in TaskRun); inline and without
+  // the task's names, for passes over millions of runs (a tile at a time: the caller's loop keeps its
+  // state in registers).
   template <class F>
-  void for_each_span(F&& f) const {
-    for (hw::TileIndex t = 0; t + 1 < slot0_.size(); ++t)
+  void for_each_tile_spans(F&& f) const {
+    std::vector<std::pair<Cycle, Cycle>> spans;
+    for (hw::TileIndex t = 0; t + 1 < slot0_.size(); ++t) {
+      spans.clear();
       for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s)
-        if (slots_[s].start != kNeverRan) f(t, slots_[s].start, slots_[s].end);
+        if (slots_[s].start != kNeverRan) spans.push_back({slots_[s].start, slots_[s].end});
+      if (!spans.empty()) f(t, static_cast<const std::vector<std::pair<Cycle, Cycle>>&>(spans));
+    }
   }
   const CostModel& costs() const { return costs_; }
   // Edge channel (and its tile) serving streamed weights to `tile`.
@@ -301,7 +307,7 @@ class Executor final : public noc::NetworkClient {
   std::vector<WeightArrival> warrivals_;  // in time order; one network timer at a time walks them
   std::size_t wnext_ = 0;
   std::vector<std::uint8_t> critical_;  // per slot, after the walk
-  std::vector<std::uint32_t> critical_slots_;  // the slots critical_ marks, in slot order
+  std::vector<std::uint32_t> critical_slots_;  // the slots critical_ marks, in the walk's order
   // Route tables (color_switch > 0): per (color, input port as hw::Dir, tile) the output ports (bit per
   // hw::Dir, the Ramp bit when the core receives), kUnrouted before the first flow. Tiles innermost, so a
   // row multicast's walk reads consecutive bytes.

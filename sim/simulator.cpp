@@ -418,38 +418,45 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
         ex.for_each_kept_run([&](hw::TileIndex t, std::uint32_t runs) { return opt.keep_tile(k, t, runs); },
                              [&](const core::TaskRun& r) { runs_[k].push_back(r); });
       if (series || regions) {
-        hw::TileIndex last = hw::kNoTile;
-        std::size_t cs = 0, cr = 0;  // the tile's cell in the series / the regions
         // The busy cycles per interval and cell, summed as integers (each below 2^53, so the doubles they
         // become are the sums of doubles they stand for).
         std::vector<std::uint64_t> busy(n * cells, 0);
-        std::size_t si = 0;  // the series interval of the last span, [lo, hi), its first counter
-        Cycle lo = n ? se.t[0] : 0, hi = n ? se.t[1] : 0;
-        std::uint64_t* at_si = busy.data();
+        // Samples every d cycles from t[0] (the last interval aside, which ends the step): a cycle's interval
+        // is a division away; else a search.
+        const Cycle d = n ? se.t[1] - se.t[0] : 0;
+        bool even = d > 0;
+        for (std::size_t i = 0; i < n && even; ++i) even = se.t[i] == se.t[0] + Cycle(i) * d;
         const Cycle overhead = spec.task_overhead;
-        ex.for_each_span([&](hw::TileIndex tile, Cycle s, Cycle e) {
-          if (tile != last) {
-            last = tile;
-            const hw::Coord at = fabric.grid().coord(tile);
-            if (series) cs = se.grid.of(at);
-            if (regions) cr = rt.grid.of(at);
+        ex.for_each_tile_spans([&](hw::TileIndex tile, const std::vector<std::pair<Cycle, Cycle>>& spans) {
+          const hw::Coord at = fabric.grid().coord(tile);
+          if (regions) {
+            Cycle sum = 0;
+            for (const auto& [s, e] : spans) sum += e - (s - std::min(s, overhead));
+            rt.task_cycles[rt.grid.of(at)] += sum;
           }
-          const Cycle a = s - std::min(s, overhead);
-          if (regions) rt.task_cycles[cr] += e - a;
           if (!series) return;
-          if (lo <= a && e <= hi) {  // most spans: inside the last one's interval
-            at_si[cs] += e - a;
-            return;
-          }
-          // The interval holding a: a tile's spans mostly follow one another, so the last one's first.
-          if (!(si < n && lo <= a && a < hi)) {
-            auto it = std::upper_bound(se.t.begin(), se.t.end(), a);
-            si = it == se.t.begin() ? 0 : std::size_t(it - se.t.begin()) - 1;
-            if (si < n) lo = se.t[si], hi = se.t[si + 1], at_si = busy.data() + si * cells;
-          }
-          for (std::size_t i = si; i < n && se.t[i] < e; ++i) {
-            const Cycle l = std::max(a, se.t[i]), h = std::min(e, se.t[i + 1]);
-            if (h > l) busy[i * cells + cs] += h - l;
+          std::uint64_t* col = busy.data() + se.grid.of(at);  // the tile's cell, interval 0
+          std::size_t si = n;   // the interval of the last span (a tile's spans mostly follow one another)
+          Cycle lo = 1, hi = 0;  // its cycles [lo, hi) (none yet)
+          for (const auto& [s, e] : spans) {
+            const Cycle a = s - std::min(s, overhead);
+            if (lo <= a && e <= hi) {  // inside the last one's interval
+              col[si * cells] += e - a;
+              continue;
+            }
+            // The interval holding a (the first when a comes before it; any interval past the last adds
+            // nothing below).
+            if (even) {
+              si = a < se.t[0] ? 0 : std::min<std::size_t>(n - 1, std::size_t((a - se.t[0]) / d));
+            } else {
+              auto it = std::upper_bound(se.t.begin(), se.t.end(), a);
+              si = it == se.t.begin() ? 0 : std::min<std::size_t>(n - 1, std::size_t(it - se.t.begin()) - 1);
+            }
+            lo = se.t[si], hi = se.t[si + 1];
+            for (std::size_t i = si; i < n && se.t[i] < e; ++i) {
+              const Cycle l = std::max(a, se.t[i]), h = std::min(e, se.t[i + 1]);
+              if (h > l) col[i * cells] += h - l;
+            }
           }
         });
         for (std::size_t i = 0; i < n * cells; ++i) se.tiles_busy[i] = double(busy[i]);
