@@ -1377,7 +1377,7 @@ void Executor::reuse_release() {
 void Executor::sample_copies(Cycle D, std::uint64_t K, Cycle now) {
   const auto& log = *net_.reservations();
   const std::vector<std::uint64_t>* tallied = sampled_->tallied();
-  const std::uint32_t* group = sampled_->tally_groups();
+  const std::uint8_t* group = sampled_->tally_groups();
   std::vector<std::uint64_t> busy;
   if (tallied) busy = *tallied;
   else busy.assign(sampled_->link_busy_data(), sampled_->link_busy_data() + std::size_t(grid_.size()) * 4);

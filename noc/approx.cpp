@@ -57,9 +57,14 @@ void ApproxMesh::reset() {
   sides();
 }
 
-bool ApproxMesh::tally(std::vector<std::uint32_t> group_of_tile, std::size_t groups) {
+bool ApproxMesh::tally(const std::vector<std::uint32_t>& group_of_tile, std::size_t groups) {
   if (group_of_tile.size() != tiles_.size()) throw std::invalid_argument("ApproxMesh::tally: one group per tile");
-  group_ = std::move(group_of_tile);
+  if (groups > 256) return false;
+  group_.resize(group_of_tile.size());
+  for (std::size_t t = 0; t < group_.size(); ++t) {
+    if (group_of_tile[t] >= groups) throw std::invalid_argument("ApproxMesh::tally: a group out of range");
+    group_[t] = std::uint8_t(group_of_tile[t]);
+  }
   tally_.assign(groups, 0);
   for (std::size_t l = 0; l < busy_.size(); ++l) tally_[group_[l / 4]] += busy_[l];  // (what is booked already)
   tally_on_ = true;

@@ -51,9 +51,9 @@ class ApproxMesh final : public Mesh {
   void reset() override;
   std::uint64_t link_busy(LinkId l) const override { return busy_[l]; }
   const std::uint64_t* link_busy_data() const override { return busy_.data(); }
-  bool tally(std::vector<std::uint32_t> group_of_tile, std::size_t groups) override;
+  bool tally(const std::vector<std::uint32_t>& group_of_tile, std::size_t groups) override;
   const std::vector<std::uint64_t>* tallied() const override { return tally_on_ ? &tally_ : nullptr; }
-  const std::uint32_t* tally_groups() const override { return tally_on_ ? group_.data() : nullptr; }
+  const std::uint8_t* tally_groups() const override { return tally_on_ ? group_.data() : nullptr; }
   std::size_t state_bytes() const override;
 
  private:
@@ -147,7 +147,7 @@ class ApproxMesh final : public Mesh {
   bool log_on_ = false;             // mark(true): cross() logs its reservations
   std::vector<Reservation> log_;
   bool tally_on_ = false;               // tally(): the busy cycles are also summed per group
-  std::vector<std::uint32_t> group_;    // tally(): per tile, its group
+  std::vector<std::uint8_t> group_;     // tally(): per tile, its group (at most 256: a small table)
   std::vector<std::uint64_t> tally_;    // tally(): per group, its links' busy cycles
   bool side_ = false;                   // log_on_ or tally_on_: a hop's booking has more to do (book())
   void sides() { side_ = log_on_ || tally_on_; }

@@ -79,11 +79,11 @@ class Mesh : public Network {
   // Link busy cycles summed per group of tiles as they are booked (a trace's counters per region, read
   // many times in a step): after tally(group_of_tile, groups) (one group below `groups` per TileIndex),
   // tallied()[g] is the sum of link_busy over the links leaving group g's tiles, until reset(). A model that
-  // does not tally returns false and null: sum link_busy instead.
-  virtual bool tally(std::vector<std::uint32_t> /*group_of_tile*/, std::size_t /*groups*/) { return false; }
+  // does not tally (or not that many groups) returns false and null: sum link_busy instead.
+  virtual bool tally(const std::vector<std::uint32_t>& /*group_of_tile*/, std::size_t /*groups*/) { return false; }
   virtual const std::vector<std::uint64_t>* tallied() const { return nullptr; }
-  // While tallying: each tile's group (as given to tally()), else null.
-  virtual const std::uint32_t* tally_groups() const { return nullptr; }
+  // While tallying: each tile's group (as given to tally(), in a byte: a hop looks it up), else null.
+  virtual const std::uint8_t* tally_groups() const { return nullptr; }
   // Bytes of mesh state (per-tile arrays, queues, burst records) currently held.
   virtual std::size_t state_bytes() const = 0;
 

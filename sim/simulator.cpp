@@ -349,7 +349,7 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
         se.grid = RegionGrid::fit(fabric.grid(), opt.series_cells);
         std::vector<std::uint32_t> cell_of(fabric.grid().size());
         for (hw::TileIndex t = 0; t < cell_of.size(); ++t) cell_of[t] = std::uint32_t(se.grid.of(fabric.grid().coord(t)));
-        tallied = mesh->tally(std::move(cell_of), se.grid.size());
+        tallied = mesh->tally(cell_of, se.grid.size());
         const std::size_t cap = std::max<std::uint32_t>(2, opt.series_intervals);
         // First guess of the interval: a step crosses the array a few hundred times (wse3, 8B: 8 x (W + H)
         // gives ~44 intervals of its 668 k cycles, the tiny wafer 32), then doubling keeps at most 64.
