@@ -186,18 +186,25 @@ class Executor final : public noc::NetworkClient {
   void for_each_kept_run(const std::function<bool(hw::TileIndex, std::uint32_t)>& keep_tile,
                          const std::function<void(const TaskRun&)>& f) const;
   static constexpr Cycle kNeverRan = std::numeric_limits<Cycle>::max();  // a slot's start while its task has not run
-  // After run(): f(tile, spans) for every tile that ran a task, in tile order, spans holding the (start,
-  // end) of each task it ran, in task order (start after task_overhead, as in TaskRun); inline and without
-  // the task's names, for passes over millions of runs (a tile at a time: the caller's loop keeps its
-  // state in registers).
+  // After run(): f(tile, first, last) for every tile that ran a task, in tile order, [first, last) holding
+  // the (start, end) of each task it ran, in task order (start after task_overhead, as in TaskRun); inline
+  // and without the task's names, for passes over millions of runs (a tile at a time: the caller's loop
+  // keeps its state in registers).
   template <class F>
   void for_each_tile_spans(F&& f) const {
-    std::vector<std::pair<Cycle, Cycle>> spans;
-    for (hw::TileIndex t = 0; t + 1 < slot0_.size(); ++t) {
-      spans.clear();
-      for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s)
-        if (slots_[s].start != kNeverRan) spans.push_back({slots_[s].start, slots_[s].end});
-      if (!spans.empty()) f(t, static_cast<const std::vector<std::pair<Cycle, Cycle>>&>(spans));
+    using Span = std::pair<Cycle, Cycle>;
+    std::vector<Span> buf;
+    const Slot* const slots = slots_.data();  // (locals: the stores to buf cannot move them)
+    const std::uint32_t* const slot0 = slot0_.data();
+    const std::size_t tiles = slot0_.empty() ? 0 : slot0_.size() - 1;
+    for (hw::TileIndex t = 0; t < tiles; ++t) {
+      const std::uint32_t s0 = slot0[t], s1 = slot0[t + 1];
+      if (buf.size() < s1 - s0) buf.resize(s1 - s0);
+      Span* const first = buf.data();
+      Span* last = first;
+      for (std::uint32_t s = s0; s < s1; ++s)
+        if (slots[s].start != kNeverRan) *last++ = {slots[s].start, slots[s].end};
+      if (last != first) f(t, static_cast<const Span*>(first), static_cast<const Span*>(last));
     }
   }
   const CostModel& costs() const { return costs_; }

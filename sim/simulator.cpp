@@ -423,39 +423,46 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
         std::vector<std::uint64_t> busy(n * cells, 0);
         // Samples every d cycles from t[0] (the last interval aside, which ends the step): a cycle's interval
         // is a division away; else a search.
-        const Cycle d = n ? se.t[1] - se.t[0] : 0;
-        bool even = d > 0;
-        for (std::size_t i = 0; i < n && even; ++i) even = se.t[i] == se.t[0] + Cycle(i) * d;
+        const Cycle every = n ? se.t[1] - se.t[0] : 0;
+        bool evenly = every > 0;
+        for (std::size_t i = 0; i < n && evenly; ++i) evenly = se.t[i] == se.t[0] + Cycle(i) * every;
         const Cycle overhead = spec.task_overhead;
-        ex.for_each_tile_spans([&](hw::TileIndex tile, const std::vector<std::pair<Cycle, Cycle>>& spans) {
+        using Span = std::pair<Cycle, Cycle>;
+        ex.for_each_tile_spans([&](hw::TileIndex tile, const Span* first, const Span* last) {
           const hw::Coord at = fabric.grid().coord(tile);
           if (regions) {
             Cycle sum = 0;
-            for (const auto& [s, e] : spans) sum += e - (s - std::min(s, overhead));
+            for (const Span* p = first; p != last; ++p) sum += p->second - (p->first - std::min(p->first, overhead));
             rt.task_cycles[rt.grid.of(at)] += sum;
           }
           if (!series) return;
-          std::uint64_t* col = busy.data() + se.grid.of(at);  // the tile's cell, interval 0
-          std::size_t si = n;   // the interval of the last span (a tile's spans mostly follow one another)
+          // (locals, so that the stores to busy do not make the loop read them again)
+          const std::size_t ni = n, nc = cells;
+          const Cycle* const t = se.t.data();
+          const bool even = evenly;
+          const Cycle d = every, ov = overhead;
+          std::uint64_t* const col = busy.data() + se.grid.of(at);  // the tile's cell, interval 0
+          std::size_t si = ni;   // the interval of the last span (a tile's spans mostly follow one another)
           Cycle lo = 1, hi = 0;  // its cycles [lo, hi) (none yet)
-          for (const auto& [s, e] : spans) {
-            const Cycle a = s - std::min(s, overhead);
+          for (const Span* p = first; p != last; ++p) {
+            const Cycle s = p->first, e = p->second;
+            const Cycle a = s - std::min(s, ov);
             if (lo <= a && e <= hi) {  // inside the last one's interval
-              col[si * cells] += e - a;
+              col[si * nc] += e - a;
               continue;
             }
             // The interval holding a (the first when a comes before it; any interval past the last adds
             // nothing below).
             if (even) {
-              si = a < se.t[0] ? 0 : std::min<std::size_t>(n - 1, std::size_t((a - se.t[0]) / d));
+              si = a < t[0] ? 0 : std::min<std::size_t>(ni - 1, std::size_t((a - t[0]) / d));
             } else {
-              auto it = std::upper_bound(se.t.begin(), se.t.end(), a);
-              si = it == se.t.begin() ? 0 : std::min<std::size_t>(n - 1, std::size_t(it - se.t.begin()) - 1);
+              const Cycle* it = std::upper_bound(t, t + ni + 1, a);
+              si = it == t ? 0 : std::min<std::size_t>(ni - 1, std::size_t(it - t) - 1);
             }
-            lo = se.t[si], hi = se.t[si + 1];
-            for (std::size_t i = si; i < n && se.t[i] < e; ++i) {
-              const Cycle l = std::max(a, se.t[i]), h = std::min(e, se.t[i + 1]);
-              if (h > l) col[i * cells] += h - l;
+            lo = t[si], hi = t[si + 1];
+            for (std::size_t i = si; i < ni && t[i] < e; ++i) {
+              const Cycle l = std::max(a, t[i]), h = std::min(e, t[i + 1]);
+              if (h > l) col[i * nc] += h - l;
             }
           }
         });
