@@ -103,6 +103,14 @@ std::string region_name(const sim::RegionGrid& g, std::size_t c, const hw::Grid&
                      std::min(grid.height, (cy + 1) * g.cell) - 1);
 }
 
+// fmt::format of a compiled format through a stack buffer (a std::string grows a piece at a time).
+template <class S, class... T>
+std::string text(const S& format, const T&... args) {
+  fmt::memory_buffer b;
+  fmt::format_to(std::back_inserter(b), format, args...);
+  return std::string(b.data(), b.size());
+}
+
 void write_trace(const std::string& path, const sim::Simulator& sim, const sim::StepResult& res,
                  const std::vector<const firmware::Image*>& images, const hw::WaferSpec& spec, const TileTracks& tt) {
   traces::ChromeTrace tr;
@@ -171,7 +179,7 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
     hw::Coord c = im.grid.coord(t->tile);
     tr.complete(task_name(k, *t), cat_critical,
                 us(t->start - Cycle(spec.task_overhead)), us(t->end - t->start + Cycle(spec.task_overhead)), 0,
-                std::int32_t(lanes[i] + 2), tr.once(fmt::format(FMT_COMPILE("wafer {} tile ({},{}) task {}"), k, c.x, c.y, t->task)));
+                std::int32_t(lanes[i] + 2), tr.once(text(FMT_COMPILE("wafer {} tile ({},{}) task {}"), k, c.x, c.y, t->task)));
     nl = std::max(nl, lanes[i] + 1);
   }
   for (std::uint32_t l = 0; l < nl; ++l) tr.thread_name(0, std::int32_t(l + 2), fmt::format("path tasks {}", l), std::int32_t(l + 2));
@@ -215,7 +223,7 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
     for (const auto& t : sim.task_runs()[k]) {
       if (!tt.admitted[k][t.tile]) continue;
       hw::Coord c = im.grid.coord(t.tile);
-      if (t.tile != last) tr.thread_name(pid, std::int32_t(t.tile), tr.once(fmt::format(FMT_COMPILE("tile ({},{})"), c.x, c.y)), std::int32_t(t.tile));
+      if (t.tile != last) tr.thread_name(pid, std::int32_t(t.tile), tr.once(text(FMT_COMPILE("tile ({},{})"), c.x, c.y)), std::int32_t(t.tile));
       last = t.tile;
       tr.complete(task_name(k, t), cat_task, us(t.start - Cycle(spec.task_overhead)),
                   us(t.end - t.start + Cycle(spec.task_overhead)), pid, std::int32_t(t.tile), detail(t.task));

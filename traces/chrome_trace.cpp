@@ -54,11 +54,19 @@ std::vector<std::uint32_t> ChromeTrace::lanes(const std::vector<std::pair<double
   return out;
 }
 
-std::string json_quote(const std::string& s) {
+namespace {
+// Printable ASCII without a quote or a backslash: JSON quotes it as it is.
+bool plain(const std::string& s) {
   for (const char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c > 0x7E || c == '"' || c == '\\') return nlohmann::json(s).dump();  // escapes, UTF-8
+    if (c < 0x20 || c > 0x7E || c == '"' || c == '\\') return false;
   }
+  return true;
+}
+}  // namespace
+
+std::string json_quote(const std::string& s) {
+  if (!plain(s)) return nlohmann::json(s).dump();  // escapes, UTF-8
   std::string q;
   q.reserve(s.size() + 2);
   q += '"';
@@ -98,11 +106,14 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
   tmp += ".tmp";
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
-  // Every string quoted once (names repeat over hundreds of thousands of events); each line copied piece by
-  // piece (integers by fmt::format_int, numbers with decimals by write_fixed) into one buffer, room made for
-  // it first, written a megabyte at a time.
-  std::vector<std::string> quoted(strings_.size());
-  for (std::size_t i = 0; i < strings_.size(); ++i) quoted[i] = json_quote(strings_[i]);
+  // Every string looked at once (names repeat over hundreds of thousands of events): a plain one is copied
+  // between quotes, any other quoted (json_quote) once. Each line is copied piece by piece (integers by
+  // fmt::format_int, numbers with decimals by write_fixed) into one buffer, room made for it first,
+  // written a megabyte at a time.
+  std::vector<std::uint32_t> special(strings_.size(), 0);  // 1 + its index in quoted, or 0: plain
+  std::vector<std::string> quoted;
+  for (std::size_t i = 0; i < strings_.size(); ++i)
+    if (!plain(strings_[i])) quoted.push_back(json_quote(strings_[i])), special[i] = std::uint32_t(quoted.size());
   std::vector<char> buf(2u << 20);
   std::size_t used = 0;
   char* p = buf.data();
@@ -124,8 +135,11 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
     const fmt::format_int i(v);
     p = std::copy_n(i.data(), i.size(), p);
   };
-  auto q = [&](std::uint32_t id) { put(quoted[id]); };
-  auto len = [&](std::uint32_t id) { return quoted[id].size(); };
+  auto q = [&](std::uint32_t id) {
+    if (special[id]) return put(quoted[special[id] - 1]);
+    *p++ = '"', put(strings_[id]), *p++ = '"';
+  };
+  auto len = [&](std::uint32_t id) { return special[id] ? quoted[special[id] - 1].size() : strings_[id].size() + 2; };
   bool first = true;
   auto sep = [&] {
     put(first ? "\n" : ",\n");
