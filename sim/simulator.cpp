@@ -347,8 +347,13 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       };
       if (opt.series_cells > 0) {
         se.grid = RegionGrid::fit(fabric.grid(), opt.series_cells);
-        std::vector<std::uint32_t> cell_of(fabric.grid().size());
-        for (hw::TileIndex t = 0; t < cell_of.size(); ++t) cell_of[t] = std::uint32_t(se.grid.of(fabric.grid().coord(t)));
+        const hw::Grid& g = fabric.grid();
+        std::vector<std::uint32_t> cell_of(g.size()), col_cell(std::size_t(g.width));  // (row by row: no division a tile)
+        for (std::int32_t x = 0; x < g.width; ++x) col_cell[std::size_t(x)] = std::uint32_t(se.grid.of({x, 0}));
+        for (std::int32_t y = 0, t = 0; y < g.height; ++y) {
+          const std::uint32_t row = std::uint32_t(se.grid.of({0, y}));
+          for (std::int32_t x = 0; x < g.width; ++x, ++t) cell_of[std::size_t(t)] = row + col_cell[std::size_t(x)];
+        }
         tallied = mesh->tally(cell_of, se.grid.size());
         const std::size_t cap = std::max<std::uint32_t>(2, opt.series_intervals);
         // First guess of the interval: a step crosses the array a few hundred times (wse3, 8B: 8 x (W + H)
