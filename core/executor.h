@@ -141,6 +141,7 @@ struct StepResult {
   std::uint64_t tasks_run = 0, tasks_total = 0;
   std::uint64_t tasks_executed = 0;   // of tasks_run, those emulated (the others copied: ExecOptions::reuse)
   std::uint32_t layers_reused = 0;    // layers copied rather than emulated
+  std::uint32_t layers_watched = 0;   // layers of the run reuse watched for a repeat (0: none tried)
   std::uint64_t bursts = 0;           // bursts the cores sent (weights and injections excluded)
   std::uint64_t weight_bursts = 0, weight_bytes = 0;  // StreamIn ops served (no mesh bursts) and their bytes
   std::uint64_t unclaimed = 0;        // bursts no task took (a firmware bug when nonzero)
@@ -320,6 +321,7 @@ class Executor final : public noc::NetworkClient {
   struct Reuse {
     bool on = false;                  // the image has a run of identical layers and the network can jump
     bool done = false;                // jumped, or gave up
+    std::uint32_t watched = 0;        // layers a..b when armed
     std::uint16_t a = 0, b = 0;       // layers a..b: identical blocks in every program
     std::vector<std::uint32_t> off, len;  // per program: layer a's block (first task), tasks per block
     std::uint32_t max_groups = 0;     // most claim groups of one program
@@ -362,6 +364,7 @@ class Executor final : public noc::NetworkClient {
   void reuse_arm();
   void reuse_release();
   static std::pair<std::size_t, std::size_t> longest_run(const std::vector<std::uint8_t>& ok);
+  static constexpr std::size_t kMinSpaceGroups = 5;  // reuse in space: the shortest run armed (space_setup)
   std::uint32_t run_layer(std::uint32_t p, std::uint32_t k) const;
   std::uint64_t tile_ref(hw::TileIndex t) const { return std::uint64_t(t) - std::uint64_t(ru_.origin); }
   int tile_class(hw::TileIndex t, Cycle now);
