@@ -293,6 +293,7 @@ StepResult Executor::run() {
   if (ran_) throw std::logic_error("Executor::run called twice");
   ran_ = true;
   std::fill(core_free_.begin(), core_free_.end(), opt_.start);
+  work_.assign(image_.op_names.size(), CauseCycles{});
   net_.set_client(this);
   if (weights_ && streams_) request_weights();  // (a scan of every task: only when something streams)
   for (const auto& inj : image_.start) {
@@ -338,26 +339,9 @@ StepResult Executor::run() {
   r.done_received = done_count_;
   if (r.finished) walk_critical_path(r);
   std::reverse(r.path.begin(), r.path.end());
-  auto& work = r.breakdown.work_per_op;
-  work.assign(image_.op_names.size(), CauseCycles{});
-  for (TileIndex t = 0; t < grid_.size(); ++t) {
-    if (slot0_[t] == slot0_[t + 1]) continue;
-    const TaskInfo* tis = tinfo_.data() + prog0_[image_.tile_program[t]];
-    for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
-      if (slots_[s].start == kNever) continue;
-      const TaskInfo& ti = tis[s - slot0_[t]];
-      auto& w = work[ti.op];
-      const Slot& sl = slots_[s];
-      const Cycle sw = Cycle(sl.switches) * costs_.color_switch, sy = Cycle(sl.syncs) * costs_.collective_sync;
-      w[std::size_t(Cause::TaskOverhead)] += costs_.task_overhead;
-      w[std::size_t(Cause::VectorSetup)] += ti.setup;
-      w[std::size_t(Cause::ColorSwitch)] += sw;
-      w[std::size_t(Cause::CollectiveSync)] += sy;
-      w[std::size_t(Cause::Compute)] += sl.end - sl.start - (ti.stream ? 0 : ti.setup + sw + sy);
-      r.color_switches += sl.switches;
-      r.collective_starts += sl.syncs;
-    }
-  }
+  r.breakdown.work_per_op = work_;
+  r.color_switches = switches_run_;
+  r.collective_starts = syncs_run_;
   return r;
 }
 
@@ -583,6 +567,17 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   slots_[slot].end = e;
   slots_[slot].switches = switches;
   slots_[slot].syncs = syncs;
+  {
+    auto& w = work_[ti.op];
+    const Cycle sw = Cycle(switches) * costs_.color_switch, sy = Cycle(syncs) * costs_.collective_sync;
+    w[std::size_t(Cause::TaskOverhead)] += costs_.task_overhead;
+    w[std::size_t(Cause::VectorSetup)] += ti.setup;
+    w[std::size_t(Cause::ColorSwitch)] += sw;
+    w[std::size_t(Cause::CollectiveSync)] += sy;
+    w[std::size_t(Cause::Compute)] += e - s - (ti.stream ? 0 : ti.setup + sw + sy);
+    switches_run_ += switches;
+    syncs_run_ += syncs;
+  }
   core_free_[tile] = e;
   last_slot_[tile] = slot;
   ++tasks_run_;
@@ -1244,6 +1239,9 @@ void Executor::reuse_cut() {
     ru_.prev_at = now;
     ru_.prev_bursts = nb;
     ru_.prev_tasks = tasks_run_;
+    ru_.prev_work = work_;
+    ru_.prev_switches = switches_run_;
+    ru_.prev_syncs = syncs_run_;
     ru_.prev_unclaimed = unclaimed_;
     ru_.prev_done = done_count_;
     ru_.prev_rows = ru_.rows;
@@ -1347,6 +1345,10 @@ void Executor::reuse_cut() {
   if (sampled_) sample_copies(D, K, now);
   tasks_run_ += K * NT;
   ru_.skipped_tasks += K * NT;
+  for (std::size_t op = 0; op < work_.size(); ++op)
+    for (std::size_t c = 0; c < kCauses; ++c) work_[op][c] += K * (work_[op][c] - ru_.prev_work[op][c]);
+  switches_run_ += K * (switches_run_ - ru_.prev_switches);
+  syncs_run_ += K * (syncs_run_ - ru_.prev_syncs);
   ru_.skipped_layers += std::uint32_t(K * ru_.p);
   net_.repeat(
       D, K,

@@ -292,6 +292,11 @@ class Executor final : public noc::NetworkClient {
   std::uint32_t done_count_ = 0, done_crit_ = kNone;
   Cycle done_end_ = 0;
   std::uint64_t unclaimed_ = 0, tasks_run_ = 0, weight_bytes_ = 0, weight_bursts_ = 0;
+  // The work of the tasks run so far, per operator (Breakdown::work_per_op), and their color switches and
+  // collective starts: added as each task starts, its cycles being fixed then (and K times the template's at
+  // a reuse jump, as tasks_run_), so that no pass over every represented slot is needed at the end.
+  std::vector<CauseCycles> work_;
+  std::uint64_t switches_run_ = 0, syncs_run_ = 0;
   std::uint32_t weight_burst_ = kNone;  // the one BurstRec standing for every streamed-weight arrival
   struct WeightArrival {  // one StreamIn op's weights reaching its tile (their tail)
     Cycle at;
@@ -334,6 +339,8 @@ class Executor final : public noc::NetworkClient {
     std::uint32_t prev_layer = 0;
     Cycle prev_at = 0;
     std::uint64_t prev_bursts = 0, prev_tasks = 0, prev_unclaimed = 0;
+    std::vector<CauseCycles> prev_work;  // work_ at the previous cut
+    std::uint64_t prev_switches = 0, prev_syncs = 0;
     std::uint32_t prev_done = 0;
     std::vector<std::uint64_t> prev_desc, desc;
     std::vector<std::uint32_t> touched;  // slots credited or started since the previous cut (once each)
