@@ -525,9 +525,13 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   const std::size_t base = send_costs_.size();
   for (const auto& snd : t.sends) {
     if (snd.collective && syncs < 0xFFFF) ++syncs;
-    if (!routes_.empty() && !local(snd.dest) && reroute(tile, destination(snd.dest, here), snd.color) &&
-        switches < 0xFFFF)
-      ++switches;
+    if (!routes_.empty() && !local(snd.dest)) {
+      const noc::Destination d = destination(snd.dest, here);
+      // (reuse in space: the first row a route may cross on a fabric without faults, the rows between the
+      // source and its destinations)
+      if (ru_.space && !ru_.done) ru_.route_row_min = std::min({ru_.route_row_min, here.y, d.first.y});
+      if (reroute(tile, d, snd.color) && switches < 0xFFFF) ++switches;
+    }
     send_costs_.push_back({switches, syncs});
   }
   const Cycle fixed = Cycle(switches) * costs_.color_switch + Cycle(syncs) * costs_.collective_sync;
@@ -932,12 +936,12 @@ void Executor::space_setup() {
         }
       }
     }
-  // Armed only for a run that can copy something. The first cuts of a run still see the layers before it:
-  // on every wafer measured (the 8B, 70B and Mixtral with layer-bands on wse3, the tiny and small test
-  // models) the description at group a + 3 is the first to equal the one before, so a jump copies groups
-  // - 4 groups at most. A shorter run (a defective wafer's few alike bands) would only pay for the cuts:
-  // the claim cursors (tiles x claim groups), the touched slots, the route log and a description per group
-  // (on wse3 with 50 defects: 200 MB and 0.3 s for nothing).
+  // Armed only for a run that can copy something. The run's first cut still sees the layers before it: on
+  // every wafer measured (the 8B, 70B and Mixtral with layer-bands and serpentine-bands on wse3, the tiny
+  // and small test models) the description at group a + 2 is the first to equal the one before, so a jump
+  // copies groups - 3 groups at most. A shorter run (a defective wafer's few alike bands) would only pay
+  // for the cuts: the claim cursors (tiles x claim groups), the touched slots, the route log and a
+  // description per group (on wse3 with 50 defects: 200 MB and 0.3 s for nothing).
   if (best.groups < kMinSpaceGroups || best.a + best.groups * best.per - 1 > 0xFFFF) return;
   ru_.space = true;
   ru_.p = std::uint32_t(best.per);
@@ -1108,17 +1112,27 @@ void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
       ru_.work_tiles.push_back(t);
     }
   }
-  // The route tables from the last settled band to the first fresh one (within the bands).
+  // The route tables from the last settled band to the first fresh one (within the bands): those of the
+  // rows from the first band at work on in the description, the last settled band's apart (ru_.settled_routes;
+  // at the run's first cuts it lies before the run, and only a window that did not route through it can be
+  // compared with a cut that has it: reuse_cut).
   const std::size_t j0 = s > 0 ? s - 1 : 0, j1 = std::min(f + 1, nbands);
   ru_.rows = {ru_.band_y[j0], ru_.band_y[j1 - 1] + ru_.dr};
+  ru_.settled_rows = s > 0;
+  ru_.settled_routes.clear();
   if (!routes_.empty()) {
     const std::size_t n = grid_.size(), t0 = std::size_t(ru_.rows.first) * W, t1 = std::size_t(ru_.rows.second) * W;
-    const std::size_t words = (t1 - t0 + 7) / 8;
-    for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell) {
-      const std::size_t at = out.size();
-      out.resize(at + words, 0);
-      std::memcpy(out.data() + at, routes_.data() + cell * n + t0, t1 - t0);
-    }
+    const std::size_t ts = s > 0 ? std::min(t1, t0 + std::size_t(ru_.dr) * W) : t0;  // the settled band's end
+    auto copy = [&](std::vector<std::uint64_t>& to, std::size_t from, std::size_t end) {
+      const std::size_t words = (end - from + 7) / 8;
+      for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell) {
+        const std::size_t at = to.size();
+        to.resize(at + words, 0);
+        std::memcpy(to.data() + at, routes_.data() + cell * n + from, end - from);
+      }
+    };
+    copy(ru_.settled_routes, t0, ts);
+    copy(out, ts, t1);
   }
   // The bands after the first fresh one have the routes of the first (checked at a jump: ru_.fresh_band).
   ru_.fresh_band = f;
@@ -1194,6 +1208,14 @@ void Executor::reuse_cut() {
     route_log_.clear();
   }
   // The template: the window since the previous cut, if that was the layer before.
+  // In space, the last settled band's routes: the same at both cuts, or (the previous cut's lying before
+  // the run) not routed through in the window: no send since the previous cut routed in a row before the
+  // first row it described at work.
+  if (ru_.space && !routes_.empty()) {
+    if (ru_.prev_settled_rows) routes_same = routes_same && ru_.settled_rows && ru_.settled_routes == ru_.prev_settled_routes;
+    else routes_same = routes_same && ru_.route_row_min >= ru_.prev_rows.first;
+  }
+  ru_.route_row_min = std::numeric_limits<std::int32_t>::max();
   bool jump = usable && ru_.have && ru_.prev_layer + ru_.p == ru_.layer && out == ru_.prev_desc && routes_same &&
               unclaimed_ == ru_.prev_unclaimed && done_count_ == ru_.prev_done && warrivals_.empty();
   std::uint32_t touched_max = 0;
@@ -1245,6 +1267,8 @@ void Executor::reuse_cut() {
     ru_.prev_unclaimed = unclaimed_;
     ru_.prev_done = done_count_;
     ru_.prev_rows = ru_.rows;
+    ru_.prev_settled_rows = ru_.settled_rows;
+    std::swap(ru_.prev_settled_routes, ru_.settled_routes);
     std::swap(ru_.prev_desc, ru_.desc);
     untouch_all();
     if (usable) net_.mark(sampled_ != nullptr);

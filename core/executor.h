@@ -363,6 +363,11 @@ class Executor final : public noc::NetworkClient {
     hw::TileIndex origin = 0;                 // the cut's band's first tile (descriptions are relative to it)
     std::vector<hw::TileIndex> work_tiles;    // while describing: the tiles of the bands at work
     std::pair<std::int32_t, std::int32_t> rows{0, 0}, prev_rows{0, 0};  // rows whose routes are described
+    // The last settled band's route tables, kept apart from the description (describe_bands), and whether
+    // the cut had one within the run; the first row routed through since the last cut (start_task).
+    bool settled_rows = false, prev_settled_rows = false;
+    std::vector<std::uint64_t> settled_routes, prev_settled_routes;
+    std::int32_t route_row_min = std::numeric_limits<std::int32_t>::max();
     std::size_t fresh_band = 0;               // the first fresh band (index from a)
     std::vector<std::uint8_t> band_code;      // per band, as at the last cut (describe_bands)
   } ru_;
@@ -371,7 +376,7 @@ class Executor final : public noc::NetworkClient {
   void reuse_arm();
   void reuse_release();
   static std::pair<std::size_t, std::size_t> longest_run(const std::vector<std::uint8_t>& ok);
-  static constexpr std::size_t kMinSpaceGroups = 5;  // reuse in space: the shortest run armed (space_setup)
+  static constexpr std::size_t kMinSpaceGroups = 4;  // reuse in space: the shortest run armed (space_setup)
   std::uint32_t run_layer(std::uint32_t p, std::uint32_t k) const;
   std::uint64_t tile_ref(hw::TileIndex t) const { return std::uint64_t(t) - std::uint64_t(ru_.origin); }
   int tile_class(hw::TileIndex t, Cycle now);
