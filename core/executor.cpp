@@ -1320,16 +1320,33 @@ void Executor::reuse_cut() {
     }
     for (TileIndex t : ru_.work_tiles) state.push_back({t, core_free_[t], last_slot_[t]});
   }
+  // Each copy moves a slot, its predecessor and a burst's sender by the same number of slots again (in
+  // space: the slots of one band's rows, the same for every tile of the run since its bands hold programs
+  // alike tile by tile; in time: the block's length), so the copies add multiples of what one copy adds.
+  std::vector<std::uint32_t> dto(tmpl.size()), dprev(tmpl.size()), dsender(NB);
+  for (std::size_t i = 0; i < tmpl.size(); ++i) {
+    dto[i] = ru_.space ? slot0_[where[i] + S] - slot0_[where[i]] : step[i];
+    dprev[i] = rename_in(tmpl[i].prev, where[i], 1) - tmpl[i].prev;
+  }
+  for (std::uint64_t i = 0; i < NB; ++i) {
+    const BurstRec& b = bursts_[ru_.prev_bursts + i];
+    dsender[i] = rename_in(b.sender, b.src, 1) - b.sender;  // (a data burst's source is its sender's tile)
+  }
+  bursts_.reserve(bursts_.size() + K * NB);
   for (std::uint64_t m = 1; m <= K; ++m) {
+    const Cycle mD = m * D;
+    const std::uint32_t m32 = std::uint32_t(m), mNB = std::uint32_t(m * NB);
     for (std::size_t i = 0; i < tmpl.size(); ++i) {
-      const std::uint32_t to = ru_.space ? slot0_[where[i] + TileIndex(m) * S] + (ru_.touched[i] - slot0_[where[i]])
-                                         : ru_.touched[i] + std::uint32_t(m) * step[i];
-      slots_[to] = moved(tmpl[i], where[i], m);
+      Slot sl = tmpl[i];
+      if (sl.crit != kNone) sl.ready += mD, sl.tail += mD, sl.crit += mNB;
+      if (sl.start != kNever) sl.start += mD, sl.end += mD;
+      sl.prev += m32 * dprev[i];
+      slots_[ru_.touched[i] + m32 * dto[i]] = sl;
     }
     for (std::uint64_t i = 0; i < NB; ++i) {
       BurstRec b = bursts_[ru_.prev_bursts + i];
-      b.inject += m * D;
-      b.sender = rename_in(b.sender, b.src, m);  // (a data burst's source is its sender's tile)
+      b.inject += mD;
+      b.sender += m32 * dsender[i];
       b.src += TileIndex(m) * S;
       bursts_.push_back(b);
     }
