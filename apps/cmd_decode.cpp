@@ -598,6 +598,8 @@ int run_decode(const std::vector<std::string>& args) {
   wall.add_int("tasks_represented", std::int64_t(res.tasks_represented), "tasks", "tile tasks the result stands for (tasks_run)");
   wall.add_int("wafers_reused", std::int64_t(res.wafers_reused), "wafers", "wafers whose step is an earlier wafer's, shifted");
   wall.add_int("layers_reused", std::int64_t(res.layers_reused), "layers", "layers copied once their state repeated");
+  wall.add_int("layers_watched", std::int64_t(res.layers_watched), "layers",
+               "layers of the runs watched for a repeated state (0: no run long enough)");
   for (std::size_t i = 0; i < mapping.notes.size(); ++i) rep.add_text(fmt::format("note_{}", i + 1), mapping.notes[i]);
 
   if (regions) add_regions(rep, spec, fabric, images, res, defect_map ? &*defect_map : nullptr, repair ? &*repair : nullptr);

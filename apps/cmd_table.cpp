@@ -17,6 +17,7 @@
 #include "apps/cli.h"
 #include "apps/decode_point.h"
 #include "apps/point_cache.h"
+#include "apps/table_jobs.h"
 #include "hw/error.h"
 #include "hw/wafer_spec.h"
 #include "mapper/mapper.h"
@@ -97,6 +98,146 @@ class Writer {
   std::ofstream f_;
 };
 
+// The run's figures (--jobs N: steps, mappings and meshes summed over the workers; chunks_reused counted by
+// the parent as one process would have counted them).
+struct Figures {
+  std::int64_t steps_emulated = 0, chunks_reused = 0, mappings_reused = 0, mappings_built = 0, meshes_reused = 0;
+};
+
+// --jobs N (N > 1): the points' steps on N worker processes (apps/table_jobs.h). The parent plans every point
+// as run_prefill would (the chunk size by the same search over mappings, here in the parent, with the workers
+// already busy on the steps known so far), hands out each distinct step once, in the order of the points
+// (the points complete about in grid order; the last are the many small chunks of the longest prompt at
+// the largest context, which keep the workers evenly busy to the end), and assembles
+// each point from its steps' latencies and operator cycles in the order run_prefill adds them: the same
+// points, the same skipped reasons, the same figures in the files.
+Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Point>& points, std::vector<Point>& done,
+                 std::vector<std::string>& skipped, const hw::WaferSpec& spec,
+                 std::chrono::steady_clock::time_point t0) {
+  struct Plan {
+    std::string error;  // the plan's refusal (the chunk search), else the first refused step's
+    std::vector<StepKey> steps;
+    std::size_t waiting = 0;  // steps not answered yet
+  };
+  std::vector<Plan> plans(points.size());
+  std::map<StepKey, StepOutcome> outcomes;
+  std::map<StepKey, std::vector<std::size_t>> waiting;  // step -> points waiting for it
+  std::size_t finished = 0;
+  // A point all of whose steps are in: its figures as run_prefill sums its chunks (add_step), then progress.
+  auto complete = [&](std::size_t i) {
+    Point& p = points[i];
+    Plan& plan = plans[i];
+    std::vector<std::pair<std::string, Cycle>> ops;
+    if (plan.error.empty()) {
+      p.chunks = std::int64_t(plan.steps.size());
+      for (const StepKey& k : plan.steps) {
+        const StepOutcome& o = outcomes.at(k);
+        if (!o.error.empty()) {
+          plan.error = o.error;
+          break;
+        }
+        p.latency += o.latency;
+        for (const auto& [name, c] : o.ops) {
+          auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& x) { return x.first == name; });
+          if (it == ops.end()) ops.push_back({name, c});
+          else it->second += c;
+        }
+      }
+    }
+    ++finished;
+    const double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!plan.error.empty()) {
+      fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: not mapped: {}\n", finished, points.size(),
+                 p.phase, p.tokens, p.context, p.batch, plan.error);
+      return;
+    }
+    for (auto& [name, c] : ops)
+      if (name != "gemv" && name != "rms_norm") p.ops.push_back({name, c});  // names of the single-operator test kernels
+    fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: {:.1f} us{} ({:.0f} s in all)\n", finished,
+               points.size(), p.phase, p.tokens, p.context, p.batch, spec.cycles_to_us(double(p.latency)),
+               p.chunks > 1 ? fmt::format(" in {} chunks of {}", p.chunks, p.chunk) : std::string(), all);
+  };
+  auto on_done = [&](const StepKey& k, StepOutcome o) {
+    outcomes[k] = std::move(o);
+    for (std::size_t i : waiting[k])
+      if (--plans[i].waiting == 0) complete(i);
+    waiting.erase(k);
+  };
+
+  // Forked before anything SystemC exists here; no more workers than points.
+  StepWorkers workers(int(std::min<std::size_t>(std::size_t(jobs), points.size())), dp, cache_on);
+  const noc::Fabric fabric = noc::Fabric::perfect(spec.logical());
+  // Does a step of t tokens at context C, batch B map? (Each asked once; the workers kept busy meanwhile.)
+  std::map<StepKey, std::string> refusals;
+  std::set<StepKey> maps_ok;
+  DecodePoint q = dp, m = dp;  // the point planned, the step mapped
+  auto map_or_throw = [&](std::int64_t t, std::int64_t C, std::int64_t B) {
+    const StepKey k{t, C, B};
+    if (maps_ok.count(k)) return;
+    if (auto it = refusals.find(k); it != refusals.end()) throw hw::InputError(it->second);
+    workers.poll(0, on_done);
+    m.options.tokens = t, m.options.context = C, m.options.batch = B;
+    try {
+      map_point(m, fabric);
+      maps_ok.insert(k);
+    } catch (const hw::InputError& e) {
+      refusals[k] = e.what();
+      throw;
+    }
+  };
+  PrefillCache chunk_sizes;  // only its chunk sizes: (context, batch) -> largest chunk, as run_prefill keeps them
+  std::set<StepKey> submitted;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    Point& p = points[i];
+    Plan& plan = plans[i];
+    const std::int64_t T = p.phase == "decode" ? 1 : p.tokens, C = p.context, B = p.batch;
+    q.options.tokens = T, q.options.context = C, q.options.batch = B;
+    try {
+      // One token: the chunk is the step itself, and its refusal is the step's (a worker maps it).
+      p.chunk = T == 1 ? 1 : prefill_chunk_size(q, 0, &chunk_sizes, [&](std::int64_t t) { map_or_throw(t, C, B); });
+    } catch (const hw::InputError& e) {
+      plan.error = e.what();
+      complete(i);
+      continue;
+    }
+    for (const PrefillChunk& ch : prefill_chunks(T, C, p.chunk)) {
+      const StepKey k{ch.tokens, ch.context, B};
+      plan.steps.push_back(k);
+      if (outcomes.count(k)) continue;
+      ++plan.waiting;
+      waiting[k].push_back(i);
+      if (submitted.insert(k).second) workers.submit(k);
+    }
+    if (plan.waiting == 0) complete(i);
+  }
+  while (workers.busy()) workers.poll(-1, on_done);
+  const StepWorkers::Stats st = workers.finish();
+
+  // The points in grid order, and the chunks one process would have reused (run_prefill's PrefillCache: a
+  // step emulated for an earlier point, up to a point's first refused chunk).
+  Figures fig;
+  std::set<StepKey> emulated;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Point& p = points[i];
+    for (const StepKey& k : plans[i].steps) {
+      if (emulated.count(k)) {
+        ++fig.chunks_reused;
+      } else if (outcomes.at(k).error.empty()) {
+        emulated.insert(k);
+      } else {
+        break;
+      }
+    }
+    if (plans[i].error.empty()) done.push_back(p);
+    else skipped.push_back(fmt::format("{} tokens {} context {} batch {}: {}", p.phase, p.tokens, p.context, p.batch,
+                                       plans[i].error));
+  }
+  fig.steps_emulated = st.steps_emulated;
+  fig.mappings_reused = st.mappings_reused, fig.mappings_built = st.mappings_built + std::int64_t(maps_ok.size() + refusals.size());
+  fig.meshes_reused = st.meshes_reused;
+  return fig;
+}
+
 int run_table(const std::vector<std::string>& args) {
   po::options_description opts("table options");
   opts.add_options()
@@ -111,11 +252,15 @@ int run_table(const std::vector<std::string>& args) {
       ("weight-bits", po::value<int>()->default_value(16)->value_name("16|8"), "weight precision")
       ("fidelity", po::value<std::string>()->default_value("approx")->value_name("approx|cycle"), "mesh timing model")
       ("out", po::value<std::string>()->value_name("DIR"), "output folder (created; must not exist or be empty)")
+      ("jobs", po::value<std::int64_t>()->default_value(1)->value_name("N"),
+       "worker processes sharing the grid's steps (decode steps, prefill chunks); the files are the same")
       ("no-cache", "build every point from scratch (no mapping, mesh or memory kept from earlier points); the files are the same");
   po::variables_map vm;
   if (!parse(args, opts, "table", "--wafer W --model M --contexts L --batches L --prefill-tokens L --out DIR", vm)) return 0;
   const auto t0 = std::chrono::steady_clock::now();
   if (!vm.count("out")) throw hw::InputError("--out DIR is required");
+  const std::int64_t jobs = vm["jobs"].as<std::int64_t>();
+  if (jobs < 1 || jobs > 1024) throw hw::InputError(fmt::format("--jobs {} is outside [1, 1024]", jobs));
   const std::vector<std::int64_t> contexts = parse_list("contexts", vm["contexts"].as<std::string>());
   const std::vector<std::int64_t> batches = parse_list("batches", vm["batches"].as<std::string>());
   const std::vector<std::int64_t> prompts = parse_list("prefill-tokens", vm["prefill-tokens"].as<std::string>());
@@ -177,37 +322,45 @@ int run_table(const std::vector<std::string>& args) {
       if (c > t) add("prefill", t, c, 1);
   }
 
-  sim::Simulator simulator;
-  PointCache points_cache(simulator, vm.count("no-cache") == 0);  // mappings, the mesh and memory kept between points
-  const std::shared_ptr<const noc::Fabric> fabric = points_cache.perfect(spec);
-  PrefillCache cache;  // chunks shared between prompts ending at the same context
   DecodePoint dp{spec, model, base, fidelity, false, {}, false, 0, 0};
   std::vector<std::string> skipped;
   std::vector<Point> done;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    Point& p = points[i];
-    dp.options.context = p.context, dp.options.batch = p.batch, dp.options.tokens = p.phase == "decode" ? 1 : p.tokens;
-    const auto t = std::chrono::steady_clock::now();
-    try {
-      PrefillRun r = run_prefill(points_cache, dp, fabric, 0, &cache);
-      p.chunk = r.chunk, p.chunks = std::int64_t(r.chunks.size()), p.latency = r.step.latency;
-      for (const auto& n : r.step.per_op) {
-        if (n.name == "gemv" || n.name == "rms_norm") continue;  // names of the single-operator test kernels
-        Cycle s = 0;
-        for (Cycle v : n.cycles) s += v;
-        p.ops.push_back({n.name, s});
+  Figures fig;
+  if (jobs == 1) {
+    sim::Simulator simulator;
+    PointCache points_cache(simulator, vm.count("no-cache") == 0);  // mappings, the mesh and memory kept between points
+    const std::shared_ptr<const noc::Fabric> fabric = points_cache.perfect(spec);
+    PrefillCache cache;  // chunks shared between prompts ending at the same context
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      Point& p = points[i];
+      dp.options.context = p.context, dp.options.batch = p.batch, dp.options.tokens = p.phase == "decode" ? 1 : p.tokens;
+      const auto t = std::chrono::steady_clock::now();
+      try {
+        PrefillRun r = run_prefill(points_cache, dp, fabric, 0, &cache);
+        p.chunk = r.chunk, p.chunks = std::int64_t(r.chunks.size()), p.latency = r.step.latency;
+        for (const auto& n : r.step.per_op) {
+          if (n.name == "gemv" || n.name == "rms_norm") continue;  // names of the single-operator test kernels
+          Cycle s = 0;
+          for (Cycle v : n.cycles) s += v;
+          p.ops.push_back({n.name, s});
+        }
+        done.push_back(p);
+        fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: {:.1f} us{} ({:.1f} s, {:.0f} s in all)\n", i + 1,
+                   points.size(), p.phase, p.tokens, p.context, p.batch, spec.cycles_to_us(double(p.latency)),
+                   p.chunks > 1 ? fmt::format(" in {} chunks of {}", p.chunks, p.chunk) : std::string(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      } catch (const hw::InputError& e) {
+        skipped.push_back(fmt::format("{} tokens {} context {} batch {}: {}", p.phase, p.tokens, p.context, p.batch, e.what()));
+        fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: not mapped: {}\n", i + 1, points.size(),
+                   p.phase, p.tokens, p.context, p.batch, e.what());
       }
-      done.push_back(p);
-      fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: {:.1f} us{} ({:.1f} s, {:.0f} s in all)\n", i + 1,
-                 points.size(), p.phase, p.tokens, p.context, p.batch, spec.cycles_to_us(double(p.latency)),
-                 p.chunks > 1 ? fmt::format(" in {} chunks of {}", p.chunks, p.chunk) : std::string(),
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(),
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    } catch (const hw::InputError& e) {
-      skipped.push_back(fmt::format("{} tokens {} context {} batch {}: {}", p.phase, p.tokens, p.context, p.batch, e.what()));
-      fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: not mapped: {}\n", i + 1, points.size(),
-                 p.phase, p.tokens, p.context, p.batch, e.what());
     }
+    fig.steps_emulated = cache.emulated, fig.chunks_reused = cache.hits;
+    fig.mappings_reused = points_cache.stats().mappings_reused, fig.mappings_built = points_cache.stats().mappings_built;
+    fig.meshes_reused = points_cache.stats().meshes_reused;
+  } else {
+    fig = run_jobs(int(jobs), dp, vm.count("no-cache") == 0, points, done, skipped, spec, t0);
   }
   if (done.empty()) throw hw::InputError(fmt::format("no point of the grid maps: {}", skipped.front()));
   auto us = [&](Cycle c) { return spec.cycles_to_us(double(c)); };
@@ -356,12 +509,13 @@ int run_table(const std::vector<std::string>& args) {
   rep.add_int("points", std::int64_t(points.size()), "points", "decode context x batch, prefill prompts x contexts");
   rep.add_int("points_emulated", std::int64_t(done.size()), "points");
   rep.add_int("points_not_mapped", std::int64_t(skipped.size()), "points", "listed in skipped.txt with the mapper's reason");
-  rep.add_int("steps_emulated", cache.emulated, "steps", "decode steps and prefill chunks emulated");
-  rep.add_int("chunks_reused", cache.hits, "steps", "prefill chunks equal to one emulated for another point");
-  rep.add_int("mappings_reused", points_cache.stats().mappings_reused, "mappings",
-              fmt::format("of {}: the same inputs mapped before (--no-cache: none)",
-                          points_cache.stats().mappings_reused + points_cache.stats().mappings_built));
-  rep.add_int("meshes_reused", points_cache.stats().meshes_reused, "steps",
+  rep.add_int("jobs", std::min(jobs, std::int64_t(points.size())), "processes",
+              jobs > 1 ? "worker processes: steps_emulated, mappings_reused and meshes_reused are summed over them" : "one process");
+  rep.add_int("steps_emulated", fig.steps_emulated, "steps", "decode steps and prefill chunks emulated");
+  rep.add_int("chunks_reused", fig.chunks_reused, "steps", "prefill chunks equal to one emulated for another point");
+  rep.add_int("mappings_reused", fig.mappings_reused, "mappings",
+              fmt::format("of {}: the same inputs mapped before (--no-cache: none)", fig.mappings_reused + fig.mappings_built));
+  rep.add_int("meshes_reused", fig.meshes_reused, "steps",
               "steps that reset the mesh model of the step before instead of building one (--no-cache: none)");
   rep.add_text("out", out.string());
   rep.add("wall_time", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), "s");

@@ -190,18 +190,14 @@ PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const no
       [&](const DecodePoint& q, const mapper::Mapping& m) { return emulate_point(simulator, q, fabric, m); });
 }
 
-PrefillRun run_prefill_with(const DecodePoint& p, std::int64_t max_chunk, PrefillCache* cache,
-                            const std::function<mapper::Mapping(const DecodePoint&)>& map_fn,
-                            const std::function<sim::StepResult(const DecodePoint&, const mapper::Mapping&)>& emulate_fn) {
+std::int64_t prefill_chunk_size(const DecodePoint& p, std::int64_t max_chunk, PrefillCache* cache,
+                                const std::function<void(std::int64_t)>& map_fn, bool* mapped) {
   const std::int64_t T = p.options.tokens, C = p.options.context, B = p.options.batch;
   if (T < 1 || T > C)
     throw hw::InputError(fmt::format("a step of {} tokens ending at position {}: need 1 <= tokens <= context", T, C));
-  PrefillRun out;
-  DecodePoint q = p;
-  auto maps = [&](std::int64_t c) {  // does a chunk of c tokens at context C map? (it keeps the mapping)
-    q.options.tokens = c, q.options.context = C;
+  auto maps = [&](std::int64_t c) {  // does a chunk of c tokens at context C map?
     try {
-      out.mapping = map_fn(q);
+      map_fn(c);
       return true;
     } catch (const hw::InputError& e) {
       if (c == 1 || max_chunk > 0 || !too_big(e)) throw;
@@ -210,7 +206,7 @@ PrefillRun run_prefill_with(const DecodePoint& p, std::int64_t max_chunk, Prefil
   };
   // The largest chunk that maps: T, else a binary search between 1 (which must map) and T.
   std::int64_t c = max_chunk > 0 ? std::min(max_chunk, T) : T;
-  bool mapped_c = false;  // out.mapping holds the step of c tokens at context C
+  bool mapped_c = false;  // the last map_fn call that succeeded was c's
   if (cache && !max_chunk && cache->chunk.count({C, B})) {
     c = std::min(T, cache->chunk[{C, B}]);
   } else if (maps(c)) {
@@ -225,12 +221,39 @@ PrefillRun run_prefill_with(const DecodePoint& p, std::int64_t max_chunk, Prefil
     c = lo, mapped_c = true;  // the last mapping that succeeded is lo's
     if (cache && !max_chunk) cache->chunk[{C, B}] = c;
   }
+  if (mapped) *mapped = mapped_c;
+  return c;
+}
+
+std::vector<PrefillChunk> prefill_chunks(std::int64_t T, std::int64_t C, std::int64_t c) {
+  std::vector<PrefillChunk> out;
+  for (std::int64_t start = C - T; start < C;) {
+    const std::int64_t end = std::min(C, (start / c + 1) * c);
+    out.push_back(PrefillChunk{start - (C - T), end - start, end, 0});
+    start = end;
+  }
+  return out;
+}
+
+PrefillRun run_prefill_with(const DecodePoint& p, std::int64_t max_chunk, PrefillCache* cache,
+                            const std::function<mapper::Mapping(const DecodePoint&)>& map_fn,
+                            const std::function<sim::StepResult(const DecodePoint&, const mapper::Mapping&)>& emulate_fn) {
+  const std::int64_t C = p.options.context, B = p.options.batch;
+  PrefillRun out;
+  DecodePoint q = p;
+  bool mapped_c = false;  // out.mapping holds the step of c tokens at context C
+  const std::int64_t c = prefill_chunk_size(
+      p, max_chunk, cache,
+      [&](std::int64_t t) {  // it keeps the mapping
+        q.options.tokens = t, q.options.context = C;
+        out.mapping = map_fn(q);
+      },
+      &mapped_c);
   out.chunk = c;
   sim::StepResult sum;  // the chunks' critical-path figures added up
   bool have_last = false;
-  for (std::int64_t start = C - T; start < C;) {
-    const std::int64_t end = std::min(C, (start / c + 1) * c), n = end - start;
-    PrefillChunk ch{start - (C - T), n, end, 0};
+  for (PrefillChunk ch : prefill_chunks(p.options.tokens, C, c)) {
+    const std::int64_t end = ch.context, n = ch.tokens;
     const auto key = std::make_tuple(n, end, B);
     const bool last = end == C;
     sim::StepResult r;
@@ -248,7 +271,6 @@ PrefillRun run_prefill_with(const DecodePoint& p, std::int64_t max_chunk, Prefil
     add_step(sum, r);
     out.chunks.push_back(ch);
     if (last) out.step = std::move(r);
-    start = end;
   }
   if (!have_last) out.mapping = {};
   // The last chunk's step, its summable figures replaced by the sums over every chunk.

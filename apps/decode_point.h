@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "hw/wafer_spec.h"
 #include "mapper/mapper.h"
@@ -97,6 +98,14 @@ struct PrefillCache {
 };
 PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric,
                        std::int64_t max_chunk = 0, PrefillCache* cache = nullptr);
+// run_prefill's two plans, for a caller that emulates the chunks elsewhere (`table --jobs`): the chunk size
+// (T when the step of T = p.options.tokens tokens at context C = p.options.context maps, else the largest
+// count that maps, searched once per (context, batch) and kept in cache->chunk; max_chunk as run_prefill),
+// with `map(t)` mapping t tokens at context C (throwing hw::InputError when the mapper refuses; *mapped: the
+// last call that succeeded was the chunk size's), and the chunks of T tokens ending at C in at most c each.
+std::int64_t prefill_chunk_size(const DecodePoint& p, std::int64_t max_chunk, PrefillCache* cache,
+                                const std::function<void(std::int64_t)>& map, bool* mapped = nullptr);
+std::vector<PrefillChunk> prefill_chunks(std::int64_t T, std::int64_t C, std::int64_t c);
 // A mixed step (p.options.step, docs/mapping.md section 3d) mapped onto `fabric`. Where it does not fit
 // (SRAM), InputError naming --step with how many tokens of its largest prefill part fit beside the other
 // sequences (a binary search over mappings), so that prefill can run in chunks; a step is not chunked here.

@@ -293,6 +293,7 @@ StepResult Executor::run() {
   if (ran_) throw std::logic_error("Executor::run called twice");
   ran_ = true;
   std::fill(core_free_.begin(), core_free_.end(), opt_.start);
+  work_.assign(image_.op_names.size(), CauseCycles{});
   net_.set_client(this);
   if (weights_ && streams_) request_weights();  // (a scan of every task: only when something streams)
   for (const auto& inj : image_.start) {
@@ -329,6 +330,7 @@ StepResult Executor::run() {
   r.tasks_run = tasks_run_;
   r.tasks_executed = tasks_run_ - ru_.skipped_tasks;
   r.layers_reused = ru_.skipped_layers;
+  r.layers_watched = ru_.watched;
   r.tasks_total = slots_.size();
   r.bursts = bursts_.size() - (weight_burst_ == kNone ? 0 : 1) - image_.start.size();
   r.weight_bursts = weight_bursts_;
@@ -337,26 +339,9 @@ StepResult Executor::run() {
   r.done_received = done_count_;
   if (r.finished) walk_critical_path(r);
   std::reverse(r.path.begin(), r.path.end());
-  auto& work = r.breakdown.work_per_op;
-  work.assign(image_.op_names.size(), CauseCycles{});
-  for (TileIndex t = 0; t < grid_.size(); ++t) {
-    if (slot0_[t] == slot0_[t + 1]) continue;
-    const TaskInfo* tis = tinfo_.data() + prog0_[image_.tile_program[t]];
-    for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
-      if (slots_[s].start == kNever) continue;
-      const TaskInfo& ti = tis[s - slot0_[t]];
-      auto& w = work[ti.op];
-      const Slot& sl = slots_[s];
-      const Cycle sw = Cycle(sl.switches) * costs_.color_switch, sy = Cycle(sl.syncs) * costs_.collective_sync;
-      w[std::size_t(Cause::TaskOverhead)] += costs_.task_overhead;
-      w[std::size_t(Cause::VectorSetup)] += ti.setup;
-      w[std::size_t(Cause::ColorSwitch)] += sw;
-      w[std::size_t(Cause::CollectiveSync)] += sy;
-      w[std::size_t(Cause::Compute)] += sl.end - sl.start - (ti.stream ? 0 : ti.setup + sw + sy);
-      r.color_switches += sl.switches;
-      r.collective_starts += sl.syncs;
-    }
-  }
+  r.breakdown.work_per_op = work_;
+  r.color_switches = switches_run_;
+  r.collective_starts = syncs_run_;
   return r;
 }
 
@@ -540,9 +525,13 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   const std::size_t base = send_costs_.size();
   for (const auto& snd : t.sends) {
     if (snd.collective && syncs < 0xFFFF) ++syncs;
-    if (!routes_.empty() && !local(snd.dest) && reroute(tile, destination(snd.dest, here), snd.color) &&
-        switches < 0xFFFF)
-      ++switches;
+    if (!routes_.empty() && !local(snd.dest)) {
+      const noc::Destination d = destination(snd.dest, here);
+      // (reuse in space: the first row a route may cross on a fabric without faults, the rows between the
+      // source and its destinations)
+      if (ru_.space && !ru_.done) ru_.route_row_min = std::min({ru_.route_row_min, here.y, d.first.y});
+      if (reroute(tile, d, snd.color) && switches < 0xFFFF) ++switches;
+    }
     send_costs_.push_back({switches, syncs});
   }
   const Cycle fixed = Cycle(switches) * costs_.color_switch + Cycle(syncs) * costs_.collective_sync;
@@ -582,6 +571,17 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   slots_[slot].end = e;
   slots_[slot].switches = switches;
   slots_[slot].syncs = syncs;
+  {
+    auto& w = work_[ti.op];
+    const Cycle sw = Cycle(switches) * costs_.color_switch, sy = Cycle(syncs) * costs_.collective_sync;
+    w[std::size_t(Cause::TaskOverhead)] += costs_.task_overhead;
+    w[std::size_t(Cause::VectorSetup)] += ti.setup;
+    w[std::size_t(Cause::ColorSwitch)] += sw;
+    w[std::size_t(Cause::CollectiveSync)] += sy;
+    w[std::size_t(Cause::Compute)] += e - s - (ti.stream ? 0 : ti.setup + sw + sy);
+    switches_run_ += switches;
+    syncs_run_ += syncs;
+  }
   core_free_[tile] = e;
   last_slot_[tile] = slot;
   ++tasks_run_;
@@ -937,7 +937,13 @@ void Executor::space_setup() {
         }
       }
     }
-  if (best.groups < 3 || best.a + best.groups * best.per - 1 > 0xFFFF) return;
+  // Armed only for a run that can copy something. The run's first cut still sees the layers before it: on
+  // every wafer measured (the 8B, 70B and Mixtral with layer-bands and serpentine-bands on wse3, the tiny
+  // and small test models) the description at group a + 2 is the first to equal the one before, so a jump
+  // copies groups - 3 groups at most. A shorter run (a defective wafer's few alike bands) would only pay
+  // for the cuts: the claim cursors (tiles x claim groups), the touched slots, the route log and a
+  // description per group (on wse3 with 50 defects: 200 MB and 0.3 s for nothing).
+  if (best.groups < kMinSpaceGroups || best.a + best.groups * best.per - 1 > 0xFFFF) return;
   ru_.space = true;
   ru_.p = std::uint32_t(best.per);
   ru_.a = std::uint16_t(best.a);
@@ -968,6 +974,7 @@ void Executor::reuse_arm() {
   ru_.touched_bits.assign((slots_.size() + 63) / 64, 0);
   ru_.next = ru_.a;
   ru_.on = true;
+  ru_.watched = std::uint32_t(ru_.b - ru_.a + 1);
   log_routes_ = !routes_.empty();
 }
 
@@ -1106,17 +1113,27 @@ void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
       ru_.work_tiles.push_back(t);
     }
   }
-  // The route tables from the last settled band to the first fresh one (within the bands).
+  // The route tables from the last settled band to the first fresh one (within the bands): those of the
+  // rows from the first band at work on in the description, the last settled band's apart (ru_.settled_routes;
+  // at the run's first cuts it lies before the run, and only a window that did not route through it can be
+  // compared with a cut that has it: reuse_cut).
   const std::size_t j0 = s > 0 ? s - 1 : 0, j1 = std::min(f + 1, nbands);
   ru_.rows = {ru_.band_y[j0], ru_.band_y[j1 - 1] + ru_.dr};
+  ru_.settled_rows = s > 0;
+  ru_.settled_routes.clear();
   if (!routes_.empty()) {
     const std::size_t n = grid_.size(), t0 = std::size_t(ru_.rows.first) * W, t1 = std::size_t(ru_.rows.second) * W;
-    const std::size_t words = (t1 - t0 + 7) / 8;
-    for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell) {
-      const std::size_t at = out.size();
-      out.resize(at + words, 0);
-      std::memcpy(out.data() + at, routes_.data() + cell * n + t0, t1 - t0);
-    }
+    const std::size_t ts = s > 0 ? std::min(t1, t0 + std::size_t(ru_.dr) * W) : t0;  // the settled band's end
+    auto copy = [&](std::vector<std::uint64_t>& to, std::size_t from, std::size_t end) {
+      const std::size_t words = (end - from + 7) / 8;
+      for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell) {
+        const std::size_t at = to.size();
+        to.resize(at + words, 0);
+        std::memcpy(to.data() + at, routes_.data() + cell * n + from, end - from);
+      }
+    };
+    copy(ru_.settled_routes, t0, ts);
+    copy(out, ts, t1);
   }
   // The bands after the first fresh one have the routes of the first (checked at a jump: ru_.fresh_band).
   ru_.fresh_band = f;
@@ -1192,6 +1209,14 @@ void Executor::reuse_cut() {
     route_log_.clear();
   }
   // The template: the window since the previous cut, if that was the layer before.
+  // In space, the last settled band's routes: the same at both cuts, or (the previous cut's lying before
+  // the run) not routed through in the window: no send since the previous cut routed in a row before the
+  // first row it described at work.
+  if (ru_.space && !routes_.empty()) {
+    if (ru_.prev_settled_rows) routes_same = routes_same && ru_.settled_rows && ru_.settled_routes == ru_.prev_settled_routes;
+    else routes_same = routes_same && ru_.route_row_min >= ru_.prev_rows.first;
+  }
+  ru_.route_row_min = std::numeric_limits<std::int32_t>::max();
   bool jump = usable && ru_.have && ru_.prev_layer + ru_.p == ru_.layer && out == ru_.prev_desc && routes_same &&
               unclaimed_ == ru_.prev_unclaimed && done_count_ == ru_.prev_done && warrivals_.empty();
   std::uint32_t touched_max = 0;
@@ -1237,9 +1262,14 @@ void Executor::reuse_cut() {
     ru_.prev_at = now;
     ru_.prev_bursts = nb;
     ru_.prev_tasks = tasks_run_;
+    ru_.prev_work = work_;
+    ru_.prev_switches = switches_run_;
+    ru_.prev_syncs = syncs_run_;
     ru_.prev_unclaimed = unclaimed_;
     ru_.prev_done = done_count_;
     ru_.prev_rows = ru_.rows;
+    ru_.prev_settled_rows = ru_.settled_rows;
+    std::swap(ru_.prev_settled_routes, ru_.settled_routes);
     std::swap(ru_.prev_desc, ru_.desc);
     untouch_all();
     if (usable) net_.mark(sampled_ != nullptr);
@@ -1291,16 +1321,33 @@ void Executor::reuse_cut() {
     }
     for (TileIndex t : ru_.work_tiles) state.push_back({t, core_free_[t], last_slot_[t]});
   }
+  // Each copy moves a slot, its predecessor and a burst's sender by the same number of slots again (in
+  // space: the slots of one band's rows, the same for every tile of the run since its bands hold programs
+  // alike tile by tile; in time: the block's length), so the copies add multiples of what one copy adds.
+  std::vector<std::uint32_t> dto(tmpl.size()), dprev(tmpl.size()), dsender(NB);
+  for (std::size_t i = 0; i < tmpl.size(); ++i) {
+    dto[i] = ru_.space ? slot0_[where[i] + S] - slot0_[where[i]] : step[i];
+    dprev[i] = rename_in(tmpl[i].prev, where[i], 1) - tmpl[i].prev;
+  }
+  for (std::uint64_t i = 0; i < NB; ++i) {
+    const BurstRec& b = bursts_[ru_.prev_bursts + i];
+    dsender[i] = rename_in(b.sender, b.src, 1) - b.sender;  // (a data burst's source is its sender's tile)
+  }
+  bursts_.reserve(bursts_.size() + K * NB);
   for (std::uint64_t m = 1; m <= K; ++m) {
+    const Cycle mD = m * D;
+    const std::uint32_t m32 = std::uint32_t(m), mNB = std::uint32_t(m * NB);
     for (std::size_t i = 0; i < tmpl.size(); ++i) {
-      const std::uint32_t to = ru_.space ? slot0_[where[i] + TileIndex(m) * S] + (ru_.touched[i] - slot0_[where[i]])
-                                         : ru_.touched[i] + std::uint32_t(m) * step[i];
-      slots_[to] = moved(tmpl[i], where[i], m);
+      Slot sl = tmpl[i];
+      if (sl.crit != kNone) sl.ready += mD, sl.tail += mD, sl.crit += mNB;
+      if (sl.start != kNever) sl.start += mD, sl.end += mD;
+      sl.prev += m32 * dprev[i];
+      slots_[ru_.touched[i] + m32 * dto[i]] = sl;
     }
     for (std::uint64_t i = 0; i < NB; ++i) {
       BurstRec b = bursts_[ru_.prev_bursts + i];
-      b.inject += m * D;
-      b.sender = rename_in(b.sender, b.src, m);  // (a data burst's source is its sender's tile)
+      b.inject += mD;
+      b.sender += m32 * dsender[i];
       b.src += TileIndex(m) * S;
       bursts_.push_back(b);
     }
@@ -1340,6 +1387,10 @@ void Executor::reuse_cut() {
   if (sampled_) sample_copies(D, K, now);
   tasks_run_ += K * NT;
   ru_.skipped_tasks += K * NT;
+  for (std::size_t op = 0; op < work_.size(); ++op)
+    for (std::size_t c = 0; c < kCauses; ++c) work_[op][c] += K * (work_[op][c] - ru_.prev_work[op][c]);
+  switches_run_ += K * (switches_run_ - ru_.prev_switches);
+  syncs_run_ += K * (syncs_run_ - ru_.prev_syncs);
   ru_.skipped_layers += std::uint32_t(K * ru_.p);
   net_.repeat(
       D, K,

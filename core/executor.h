@@ -142,6 +142,7 @@ struct StepResult {
   std::uint64_t tasks_run = 0, tasks_total = 0;
   std::uint64_t tasks_executed = 0;   // of tasks_run, those emulated (the others copied: ExecOptions::reuse)
   std::uint32_t layers_reused = 0;    // layers copied rather than emulated
+  std::uint32_t layers_watched = 0;   // layers of the run reuse watched for a repeat (0: none tried)
   std::uint64_t bursts = 0;           // bursts the cores sent (weights and injections excluded)
   std::uint64_t weight_bursts = 0, weight_bytes = 0;  // StreamIn ops served (no mesh bursts) and their bytes
   std::uint64_t unclaimed = 0;        // bursts no task took (a firmware bug when nonzero)
@@ -305,6 +306,11 @@ class Executor final : public noc::NetworkClient {
   std::uint32_t done_count_ = 0, done_crit_ = kNone;
   Cycle done_end_ = 0;
   std::uint64_t unclaimed_ = 0, tasks_run_ = 0, weight_bytes_ = 0, weight_bursts_ = 0;
+  // The work of the tasks run so far, per operator (Breakdown::work_per_op), and their color switches and
+  // collective starts: added as each task starts, its cycles being fixed then (and K times the template's at
+  // a reuse jump, as tasks_run_), so that no pass over every represented slot is needed at the end.
+  std::vector<CauseCycles> work_;
+  std::uint64_t switches_run_ = 0, syncs_run_ = 0;
   std::uint32_t weight_burst_ = kNone;  // the one BurstRec standing for every streamed-weight arrival
   struct WeightArrival {  // one StreamIn op's weights reaching its tile (their tail)
     Cycle at;
@@ -335,6 +341,7 @@ class Executor final : public noc::NetworkClient {
   struct Reuse {
     bool on = false;                  // the image has a run of identical layers and the network can jump
     bool done = false;                // jumped, or gave up
+    std::uint32_t watched = 0;        // layers a..b when armed
     std::uint16_t a = 0, b = 0;       // layers a..b: identical blocks in every program
     std::vector<std::uint32_t> off, len;  // per program: layer a's block (first task), tasks per block
     std::uint32_t max_groups = 0;     // most claim groups of one program
@@ -347,6 +354,8 @@ class Executor final : public noc::NetworkClient {
     std::uint32_t prev_layer = 0;
     Cycle prev_at = 0;
     std::uint64_t prev_bursts = 0, prev_tasks = 0, prev_unclaimed = 0;
+    std::vector<CauseCycles> prev_work;  // work_ at the previous cut
+    std::uint64_t prev_switches = 0, prev_syncs = 0;
     std::uint32_t prev_done = 0;
     std::vector<std::uint64_t> prev_desc, desc;
     std::vector<std::uint32_t> touched;  // slots credited or started since the previous cut (once each)
@@ -369,6 +378,11 @@ class Executor final : public noc::NetworkClient {
     hw::TileIndex origin = 0;                 // the cut's band's first tile (descriptions are relative to it)
     std::vector<hw::TileIndex> work_tiles;    // while describing: the tiles of the bands at work
     std::pair<std::int32_t, std::int32_t> rows{0, 0}, prev_rows{0, 0};  // rows whose routes are described
+    // The last settled band's route tables, kept apart from the description (describe_bands), and whether
+    // the cut had one within the run; the first row routed through since the last cut (start_task).
+    bool settled_rows = false, prev_settled_rows = false;
+    std::vector<std::uint64_t> settled_routes, prev_settled_routes;
+    std::int32_t route_row_min = std::numeric_limits<std::int32_t>::max();
     std::size_t fresh_band = 0;               // the first fresh band (index from a)
     std::vector<std::uint8_t> band_code;      // per band, as at the last cut (describe_bands)
   } ru_;
@@ -377,6 +391,7 @@ class Executor final : public noc::NetworkClient {
   void reuse_arm();
   void reuse_release();
   static std::pair<std::size_t, std::size_t> longest_run(const std::vector<std::uint8_t>& ok);
+  static constexpr std::size_t kMinSpaceGroups = 4;  // reuse in space: the shortest run armed (space_setup)
   std::uint32_t run_layer(std::uint32_t p, std::uint32_t k) const;
   std::uint64_t tile_ref(hw::TileIndex t) const { return std::uint64_t(t) - std::uint64_t(ru_.origin); }
   int tile_class(hw::TileIndex t, Cycle now);

@@ -481,6 +481,7 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       start = ws.step.end;
       res.tasks_executed += ws.step.tasks_executed;
       res.layers_reused += ws.step.layers_reused;
+      res.layers_watched += ws.step.layers_watched;
       res.wafers.push_back(std::move(ws));
     }
     res.latency = start;

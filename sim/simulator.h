@@ -121,6 +121,7 @@ struct StepResult {
   std::uint64_t tasks_executed = 0, tasks_represented = 0;
   std::uint32_t wafers_reused = 0;
   std::uint32_t layers_reused = 0;  // layers copied within the wafers emulated (core::StepResult)
+  std::uint32_t layers_watched = 0;  // layers of the runs reuse watched for a repeat (core::StepResult)
   bool mesh_kept = false;  // the mesh model of the previous step was reset and reused (Simulator::keep_mesh)
 };
 

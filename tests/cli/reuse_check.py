@@ -8,7 +8,8 @@ JSON results byte for byte once the `wall_time` section (host timing, and the em
 executed, wafers reused) is taken out. With --trace in DECODE-ARGS the two Chrome traces are compared too.
 REUSE says what the run with reuse must show: `some` (fewer tasks executed than represented: the test
 fails if reuse silently stopped applying), `none` (every task executed: a case where the symmetry is
-broken), or `any`. The run with --no-reuse must always execute every task it represents.
+broken), `unwatched` (none, and no run of layers was even watched for a repeat: too short to copy
+anything), or `any`. The run with --no-reuse must always execute every task it represents.
 """
 import json, os, subprocess, sys
 
@@ -61,12 +62,17 @@ def main():
         bad.append(f"--no-reuse executed {fex} tasks of {frep}")
     if expect == "some" and not ex < rep:
         bad.append(f"reuse expected, but {ex} tasks executed of {rep}")
-    if expect == "none" and ex != rep:
+    if expect in ("none", "unwatched") and ex != rep:
         bad.append(f"no reuse expected, but {ex} tasks executed of {rep}")
+    watched = wa["layers_watched"]["value"]
+    if expect == "unwatched" and watched != 0:
+        bad.append(f"no run of layers should be watched, but {watched} layers were")
+    if wb["layers_watched"]["value"] != 0:
+        bad.append(f"--no-reuse watched {wb['layers_watched']['value']} layers")
     if bad:
         print(f"FAIL {name}: " + "\n".join(bad))
         return 1
-    print(f"ok {name}: identical; tasks executed {ex} of {rep} with reuse")
+    print(f"ok {name}: identical; tasks executed {ex} of {rep} with reuse ({watched} layers watched)")
     return 0
 
 

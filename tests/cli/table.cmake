@@ -19,3 +19,15 @@ wafer_cli_test(table_unwritable --exit 2 --one-line-error --stderr "--out /dev/n
 wafer_cli_test(table_out_missing --exit 2 --one-line-error --stderr "--out DIR is required" -- ${WAFER_EMU} table ${TT})
 # The same files with and without --no-cache (apps/point_cache.h: the mesh model and memory kept between points).
 add_test(NAME cli.table_cache COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cache_check.py table ${WAFER_EMU} ${OUT}/table_cache)
+# --jobs N: the same files for 1, 2 and 3 workers; a killed worker ends the run (exit 2, nothing written, no
+# worker left); --jobs out of range (table_jobs_check.py).
+add_test(NAME cli.table_jobs COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/table_jobs_check.py same ${WAFER_EMU} ${OUT}/table_jobs)
+add_test(NAME cli.table_jobs_kill COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/table_jobs_check.py kill ${WAFER_EMU} ${OUT}/table_jobs_kill)
+wafer_cli_test(table_jobs_zero --exit 2 --one-line-error --stderr "--jobs 0 is outside" --no-file ${OUT}/tbad6
+  -- ${WAFER_EMU} table ${TT} --contexts 32 --batches 1 --prefill-tokens 4 --jobs 0 --out ${OUT}/tbad6)
+wafer_cli_test(table_jobs_negative --exit 2 --one-line-error --stderr "--jobs -3 is outside" --no-file ${OUT}/tbad7
+  -- ${WAFER_EMU} table ${TT} --contexts 32 --batches 1 --prefill-tokens 4 --jobs -3 --out ${OUT}/tbad7)
+wafer_cli_test(table_jobs_many --exit 2 --one-line-error --stderr "--jobs 1025 is outside" --no-file ${OUT}/tbad8
+  -- ${WAFER_EMU} table ${TT} --contexts 32 --batches 1 --prefill-tokens 4 --jobs 1025 --out ${OUT}/tbad8)
+wafer_cli_test(table_jobs_not_a_number --exit 2 --one-line-error --stderr "jobs" --no-file ${OUT}/tbad9
+  -- ${WAFER_EMU} table ${TT} --contexts 32 --batches 1 --prefill-tokens 4 --jobs two --out ${OUT}/tbad9)

@@ -15,9 +15,11 @@ using Log = std::vector<std::pair<hw::Cycle, int>>;
 
 // Pushes a mix of near and far events, some at the same cycle from both sides of the window, and handles
 // the events before `stop`; some handlers push more.
+constexpr hw::Cycle kWindow = Calendar<int>::kBuckets;  // pushed at cycle 0: from here on, far events
 void fill(Calendar<int>& q, hw::Cycle base) {
   int id = 0;
-  for (hw::Cycle t : {base + 300, base + 5, base + 300, base + 129, base + 5, base + 1000, base + 130, base + 129})
+  for (hw::Cycle t : {base + kWindow + 172, base + 5, base + kWindow + 172, base + kWindow + 1, base + 5,
+                      base + 8 * kWindow, base + kWindow + 2, base + kWindow + 1})
     q.push(t, id++);
 }
 
@@ -25,7 +27,7 @@ Log run_all(Calendar<int>& q, hw::Cycle limit) {
   Log log;
   q.run(limit, [&](hw::Cycle t, int e) {
     log.push_back({t, e});
-    if (e == 1) q.push(t + 124, 100);  // lands at a cycle that also has a far event
+    if (e == 1) q.push(t + kWindow - 4, 100);  // lands at a cycle that also has a far event (kWindow + 1)
     if (e == 3) q.push(t + 1, 101);
   });
   return log;
@@ -40,7 +42,7 @@ TEST(CalendarReuse, PendingListsEventsInTheOrderTheyRun) {
   ASSERT_FALSE(pending.empty());
   Log rest = run_all(b, ~hw::Cycle(0));
   // Event 101 is pushed after the boundary; the others were all pending there (among them 100, pushed into
-  // the window at cycle 129 before the far events of that cycle move in: it runs first).
+  // the window at cycle kWindow + 1 before the far events of that cycle move in: it runs first).
   Log listed;
   for (const auto& e : rest)
     if (e.second != 101) listed.push_back(e);
