@@ -1434,14 +1434,23 @@ void Executor::sample_copies(Cycle D, std::uint64_t K, Cycle now) {
   else busy.assign(sampled_->link_busy_data(), sampled_->link_busy_data() + std::size_t(grid_.size()) * 4);
   const std::size_t step = ru_.space ? std::size_t(ru_.S) * 4 : 0;  // links one copy on
   const Cycle end = now + K * D;
-  for (std::uint64_t m = 1; m <= K; ++m)
-    for (const auto& r : log) {
-      const Cycle at = r.at + m * D;
-      while (next_sample_ <= at && next_sample_ < end) next_sample_ = opt_.sample(next_sample_, busy.data());
-      const std::size_t link = r.link + m * step;
-      busy[tallied ? group[link / 4] : link] += r.cycles;
+  // (locals: the stores to the sums cannot make the loop read them again)
+  std::uint64_t* const sums = busy.data();
+  const noc::Network::Reservation* const first = log.data();
+  const noc::Network::Reservation* const last = first + log.size();
+  Cycle next = next_sample_;
+  for (std::uint64_t m = 1; m <= K; ++m) {
+    const Cycle later = m * D;
+    const std::size_t moved = m * step;
+    for (const noc::Network::Reservation* r = first; r != last; ++r) {
+      const Cycle at = r->at + later;
+      while (next <= at && next < end) [[unlikely]] next = opt_.sample(next, sums);
+      const std::size_t link = r->link + moved;
+      sums[group ? group[link / 4] : link] += r->cycles;
     }
-  while (next_sample_ < end) next_sample_ = opt_.sample(next_sample_, busy.data());
+  }
+  while (next < end) next = opt_.sample(next, sums);
+  next_sample_ = next;
 }
 
 // In space, before a jump: every band from the first fresh one to the run's last has that band's route
