@@ -195,6 +195,8 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
     try {
       // One token: the chunk is the step itself, and its refusal is the step's (a worker maps it).
       p.chunk = T == 1 ? 1 : prefill_chunk_size(q, 0, &chunk_sizes, [&](std::int64_t t) { map_or_throw(t, C, B); });
+    } catch (const WorkerFailure&) {
+      throw;  // (a worker that died while the chunk search kept the others busy: not this point's refusal)
     } catch (const hw::InputError& e) {
       plan.error = e.what();
       complete(i);

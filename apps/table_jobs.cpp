@@ -236,7 +236,7 @@ void StepWorkers::fail(std::size_t k, const std::string& what) {
                                       pid, what.empty() ? (status.empty() ? "died" : status) : what,
                                       during);
   kill_all();
-  throw hw::InputError(one_line(msg));
+  throw WorkerFailure(one_line(msg));
 }
 
 void StepWorkers::submit(const StepKey& key) { queue_.push_back(key); }
@@ -316,7 +316,7 @@ StepWorkers::Stats StepWorkers::finish() {
     ::close(w.fd), w.fd = -1;
     if (r < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
       kill_all();
-      throw hw::InputError(fmt::format("--jobs: worker {} of {} {} at the end; nothing written", k + 1, workers_.size(),
+      throw WorkerFailure(fmt::format("--jobs: worker {} of {} {} at the end; nothing written", k + 1, workers_.size(),
                                        describe_status(st)));
     }
   }

@@ -17,8 +17,16 @@
 
 #include "apps/decode_point.h"
 #include "hw/coord.h"
+#include "hw/error.h"
 
 namespace wafer::apps {
+
+// A worker died or failed: the run ends with it (never taken for a point's refusal, which is a plain
+// hw::InputError).
+class WorkerFailure : public hw::InputError {
+ public:
+  using hw::InputError::InputError;
+};
 
 // A step of `tokens` tokens per sequence whose last sits at position `context`, for `batch` sequences.
 using StepKey = std::tuple<std::int64_t, std::int64_t, std::int64_t>;  // (tokens, context, batch)
@@ -46,7 +54,7 @@ class StepWorkers {
   // Queues a step (each key once); the queued steps go to the workers in the order submitted.
   void submit(const StepKey& key);
   // Gives queued steps to idle workers, then waits up to timeout_ms (-1: until one answers; 0: not at all)
-  // for answers, calling on_done for each. hw::InputError when a worker died or failed (the others killed).
+  // for answers, calling on_done for each. WorkerFailure when a worker died or failed (the others killed).
   void poll(int timeout_ms, const std::function<void(const StepKey&, StepOutcome)>& on_done);
   bool busy() const;  // steps queued or running
 

@@ -1125,6 +1125,7 @@ void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
     const std::size_t n = grid_.size(), t0 = std::size_t(ru_.rows.first) * W, t1 = std::size_t(ru_.rows.second) * W;
     const std::size_t ts = s > 0 ? std::min(t1, t0 + std::size_t(ru_.dr) * W) : t0;  // the settled band's end
     auto copy = [&](std::vector<std::uint64_t>& to, std::size_t from, std::size_t end) {
+      if (end == from) return;  // (no rows: memcpy takes no null pointer)
       const std::size_t words = (end - from + 7) / 8;
       for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell) {
         const std::size_t at = to.size();

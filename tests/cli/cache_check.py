@@ -12,6 +12,8 @@ cache_check.py table WAFER_EMU OUTDIR
 """
 import json, os, re, shutil, subprocess, sys
 
+from results import table_files
+
 
 def run(args):
     r = subprocess.run(args, capture_output=True, text=True, timeout=600)
@@ -68,18 +70,6 @@ def mode_sweep(exe, study, out):
     print("ok")
 
 
-def files_of(d):
-    out = {}
-    for root, _, names in os.walk(d):
-        for n in names:
-            p = os.path.join(root, n)
-            text = open(p, "rb").read()
-            if n == "meta.yaml":
-                text = re.sub(rb"profiled_at: .*", b"profiled_at: -", text)
-            out[os.path.relpath(p, d)] = text
-    return out
-
-
 def mode_table(exe, out):
     # Chunked prompts (the tiny wafer holds 256 of them at most at once), two batches, two contexts.
     args = ["table", "--wafer", "tiny", "--model", "tiny-llama", "--contexts", "128,512", "--batches", "1,4",
@@ -92,7 +82,7 @@ def mode_table(exe, out):
         if not m:
             raise SystemExit(f"FAIL: {name}: no meshes_reused in the report:\n{r.stdout}")
         reused[name] = int(m.group(1))
-        got[name] = files_of(d)
+        got[name] = table_files(d)
         print(f"{name}: {len(got[name])} files, {reused[name]} steps on a reused mesh")
     if reused["cache"] == 0 or reused["--no-cache"] != 0:
         raise SystemExit(f"FAIL: meshes reused {reused}: expected some with the cache and none without")

@@ -69,3 +69,18 @@ def form_problems(j, where="", top=True):
         for i, v in enumerate(j):
             out += form_problems(v, f"{where}[{i}]", False)
     return out
+
+
+def table_files(d):
+    """Every file a `table --out` folder holds, by path relative to it, as bytes; meta.yaml's time stamp
+    (profiled_at, the only figure that differs from run to run) blanked."""
+    import os, re
+    out = {}
+    for root, _, names in os.walk(d):
+        for n in names:
+            p = os.path.join(root, n)
+            text = open(p, "rb").read()
+            if n == "meta.yaml":
+                text = re.sub(rb"profiled_at: .*", b"profiled_at: -", text)
+            out[os.path.relpath(p, d)] = text
+    return out

@@ -11,21 +11,11 @@ table_jobs_check.py kill WAFER_EMU OUTDIR
 """
 import os, re, shutil, signal, subprocess, sys, time
 
+from results import table_files
+
 
 def fail(msg):
     raise SystemExit(f"FAIL: {msg}")
-
-
-def files_of(d):
-    out = {}
-    for root, _, names in os.walk(d):
-        for n in names:
-            p = os.path.join(root, n)
-            text = open(p, "rb").read()
-            if n == "meta.yaml":
-                text = re.sub(rb"profiled_at: .*", b"profiled_at: -", text)
-            out[os.path.relpath(p, d)] = text
-    return out
 
 
 def figures(stdout):
@@ -53,7 +43,7 @@ def mode_same(exe, out):
             fail(f"--jobs {jobs}: exit {r.returncode}\n{r.stderr}")
         progress = sorted(re.sub(r"^table: \[\d+/", "table: [", re.sub(r" \(.*s in all\)$", "", l))
                           for l in r.stderr.splitlines())
-        got[jobs] = (files_of(d), figures(r.stdout), progress)
+        got[jobs] = (table_files(d), figures(r.stdout), progress)
         print(f"--jobs {jobs}: {len(got[jobs][0])} files, {got[jobs][1]}")
         if any(n.startswith(f".jobs{jobs}.tmp") for n in os.listdir(out)):
             fail(f"--jobs {jobs}: a temporary folder is left")
