@@ -59,6 +59,13 @@ std::vector<std::int64_t> parse_list(const std::string& opt, const std::string& 
   return out;
 }
 
+// A step's operators as the table lists them: apps::op_cycles but the names of the single-operator test
+// kernels.
+std::vector<std::pair<std::string, Cycle>> table_ops(std::vector<std::pair<std::string, Cycle>> ops) {
+  std::erase_if(ops, [](const auto& o) { return o.first == "gemv" || o.first == "rms_norm"; });
+  return ops;
+}
+
 // Decoder-layer operators (their step time is over every layer; the exporters give one layer's).
 bool layer_op(const std::string& op) {
   static const std::set<std::string> ops{"layernorm", "qkv_proj", "rotary_emb", "attention", "o_proj",
@@ -151,8 +158,7 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
                  p.phase, p.tokens, p.context, p.batch, plan.error);
       return;
     }
-    for (auto& [name, c] : ops)
-      if (name != "gemv" && name != "rms_norm") p.ops.push_back({name, c});  // names of the single-operator test kernels
+    p.ops = table_ops(std::move(ops));
     fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: {:.1f} us{} ({:.0f} s in all)\n", finished,
                points.size(), p.phase, p.tokens, p.context, p.batch, spec.cycles_to_us(double(p.latency)),
                p.chunks > 1 ? fmt::format(" in {} chunks of {}", p.chunks, p.chunk) : std::string(), all);
@@ -340,12 +346,7 @@ int run_table(const std::vector<std::string>& args) {
       try {
         PrefillRun r = run_prefill(points_cache, dp, fabric, 0, &cache);
         p.chunk = r.chunk, p.chunks = std::int64_t(r.chunks.size()), p.latency = r.step.latency;
-        for (const auto& n : r.step.per_op) {
-          if (n.name == "gemv" || n.name == "rms_norm") continue;  // names of the single-operator test kernels
-          Cycle s = 0;
-          for (Cycle v : n.cycles) s += v;
-          p.ops.push_back({n.name, s});
-        }
+        p.ops = table_ops(op_cycles(r.step));
         done.push_back(p);
         fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: {:.1f} us{} ({:.1f} s, {:.0f} s in all)\n", i + 1,
                    points.size(), p.phase, p.tokens, p.context, p.batch, spec.cycles_to_us(double(p.latency)),

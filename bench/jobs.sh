@@ -9,7 +9,6 @@
 # against the defect-free run. JOBS_ONLY=a,b picks jobs by name. With JOBS_CALLGRIND=1 (and valgrind
 # installed) also the instruction count of the default decode.
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 : "${WAFER_EMU:?set by bench/run}"
 runs="${JOBS_RUNS:-3}"
 tmp=$(mktemp -d)

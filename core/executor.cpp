@@ -1119,7 +1119,6 @@ void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
   // compared with a cut that has it: reuse_cut).
   const std::size_t j0 = s > 0 ? s - 1 : 0, j1 = std::min(f + 1, nbands);
   ru_.rows = {ru_.band_y[j0], ru_.band_y[j1 - 1] + ru_.dr};
-  ru_.settled_rows = s > 0;
   ru_.settled_routes.clear();
   if (!routes_.empty()) {
     const std::size_t n = grid_.size(), t0 = std::size_t(ru_.rows.first) * W, t1 = std::size_t(ru_.rows.second) * W;
@@ -1214,7 +1213,8 @@ void Executor::reuse_cut() {
   // the run) not routed through in the window: no send since the previous cut routed in a row before the
   // first row it described at work.
   if (ru_.space && !routes_.empty()) {
-    if (ru_.prev_settled_rows) routes_same = routes_same && ru_.settled_rows && ru_.settled_routes == ru_.prev_settled_routes;
+    // (a cut with a settled band within the run has its routes: at least one row of every cell)
+    if (!ru_.prev_settled_routes.empty()) routes_same = routes_same && ru_.settled_routes == ru_.prev_settled_routes;
     else routes_same = routes_same && ru_.route_row_min >= ru_.prev_rows.first;
   }
   ru_.route_row_min = std::numeric_limits<std::int32_t>::max();
@@ -1269,7 +1269,6 @@ void Executor::reuse_cut() {
     ru_.prev_unclaimed = unclaimed_;
     ru_.prev_done = done_count_;
     ru_.prev_rows = ru_.rows;
-    ru_.prev_settled_rows = ru_.settled_rows;
     std::swap(ru_.prev_settled_routes, ru_.settled_routes);
     std::swap(ru_.prev_desc, ru_.desc);
     untouch_all();
@@ -1293,9 +1292,13 @@ void Executor::reuse_cut() {
     if (slot == kNone || slot == kStepStart) return slot;
     return rename_in(slot, slot_tile(slot), m);
   };
-  auto moved = [&](Slot sl, TileIndex t, std::uint64_t m) {  // a slot of tile t, m layers on
+  auto later = [&](Slot sl, std::uint64_t m) {  // a slot's cycles and critical burst, m layers on
     if (sl.crit != kNone) sl.ready += m * D, sl.tail += m * D, sl.crit += std::uint32_t(m * NB);
     if (sl.start != kNever) sl.start += m * D, sl.end += m * D;
+    return sl;
+  };
+  auto moved = [&](Slot sl, TileIndex t, std::uint64_t m) {  // a slot of tile t, m layers on
+    sl = later(sl, m);
     sl.prev = rename_in(sl.prev, t, m);
     return sl;
   };
@@ -1337,11 +1340,9 @@ void Executor::reuse_cut() {
   bursts_.reserve(bursts_.size() + K * NB);
   for (std::uint64_t m = 1; m <= K; ++m) {
     const Cycle mD = m * D;
-    const std::uint32_t m32 = std::uint32_t(m), mNB = std::uint32_t(m * NB);
+    const std::uint32_t m32 = std::uint32_t(m);
     for (std::size_t i = 0; i < tmpl.size(); ++i) {
-      Slot sl = tmpl[i];
-      if (sl.crit != kNone) sl.ready += mD, sl.tail += mD, sl.crit += mNB;
-      if (sl.start != kNever) sl.start += mD, sl.end += mD;
+      Slot sl = later(tmpl[i], m);
       sl.prev += m32 * dprev[i];
       slots_[ru_.touched[i] + m32 * dto[i]] = sl;
     }

@@ -378,9 +378,8 @@ class Executor final : public noc::NetworkClient {
     hw::TileIndex origin = 0;                 // the cut's band's first tile (descriptions are relative to it)
     std::vector<hw::TileIndex> work_tiles;    // while describing: the tiles of the bands at work
     std::pair<std::int32_t, std::int32_t> rows{0, 0}, prev_rows{0, 0};  // rows whose routes are described
-    // The last settled band's route tables, kept apart from the description (describe_bands), and whether
-    // the cut had one within the run; the first row routed through since the last cut (start_task).
-    bool settled_rows = false, prev_settled_rows = false;
+    // The last settled band's route tables, kept apart from the description (describe_bands; empty when the
+    // cut had no settled band within the run); the first row routed through since the last cut (start_task).
     std::vector<std::uint64_t> settled_routes, prev_settled_routes;
     std::int32_t route_row_min = std::numeric_limits<std::int32_t>::max();
     std::size_t fresh_band = 0;               // the first fresh band (index from a)

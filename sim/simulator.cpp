@@ -153,6 +153,16 @@ RegionGrid RegionGrid::fit(const hw::Grid& g, std::int32_t max_side) {
   return r;
 }
 
+std::vector<std::uint32_t> RegionGrid::of_tiles(const hw::Grid& g) const {
+  std::vector<std::uint32_t> out(g.size()), col(std::size_t(g.width));
+  for (std::int32_t x = 0; x < g.width; ++x) col[std::size_t(x)] = std::uint32_t(of({x, 0}));
+  for (std::int32_t y = 0, t = 0; y < g.height; ++y) {
+    const std::uint32_t row = std::uint32_t(of({0, y}));
+    for (std::int32_t x = 0; x < g.width; ++x, ++t) out[std::size_t(t)] = row + col[std::size_t(x)];
+  }
+  return out;
+}
+
 namespace {
 // Appends one value per cell of `rg`: the busy cycles of the links leaving the cell's tiles.
 // (busy: every link's counter, or null: the mesh's own)
@@ -347,14 +357,7 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       };
       if (opt.series_cells > 0) {
         se.grid = RegionGrid::fit(fabric.grid(), opt.series_cells);
-        const hw::Grid& g = fabric.grid();
-        std::vector<std::uint32_t> cell_of(g.size()), col_cell(std::size_t(g.width));  // (row by row: no division a tile)
-        for (std::int32_t x = 0; x < g.width; ++x) col_cell[std::size_t(x)] = std::uint32_t(se.grid.of({x, 0}));
-        for (std::int32_t y = 0, t = 0; y < g.height; ++y) {
-          const std::uint32_t row = std::uint32_t(se.grid.of({0, y}));
-          for (std::int32_t x = 0; x < g.width; ++x, ++t) cell_of[std::size_t(t)] = row + col_cell[std::size_t(x)];
-        }
-        tallied = mesh->tally(cell_of, se.grid.size());
+        tallied = mesh->tally(se.grid.of_tiles(fabric.grid()), se.grid.size());
         const std::size_t cap = std::max<std::uint32_t>(2, opt.series_intervals);
         // First guess of the interval: a step crosses the array a few hundred times (wse3, 8B: 8 x (W + H)
         // gives ~44 intervals of its 668 k cycles, the tiny wafer 32), then doubling keeps at most 64.

@@ -40,6 +40,8 @@ struct RegionGrid {
   static RegionGrid fit(const hw::Grid& g, std::int32_t max_side);
   std::size_t size() const { return std::size_t(cols) * std::size_t(rows); }
   std::size_t of(hw::Coord c) const { return std::size_t(c.y / cell) * std::size_t(cols) + std::size_t(c.x / cell); }
+  // of() for every tile of `g`, by TileIndex (computed row by row: no division a tile).
+  std::vector<std::uint32_t> of_tiles(const hw::Grid& g) const;
 };
 
 // One wafer's step, summed per cell of `grid` (empty unless StepOptions::region_cells).

@@ -13,20 +13,13 @@ mixed_check.py WAFER_EMU OUTDIR
 - the report (text, --json and the `report` page) says it is a mixed step and lists every sequence with its
   tokens and context.
 """
-import json, os, shutil, subprocess, sys
+import json, os, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from results import rows  # noqa: E402
+from results import Checks, fresh_dir, rows  # noqa: E402
 
-exe, out = sys.argv[1], sys.argv[2]
-shutil.rmtree(out, ignore_errors=True)
-os.makedirs(out)
-fails = []
-
-
-def check(cond, what):
-    if not cond:
-        fails.append(what)
+exe, out = sys.argv[1], fresh_dir(sys.argv[2])
+check = Checks()
 
 
 def decode_json(extra, name):
@@ -100,8 +93,5 @@ check("mixed step 1@64,1@32,16@64</h1>" in html, "the page's title names the mix
 check("18 new tokens of 3 sequences" in html, "the page's headline gives the step's tokens and sequences")
 check("<td>3</td><td>prefill</td><td>16</td><td>64</td>" in html, "the page lists the sequences")
 
-if fails:
-    print("\n".join(fails))
-    sys.exit(1)
-print(f"ok: 1@64 x3 = batch 3 ({lat(mix)} cycles), 16@64 = prefill 16 ({lat(one)}), decode 1@64,1@32 {lat(d2)}, "
-      f"mixed 1@64,1@32,16@64 {lat(m2)}")
+check.done(f"ok: 1@64 x3 = batch 3 ({lat(mix)} cycles), 16@64 = prefill 16 ({lat(one)}), decode 1@64,1@32 {lat(d2)}, "
+           f"mixed 1@64,1@32,16@64 {lat(m2)}")

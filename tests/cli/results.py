@@ -84,3 +84,30 @@ def table_files(d):
                 text = re.sub(rb"profiled_at: .*", b"profiled_at: -", text)
             out[os.path.relpath(p, d)] = text
     return out
+
+
+def fresh_dir(path):
+    """An empty folder at `path` (whatever was there removed)."""
+    import os, shutil
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+class Checks:
+    """A script's checks: check(cond, what) notes each failure; done(ok_message) reports them all and exits 1,
+    or prints ok_message."""
+
+    def __init__(self):
+        self.fails = []
+
+    def __call__(self, cond, what):
+        if not cond:
+            self.fails.append(what)
+
+    def done(self, ok_message):
+        import sys
+        if self.fails:
+            print("FAIL:\n  " + "\n  ".join(self.fails))
+            sys.exit(1)
+        print(ok_message)

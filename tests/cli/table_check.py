@@ -12,19 +12,12 @@ table_check.py WAFER_EMU OUTDIR
 - prompts run in chunks, some shared between two prompts ending at the same context: each prompt's times
   and chunking equal `decode --prefill` of it alone.
 """
-import csv, json, math, os, shutil, subprocess, sys
+import csv, json, math, os, subprocess, sys
 
 import results
 
-exe, out = sys.argv[1], sys.argv[2]
-shutil.rmtree(out, ignore_errors=True)
-os.makedirs(out)
-fails = []
-
-
-def check(cond, what):
-    if not cond:
-        fails.append(what)
+exe, out = sys.argv[1], results.fresh_dir(sys.argv[2])
+check = results.Checks()
 
 
 def close(a, b, what, rel=1e-4):
@@ -208,7 +201,4 @@ check(list(mrows[0].keys()) == ["tokens", "activated_experts", "time_us"] and {r
       "moe.csv columns and top-k")
 check("gate_up_proj" not in {r["layer"] for r in rows(os.path.join(mb, "dense.csv"))}, "MoE dense.csv has no expert MLP")
 
-if fails:
-    print("FAIL:\n  " + "\n  ".join(fails))
-    sys.exit(1)
-print("table formats agree with the steps they came from")
+check.done("table formats agree with the steps they came from")

@@ -17,23 +17,6 @@ using namespace wafer::mapper;
 using firmware::OpKind;
 using namespace wafer::mapper::test;
 
-namespace {
-// Fmac elements of every tile's tasks of operator `op`.
-std::int64_t fmacs(const Mapping& mp, const char* op) {
-  const auto& im = mp.images[0];
-  const auto id = std::uint16_t(std::find(im.op_names.begin(), im.op_names.end(), op) - im.op_names.begin());
-  std::int64_t s = 0;
-  for (std::uint32_t p : im.tile_program) {
-    if (p == firmware::kIdle) continue;
-    for (const auto& t : im.programs[p].tasks)
-      if (t.op == id)
-        for (const auto& x : t.ops)
-          if (x.kind == OpKind::Fmac) s += x.elements;
-  }
-  return s;
-}
-}  // namespace
-
 // tiny-llama (G = 2 query heads per KV head, head_dim 16) on a 2 x 2 region: two one-column segments of one
 // KV head each (dims_i = 16), two rows. The step: sequence A = 3@6 (3 new tokens at positions 3, 4, 5) and
 // sequence B = 1@4 (one decode token at position 3).

@@ -633,6 +633,11 @@ TEST(Regions, GridFitsAtMostTheAskedCells) {
       EXPECT_GT(std::max(w, h), (g.cell - 1) * max) << "a smaller cell would fit";
     }
     EXPECT_EQ(g.of({w - 1, h - 1}), g.size() - 1);
+    // Every tile's cell, row by row, is of() of its coordinates (cells of 1 and of several tiles, a ragged edge).
+    const hw::Grid grid{w, h};
+    const std::vector<std::uint32_t> cells = g.of_tiles(grid);
+    ASSERT_EQ(cells.size(), grid.size());
+    for (hw::TileIndex t = 0; t < grid.size(); ++t) ASSERT_EQ(cells[t], g.of(grid.coord(t))) << w << "x" << h << " tile " << t;
   }
 }
 
