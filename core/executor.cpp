@@ -551,6 +551,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     if (armed > ready) s = armed, slots_[slot].prev = last_slot_[tile] == kNone ? kStepStart : last_slot_[tile];
     e = std::max(s + ti.body, slots_[slot].tail + costs_.stream_stage_latency);
   }
+  layer_hi_ = std::max<std::uint32_t>(layer_hi_, t.layer);
   if (ru_.on && !ru_.done) {
     touch(slot, tile);
     if (t.layer >= ru_.next && t.layer <= ru_.b) {
@@ -892,15 +893,17 @@ void Executor::space_setup() {
   // its layers' tiles. dr[g]: group g is group g-1 moved dr[g] rows on (0: not): the groups' rows do not
   // overlap, and every tile of group g-1's rows and the tile dr rows on hold programs alike but for the
   // layer (per layers on), or are both idle, on fabric rows alike.
-  struct Best {
-    std::size_t per = 0, a = 0, groups = 0;
-    std::int32_t dr = 0;
-    std::vector<std::int32_t> y;
-  } best;
+  // Of the groupings, the one whose runs cover the most layers. A run: groups each the one before moved the
+  // same dr rows on, at least kMinSpaceGroups of them (the runs of a grouping, in order, share no group: a
+  // group where the move changes starts the next run one group later). Defects break a layer-bands wafer into
+  // such runs (a band holding a repaired link is alike to neither neighbour), and so do bands of two heights
+  // (the mapper spreads the rows a wafer's bands leave over): each run is watched in turn (next_space_run).
+  std::size_t best_per = 0, best_layers = 0;
+  std::vector<Reuse::SpaceRun> best;
   for (std::size_t per = 1; per <= 4; ++per)
     for (std::size_t o = 0; o < per && o < nl; ++o) {
       const std::size_t ng = (nl - o) / per;
-      if (ng < 3 || (best.groups * best.per >= ng * per)) continue;
+      if (ng < kMinSpaceGroups || best_layers >= ng * per) continue;
       std::vector<std::int32_t> glo(ng, H), ghi(ng, -1);
       for (std::size_t g = 0; g < ng; ++g)
         for (std::size_t l = o + g * per; l < o + (g + 1) * per; ++l)
@@ -925,34 +928,79 @@ void Executor::space_setup() {
         }
         if (good) dr[g] = d;
       }
-      // The longest run of groups with one move throughout.
-      std::vector<std::uint8_t> ok(ng, 0);
-      for (std::size_t g = 1; g < ng; ++g) {
-        if (!dr[g]) continue;
-        for (std::size_t h = 1; h < ng; ++h) ok[h] = dr[h] == dr[g];
-        const auto [ga, len] = longest_run(ok);
-        if (len >= 3 && len * per > best.groups * best.per) {
-          best.per = per, best.a = o + ga * per, best.groups = len, best.dr = dr[ga + 1];
-          best.y.assign(glo.begin() + std::ptrdiff_t(ga), glo.begin() + std::ptrdiff_t(ga + len));
+      // The runs: groups first..g1 with dr[first + 1..g1] one move (first = the group before the move's
+      // first, or the group after the previous run's last).
+      std::vector<Reuse::SpaceRun> runs;
+      std::size_t layers = 0, next_free = 0;
+      for (std::size_t g = 1; g < ng;) {
+        if (!dr[g]) {
+          ++g;
+          continue;
         }
+        std::size_t e = g;
+        while (e + 1 < ng && dr[e + 1] == dr[g]) ++e;
+        const std::size_t first = std::max(g - 1, next_free);
+        if (e + 1 - first >= kMinSpaceGroups && o + (e + 1) * per - 1 <= 0xFFFF) {
+          runs.push_back({std::uint16_t(o + first * per), std::uint16_t(o + (e + 1) * per - 1), dr[g],
+                          std::vector<std::int32_t>(glo.begin() + std::ptrdiff_t(first), glo.begin() + std::ptrdiff_t(e + 1))});
+          layers += (e + 1 - first) * per;
+          next_free = e + 1;
+        }
+        g = e + 1;
       }
+      if (layers > best_layers) best_layers = layers, best_per = per, best = std::move(runs);
     }
-  // Armed only for a run that can copy something. The run's first cut still sees the layers before it: on
+  // Armed only for runs that can copy something. A run's first cut still sees the layers before it: on
   // every wafer measured (the 8B, 70B and Mixtral with layer-bands and serpentine-bands on wse3, the tiny
   // and small test models) the description at group a + 2 is the first to equal the one before, so a jump
   // copies groups - 3 groups at most. A shorter run (a defective wafer's few alike bands) would only pay
   // for the cuts: the claim cursors (tiles x claim groups), the touched slots, the route log and a
   // description per group (on wse3 with 50 defects: 200 MB and 0.3 s for nothing).
-  if (best.groups < kMinSpaceGroups || best.a + best.groups * best.per - 1 > 0xFFFF) return;
+  if (best.empty()) return;
   ru_.space = true;
-  ru_.p = std::uint32_t(best.per);
-  ru_.a = std::uint16_t(best.a);
-  ru_.b = std::uint16_t(best.a + best.groups * best.per - 1);
-  ru_.dr = best.dr;
-  ru_.S = TileIndex(ru_.dr) * TileIndex(W);
-  ru_.band_y = std::move(best.y);
+  ru_.p = std::uint32_t(best_per);
   ru_.prog_layer = std::move(pl);
+  ru_.runs = std::move(best);
+  ru_.run = 0;
+  arm_space_run();
   reuse_arm();
+}
+
+// In space: the bands and layers of run ru_.run.
+void Executor::arm_space_run() {
+  Reuse::SpaceRun& r = ru_.runs[ru_.run];
+  ru_.a = r.a;
+  ru_.b = r.b;
+  ru_.dr = r.dr;
+  ru_.S = TileIndex(ru_.dr) * TileIndex(grid_.width);
+  ru_.band_y = std::move(r.band_y);
+}
+
+// In space, once a run is over (jumped, or no jump can come): the next run whose first layer no task has
+// reached yet is watched from its first cut on, as the first was; whatever the cuts of the run before kept is
+// dropped. False when none is left.
+bool Executor::next_space_run() {
+  while (ru_.space && ru_.run + 1 < ru_.runs.size()) {
+    ++ru_.run;
+    if (ru_.runs[ru_.run].a <= layer_hi_) continue;
+    arm_space_run();
+    ru_.done = false;
+    ru_.have = false;
+    ru_.next = ru_.a;
+    ru_.rows = ru_.prev_rows = {0, 0};
+    ru_.settled_routes.clear();
+    ru_.prev_settled_routes.clear();
+    ru_.route_row_min = std::numeric_limits<std::int32_t>::max();
+    ru_.fresh_band = 0;
+    // Arrivals before this run was armed went to no touched list: every band is looked at at the first cut.
+    ru_.band_code.assign(ru_.band_y.size(), 4);
+    std::fill(ru_.cursor.begin(), ru_.cursor.end(), std::uint16_t(0));  // (a cursor only runs forward from 0)
+    ru_.watched += std::uint32_t(ru_.b - ru_.a + 1);
+    log_routes_ = !routes_.empty();
+    route_log_.clear();
+    return true;
+  }
+  return false;
 }
 
 void Executor::reuse_arm() {
@@ -1273,7 +1321,10 @@ void Executor::reuse_cut() {
     std::swap(ru_.prev_desc, ru_.desc);
     untouch_all();
     if (usable) net_.mark(sampled_ != nullptr);
-    if (ru_.next > ru_.b) ru_.done = true, log_routes_ = false, route_log_ = {}, reuse_release();
+    if (ru_.next > ru_.b) {
+      ru_.done = true, log_routes_ = false, route_log_ = {};
+      if (!next_space_run()) reuse_release();
+    }
     return;
   }
   // Jump: the template [prev cut, this cut) repeats K times.
@@ -1414,7 +1465,8 @@ void Executor::reuse_cut() {
   log_routes_ = false;
   route_log_ = {};
   untouch_all();
-  reuse_release();
+  layer_hi_ = std::max(layer_hi_, reach + std::uint32_t(K) * ru_.p);  // (the copies' layers have started)
+  if (!next_space_run()) reuse_release();
 }
 
 // After the jump (or once none can come): the cuts' records are not needed any more.

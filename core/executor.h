@@ -341,7 +341,7 @@ class Executor final : public noc::NetworkClient {
   struct Reuse {
     bool on = false;                  // the image has a run of identical layers and the network can jump
     bool done = false;                // jumped, or gave up
-    std::uint32_t watched = 0;        // layers a..b when armed
+    std::uint32_t watched = 0;        // layers a..b when armed (in space: of every run armed)
     std::uint16_t a = 0, b = 0;       // layers a..b: identical blocks in every program
     std::vector<std::uint32_t> off, len;  // per program: layer a's block (first task), tasks per block
     std::uint32_t max_groups = 0;     // most claim groups of one program
@@ -375,6 +375,15 @@ class Executor final : public noc::NetworkClient {
     std::int32_t dr = 0;
     hw::TileIndex S = 0;
     std::vector<std::int32_t> band_y, prog_layer;
+    // The runs, in layer order (space_setup), and the one watched: each its layers a..b, its move dr and its
+    // groups' first rows (band_y, moved out when the run is armed).
+    struct SpaceRun {
+      std::uint16_t a, b;
+      std::int32_t dr;
+      std::vector<std::int32_t> band_y;
+    };
+    std::vector<SpaceRun> runs;
+    std::size_t run = 0;
     hw::TileIndex origin = 0;                 // the cut's band's first tile (descriptions are relative to it)
     std::vector<hw::TileIndex> work_tiles;    // while describing: the tiles of the bands at work
     std::pair<std::int32_t, std::int32_t> rows{0, 0}, prev_rows{0, 0};  // rows whose routes are described
@@ -387,6 +396,9 @@ class Executor final : public noc::NetworkClient {
   } ru_;
   void reuse_setup();
   void space_setup();
+  void arm_space_run();
+  bool next_space_run();
+  std::uint32_t layer_hi_ = 0;  // the highest layer a task has started in (or a jump has copied)
   void reuse_arm();
   void reuse_release();
   static std::pair<std::size_t, std::size_t> longest_run(const std::vector<std::uint8_t>& ok);

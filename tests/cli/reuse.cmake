@@ -64,6 +64,14 @@ reuse_test(small_layer_bands_3_alike unwatched --wafer small --model ${DATA}/reu
 reuse_test(layer_bands_defects any ${TINY6} --density 20 --seed 3)
 reuse_test(small_layer_bands_defects any ${SMALL8} --density 2 --seed 4)
 reuse_test(small_defect_aware_defects any ${SMALL8} --placement defect-aware --density 2 --seed 4)
+# One defect splits the bands alike into two runs, watched one after the other: the first copies 3 layers and
+# the second 26, more than the longer run could copy alone (26).
+reuse_test(small40_layer_bands_two_runs some:27 --wafer small --model ${DATA}/reuse_small_40_layers.json --context 512
+           --defects ${DATA}/reuse_small40_defect.csv)
+reuse_test(small40_layer_bands_two_runs_trace some:27 --wafer small --model ${DATA}/reuse_small_40_layers.json
+           --context 512 --defects ${DATA}/reuse_small40_defect.csv --trace TRACE)
+reuse_test(small40_serpentine_defect any --wafer small --model ${DATA}/reuse_small_40_layers.json --context 512
+           --placement serpentine-bands --defects ${DATA}/reuse_small40_defect.csv)
 # serpentine-bands: layers pair up in band rows flowing east and west in turn, so the bands repeat every
 # four layers (two band rows): too few groups with 8 layers, enough with 40.
 set(SMALL40 --wafer small --model ${DATA}/reuse_small_40_layers.json --context 512)
