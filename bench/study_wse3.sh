@@ -4,8 +4,40 @@
 # 6) swept with --jobs 1 and then --jobs 2: wall time, points per minute, the ratio, the median point's wall
 # time and the peak RSS. Run through bench/run. STUDY_WSE3_ARGS: more sweep options (e.g. --no-cache, to see the
 # points built from scratch).
+# STUDY_WSE3_FULL=1: the shipped study itself instead (configs/studies/defect-yield.json, 400 points: 4
+# densities x 2 alphas x 50 seeds) with --jobs 2 only (STUDY_WSE3_FULL_JOBS), once: wall time, points per
+# minute, and per density and alpha the median point and its split (about 5 minutes).
 set -euo pipefail
 emu="${WAFER_EMU:?run through bench/run}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [ "${STUDY_WSE3_FULL:-0}" = 1 ]; then
+  jobs="${STUDY_WSE3_FULL_JOBS:-2}"
+  dir="$(mktemp -d)"
+  trap 'rm -rf "$dir"' EXIT
+  /usr/bin/time -f "%e %U %S" -o "$dir/time" "$emu" sweep --spec "$here/../configs/studies/defect-yield.json" \
+    --out "$dir/out" --jobs "$jobs" --quiet >/dev/null
+  python3 - "$dir" "$jobs" <<'PY'
+import collections, json, statistics, sys
+d, jobs = sys.argv[1], sys.argv[2]
+wall, user, sys_ = (float(x) for x in open(f"{d}/time").read().split())
+lines = [json.loads(l) for l in open(f"{d}/out/points.jsonl")]
+ok = sum(l["status"] == "ok" for l in lines)
+print(f"defect-yield study, --jobs {jobs}: {len(lines)} points ({ok} ok) in {wall:.1f} s ({wall / 60:.2f} min; "
+      f"CPU {user + sys_:.1f} s): {60 * len(lines) / wall:.1f} points/min")
+by = collections.defaultdict(list)
+for l in lines:
+    by[(l["settings"]["density"], l["settings"]["alpha"])].append(l)
+med = lambda xs: statistics.median(xs) if xs else float("nan")
+print("density alpha  median point [s]  repair  mapping  elaboration  emulation  median defects")
+for (den, alpha), ls in sorted(by.items()):
+    w = [l["wall_s"] for l in ls]
+    print(f"{den:7} {alpha:5} {med([x['total'] for x in w]):16.2f} {med([x['repair'] for x in w]):7.3f} "
+          f"{med([x['mapping'] for x in w]):8.3f} {med([x['elaboration'] for x in w]):12.3f} "
+          f"{med([x['emulation'] for x in w]):10.2f} {med([l['repair']['defects'] for l in ls if 'repair' in l]):15}")
+print(f"all points: median {med([l['wall_s']['total'] for l in lines]):.2f} s")
+PY
+  exit 0
+fi
 seeds="${STUDY_WSE3_SEEDS:-6}"
 read -r -a extra <<<"${STUDY_WSE3_ARGS:-}"
 dir="$(mktemp -d)"
