@@ -1135,9 +1135,18 @@ void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
   }
   std::vector<std::uint8_t> again(nbands, 0);
   for (std::size_t j = 0; j < nbands; ++j) again[j] = code[j] > 2;  // (0, 1, 2: idle only, fresh only, settled only)
-  for (const TileIndex t : ru_.touched_tile) {
-    const std::int64_t y = std::int64_t(t / TileIndex(W)) - ru_.band_y[0];
-    if (y >= 0 && y < std::int64_t(nbands) * ru_.dr) again[std::size_t(y / ru_.dr)] = 1;
+  {
+    // (bands are runs of S tiles from the first band's first tile; touched tiles mostly follow their band's
+    // last one, so the last band found is tried before a division)
+    const TileIndex first = TileIndex(ru_.band_y[0]) * TileIndex(W), last = first + TileIndex(nbands) * ru_.S;
+    TileIndex lo = 1, hi = 0;  // the last band found: tiles [lo, hi)
+    for (const TileIndex t : ru_.touched_tile) {
+      if (t >= lo && t < hi) continue;
+      if (t < first || t >= last) continue;
+      const std::size_t j = (t - first) / ru_.S;
+      again[j] = 1;
+      lo = first + TileIndex(j) * ru_.S, hi = lo + ru_.S;
+    }
   }
   for (std::size_t j = 0; j < nbands; ++j) {
     if (!again[j]) continue;
@@ -1422,12 +1431,13 @@ void Executor::reuse_cut() {
       const std::size_t n = grid_.size(), W = std::size_t(grid_.width);
       const std::size_t t0 = std::size_t(ru_.rows.first) * W, t1 = std::size_t(ru_.rows.second) * W;
       const std::size_t end = std::size_t(ru_.band_y.back() + ru_.dr) * W, by = std::size_t(K) * S;
-      std::vector<std::uint8_t> saved(t1 - t0);
-      for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell) {
-        std::uint8_t* r = routes_.data() + cell * n;
-        std::copy(r + t0, r + t1, saved.begin());
-        for (std::size_t t = t0; t < t1 && t + by < end; ++t) r[t + by] = saved[t - t0];
-      }
+      // (the rows that land inside the bands: [t0, t0 + len) to [t0 + by, ...), which may overlap)
+      const std::size_t len = t0 + by < end ? std::min(t1, end - by) - t0 : 0;
+      if (len > 0)
+        for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell) {
+          std::uint8_t* r = routes_.data() + cell * n;
+          std::memmove(r + t0 + by, r + t0, len);
+        }
     }
   } else {
     for (TileIndex t = 0; t < grid_.size(); ++t) {

@@ -227,6 +227,7 @@ bool ApproxMesh::describe_state(const TagDescriber& tag, std::vector<std::uint64
   // The resources busy beyond now (one free at or before now is as good as idle: every reservation takes
   // the later of the request, >= now, and the next-free cycle).
   for (TileIndex tile = 0; tile < tiles_.size(); ++tile) {
+    if (latest_free(tiles_[tile]) <= now) continue;  // (most tiles: one test)
     const auto v = resources(const_cast<TileRes&>(tiles_[tile]));
     for (std::uint64_t k = 0; k < kResources; ++k)
       if (*v[k] > now) out.insert(out.end(), {tile_rel(tile) << 3 | k, *v[k] - now});
@@ -298,6 +299,7 @@ void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, s
   // The busy resources move with the stretch; where they were, the mesh is idle (free at `now`).
   std::vector<std::pair<std::size_t, Cycle>> busy;  // (tile x kResources + resource, next free)
   for (TileIndex tile = 0; tile < tiles_.size(); ++tile) {
+    if (latest_free(tiles_[tile]) <= now) continue;
     const auto v = resources(tiles_[tile]);
     for (std::size_t k = 0; k < kResources; ++k)
       if (*v[k] > now) busy.push_back({std::size_t(tile) * kResources + k, *v[k]}), *v[k] = now;

@@ -8,6 +8,7 @@
 // Per tile one 64-byte record, one cache line (its 4 output links' next-free cycles, its 2 ramps' next-free
 // cycles, the links' latencies and health copied from the Fabric), and 32 bytes of busy counters kept
 // apart; bursts in flight live in a recycled pool, events in the calendar's reused buckets.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -169,6 +170,9 @@ class ApproxMesh final : public Mesh {
   static constexpr std::size_t kResources = 6;
   static std::array<Cycle*, kResources> resources(TileRes& r) {
     return {&r.link_free[0], &r.link_free[1], &r.link_free[2], &r.link_free[3], &r.ramp_in, &r.ramp_out};
+  }
+  static Cycle latest_free(const TileRes& r) {  // the latest of them
+    return std::max({r.link_free[0], r.link_free[1], r.link_free[2], r.link_free[3], r.ramp_in, r.ramp_out});
   }
   static std::uint32_t pack(Coord c) { return std::uint32_t(c.x) | std::uint32_t(c.y) << 16; }
   static Coord unpack(std::uint32_t v) { return {std::int32_t(v & 0xFFFFu), std::int32_t(v >> 16)}; }
