@@ -565,6 +565,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
         ru_.done = true;  // layers overlap in an unforeseen way: no reuse
         log_routes_ = false;
         route_log_.clear();
+        net_.unmark();
       }
     }
   }
@@ -1332,6 +1333,7 @@ void Executor::reuse_cut() {
     if (usable) net_.mark(sampled_ != nullptr);
     if (ru_.next > ru_.b) {
       ru_.done = true, log_routes_ = false, route_log_ = {};
+      net_.unmark();  // (no jump follows this mark)
       if (!next_space_run()) reuse_release();
     }
     return;

@@ -52,7 +52,8 @@ void ApproxMesh::reset() {
   }
   free_bursts_.clear();
   for (std::uint32_t i = std::uint32_t(bursts_.size()); i-- > 0;) free_bursts_.push_back(i);
-  mark_busy_ = {}, log_ = {}, log_on_ = false;
+  unmark();
+  busy_at_ = ~Cycle(0);
   tally_on_ = false, group_ = {}, tally_ = {};
   sides();
 }
@@ -76,8 +77,19 @@ bool ApproxMesh::tally(const std::vector<std::uint32_t>& group_of_tile, std::siz
 // busy cycles summed per group (tally()).
 [[gnu::noinline]] void ApproxMesh::book(Cycle now, TileIndex tile, unsigned k, Cycle occ) {
   const std::size_t link = std::size_t(tile) * 4 + k;
+  if (marked_) save_row(tile), touch_tile(tile);
   if (log_on_) log_.push_back({now, link, occ});
   tally_add(link, occ);
+}
+
+// Before the window's first booking on a row: its counters as at the mark.
+void ApproxMesh::save_row(TileIndex tile) {
+  const std::uint32_t y = std::uint32_t(coord(tile).y);
+  if (row_saved_[y]) return;
+  row_saved_[y] = 1;
+  saved_rows_.push_back(y);
+  const std::size_t from = std::size_t(y) * width_ * 4;
+  std::copy_n(busy_.begin() + std::ptrdiff_t(from), std::size_t(width_) * 4, mark_busy_.begin() + std::ptrdiff_t(from));
 }
 
 std::size_t ApproxMesh::state_bytes() const {
@@ -226,24 +238,51 @@ bool ApproxMesh::describe_state(const TagDescriber& tag, std::vector<std::uint64
   }
   // The resources busy beyond now (one free at or before now is as good as idle: every reservation takes
   // the later of the request, >= now, and the next-free cycle).
-  for (TileIndex tile = 0; tile < tiles_.size(); ++tile) {
+  // (Only tiles that may be busy are looked at: busy_bound. The tiles found bound those of the next
+  // description when a mark is taken at this cycle.)
+  const auto [lo, hi] = busy_bound();
+  busy_lo_ = TileIndex(tiles_.size()), busy_hi_ = 0;
+  for (TileIndex tile = lo; tile < hi; ++tile) {
     if (latest_free(tiles_[tile]) <= now) continue;  // (most tiles: one test)
+    busy_lo_ = std::min(busy_lo_, tile), busy_hi_ = tile + 1;
     const auto v = resources(const_cast<TileRes&>(tiles_[tile]));
     for (std::uint64_t k = 0; k < kResources; ++k)
       if (*v[k] > now) out.insert(out.end(), {tile_rel(tile) << 3 | k, *v[k] - now});
   }
+  busy_at_ = now;
   return true;
 }
 
 void ApproxMesh::mark(bool log) {
+  const Cycle now = queue_.now();
+  if (busy_at_ != now) {  // no description at this cycle: find the busy tiles
+    busy_lo_ = TileIndex(tiles_.size()), busy_hi_ = 0;
+    for (TileIndex tile = 0; tile < tiles_.size(); ++tile)
+      if (latest_free(tiles_[tile]) > now) busy_lo_ = std::min(busy_lo_, tile), busy_hi_ = tile + 1;
+    busy_at_ = now;
+  }
+  mark_lo_ = busy_lo_, mark_hi_ = busy_hi_;
+  touched_lo_ = TileIndex(tiles_.size()), touched_hi_ = 0;
   mark_stats_ = stats_;
-  mark_busy_.assign(busy_.begin(), busy_.end());
+  if (mark_busy_.size() != busy_.size()) mark_busy_.assign(busy_.size(), 0), row_saved_.assign(height_, 0);
+  for (std::uint32_t y : saved_rows_) row_saved_[y] = 0;
+  saved_rows_.clear();
+  marked_ = true;
   log_.clear();
   log_on_ = log;
   sides();
 }
 
+void ApproxMesh::unmark() {
+  marked_ = false;
+  for (std::uint32_t y : saved_rows_) row_saved_[y] = 0;
+  saved_rows_.clear();
+  log_ = {}, log_on_ = false;
+  sides();
+}
+
 void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, std::int32_t rows) {
+  if (!marked_) throw std::logic_error("ApproxMesh::repeat without a mark");
   const Cycle now = queue_.now(), shift = period * times;
   const std::int32_t dy = std::int32_t(std::int64_t(rows) * std::int64_t(times));  // rows moved in all
   const TileIndex dt = TileIndex(std::int64_t(dy) * width_);                          // tiles moved in all
@@ -256,9 +295,12 @@ void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, s
   // Each repeat's busy cycles on the links `rows` rows on from the ones the stretch used (the same links
   // when rows is 0).
   // (the stretch's counts first: a copy lands on links the stretch may have used too)
+  // (a link no row save covers was not booked since the mark)
   std::vector<std::pair<std::size_t, std::uint64_t>> used;
-  for (std::size_t l = 0; l < busy_.size(); ++l)
-    if (busy_[l] != mark_busy_[l]) used.push_back({l, busy_[l] - mark_busy_[l]});
+  std::sort(saved_rows_.begin(), saved_rows_.end());  // (in link order, as a pass over every link finds them)
+  for (std::uint32_t y : saved_rows_)
+    for (std::size_t l = std::size_t(y) * width_ * 4, e = l + std::size_t(width_) * 4; l < e; ++l)
+      if (busy_[l] != mark_busy_[l]) used.push_back({l, busy_[l] - mark_busy_[l]});
   const std::size_t step = std::size_t(rows) * width_ * 4;
   for (const auto& [l, d] : used)
     if (step == 0) busy_[l] += times * d, tally_add(l, times * d);
@@ -298,7 +340,8 @@ void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, s
   }
   // The busy resources move with the stretch; where they were, the mesh is idle (free at `now`).
   std::vector<std::pair<std::size_t, Cycle>> busy;  // (tile x kResources + resource, next free)
-  for (TileIndex tile = 0; tile < tiles_.size(); ++tile) {
+  const auto [lo, hi] = busy_bound();
+  for (TileIndex tile = lo; tile < hi; ++tile) {
     if (latest_free(tiles_[tile]) <= now) continue;
     const auto v = resources(tiles_[tile]);
     for (std::size_t k = 0; k < kResources; ++k)
@@ -307,10 +350,8 @@ void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, s
   for (const auto& [i, c] : busy) *resources(tiles_[TileIndex(i / kResources) + dt])[i % kResources] = c + shift;
   queue_.rebuild(now + shift, ev);
   last_event_ += shift;
-  mark_busy_ = {};  // (the mark and its log are used up)
-  log_ = {};
-  log_on_ = false;
-  sides();
+  unmark();  // (the mark and its log are used up)
+  busy_at_ = ~Cycle(0);
 }
 
 Cycle ApproxMesh::run() {
@@ -327,6 +368,7 @@ template <bool kHint>
 [[gnu::always_inline]] inline void ApproxMesh::inject(Cycle now, std::uint32_t b) {
   Burst& br = bursts_[b];
   Cycle& ramp = tiles_[br.src].ramp_in;
+  if (marked_) [[unlikely]] touch_tile(br.src);
   const Cycle r = self_send(br) ? 0 : ramp_;
   const Cycle start = std::max(now + r, ramp);  // the head enters the router
   ramp = start + br.lag + 1;
@@ -368,9 +410,9 @@ template <bool kHint>
   }
   Cycle start = std::max(now, r.link_free[k]);
   r.link_free[k] = start + br.lag + 1;
-  busy_[std::size_t(tile) * 4 + k] += Cycle(br.lag) + 1;  // (in 64 bits: lag + 1 may be 2^32)
-  if (side_) [[unlikely]]
+  if (side_) [[unlikely]]  // (before the booking: a mark saves the row's counters as they were)
     book(now, tile, k, Cycle(br.lag) + 1);
+  busy_[std::size_t(tile) * 4 + k] += Cycle(br.lag) + 1;  // (in 64 bits: lag + 1 may be 2^32)
   ++br.hops;
   return start + r.latency[k];
 }
@@ -488,6 +530,7 @@ void ApproxMesh::hint_arrival(std::uint32_t b, TileIndex next) {
 [[gnu::always_inline]] inline void ApproxMesh::deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path) {
   Burst& br = bursts_[b];
   Cycle& ramp = tiles_[tile].ramp_out;
+  if (marked_) [[unlikely]] touch_tile(tile);
   const Cycle r = self_send(br) ? 0 : ramp_;
   Cycle start = std::max(now, ramp);
   ramp = start + br.lag + 1;

@@ -41,6 +41,7 @@ class ApproxMesh final : public Mesh {
   void pause_at(Cycle at) override { stop_ = std::min(stop_, at); }
   bool describe_state(const TagDescriber& tag, std::vector<std::uint64_t>& out, std::int32_t origin_row = 0) const override;
   void mark(bool log = false) override;
+  void unmark() override;
   const std::vector<Reservation>* reservations() const override { return log_on_ ? &log_ : nullptr; }
   void repeat(Cycle period, std::uint64_t times, const Retag& retag, std::int32_t rows = 0) override;
 
@@ -143,15 +144,38 @@ class ApproxMesh final : public Mesh {
   NetworkStats stats_;
   Cycle last_event_ = 0;
   Cycle stop_ = ~Cycle(0);  // the running loop's limit
-  NetworkStats mark_stats_;  // mark()
-  std::vector<std::uint64_t> mark_busy_;
+  // mark() .. repeat() or unmark(). The mark's link counters are saved a row at a time, the first time the
+  // window books a link of that row (book(), before the booking), so a mark costs what its window touches
+  // rather than a copy of every counter; the tiles whose resources the window reserves are kept as a range,
+  // and with the tiles busy beyond the mark's cycle (found by the describe_state of that cycle) bound the
+  // passes over busy resources (describe_state, repeat).
+  NetworkStats mark_stats_;
+  bool marked_ = false;
+  std::vector<std::uint64_t> mark_busy_;     // the saved rows' counters as at the mark (others: stale)
+  std::vector<std::uint8_t> row_saved_;      // per row: saved since the mark
+  std::vector<std::uint32_t> saved_rows_;    // ... those rows
+  TileIndex touched_lo_ = 0, touched_hi_ = 0;  // tiles [lo, hi) whose resources the window reserved
+  // Tiles [lo, hi) holding every resource busy beyond cycle `at` (describe_state; kept by mark when it is
+  // the same cycle).
+  mutable TileIndex busy_lo_ = 0, busy_hi_ = 0;
+  mutable Cycle busy_at_ = ~Cycle(0);
+  TileIndex mark_lo_ = 0, mark_hi_ = 0;  // the same at the mark
+  // Tiles [lo, hi) that may hold a resource busy beyond now: every tile unless marked.
+  std::pair<TileIndex, TileIndex> busy_bound() const {
+    if (!marked_) return {0, TileIndex(tiles_.size())};
+    return {std::min(mark_lo_, touched_lo_), std::max(mark_hi_, touched_hi_)};
+  }
+  void touch_tile(TileIndex t) {
+    touched_lo_ = std::min(touched_lo_, t), touched_hi_ = std::max(touched_hi_, t + 1);
+  }
+  void save_row(TileIndex tile);
   bool log_on_ = false;             // mark(true): cross() logs its reservations
   std::vector<Reservation> log_;
   bool tally_on_ = false;               // tally(): the busy cycles are also summed per group
   std::vector<std::uint8_t> group_;     // tally(): per tile, its group (at most 256: a small table)
   std::vector<std::uint64_t> tally_;    // tally(): per group, its links' busy cycles
-  bool side_ = false;                   // log_on_ or tally_on_: a hop's booking has more to do (book())
-  void sides() { side_ = log_on_ || tally_on_; }
+  bool side_ = false;                   // marked_, log_on_ or tally_on_: a hop's booking has more to do (book())
+  void sides() { side_ = marked_ || log_on_ || tally_on_; }
   void book(Cycle now, TileIndex tile, unsigned k, Cycle occ);
   void tally_add(std::size_t link, std::uint64_t cycles) {
     if (tally_on_) tally_[group_[link / 4]] += cycles;

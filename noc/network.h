@@ -108,6 +108,8 @@ class Network {
   // records every link reservation from now on (its cycle, link and busy cycles) until the next mark or
   // repeat, for a caller that samples the counters in time (reservations()).
   virtual void mark(bool /*log*/ = false) {}
+  // Drops the mark when no repeat will follow (what the model did for it stops).
+  virtual void unmark() {}
   struct Reservation {
     Cycle at;               // the cycle of the event that made it
     std::uint64_t link;     // noc::LinkId
