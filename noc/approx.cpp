@@ -89,7 +89,7 @@ void ApproxMesh::save_row(TileIndex tile) {
   row_saved_[y] = 1;
   saved_rows_.push_back(y);
   const std::size_t from = std::size_t(y) * width_ * 4;
-  std::copy_n(busy_.begin() + std::ptrdiff_t(from), std::size_t(width_) * 4, mark_busy_.begin() + std::ptrdiff_t(from));
+  std::copy_n(busy_.begin() + std::ptrdiff_t(from), std::size_t(width_) * 4, mark_busy_.get() + from);
 }
 
 std::size_t ApproxMesh::state_bytes() const {
@@ -264,7 +264,11 @@ void ApproxMesh::mark(bool log) {
   mark_lo_ = busy_lo_, mark_hi_ = busy_hi_;
   touched_lo_ = TileIndex(tiles_.size()), touched_hi_ = 0;
   mark_stats_ = stats_;
-  if (mark_busy_.size() != busy_.size()) mark_busy_.assign(busy_.size(), 0), row_saved_.assign(height_, 0);
+  if (mark_busy_size_ != busy_.size()) {
+    mark_busy_ = std::make_unique_for_overwrite<std::uint64_t[]>(busy_.size());
+    mark_busy_size_ = busy_.size();
+    row_saved_.assign(height_, 0);
+  }
   for (std::uint32_t y : saved_rows_) row_saved_[y] = 0;
   saved_rows_.clear();
   marked_ = true;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -151,7 +152,10 @@ class ApproxMesh final : public Mesh {
   // passes over busy resources (describe_state, repeat).
   NetworkStats mark_stats_;
   bool marked_ = false;
-  std::vector<std::uint64_t> mark_busy_;     // the saved rows' counters as at the mark (others: stale)
+  // The saved rows' counters as at the mark; the others are never read, so never written (left
+  // uninitialised: on wse3 28 MB that would otherwise be zeroed and paged in).
+  std::unique_ptr<std::uint64_t[]> mark_busy_;
+  std::size_t mark_busy_size_ = 0;
   std::vector<std::uint8_t> row_saved_;      // per row: saved since the mark
   std::vector<std::uint32_t> saved_rows_;    // ... those rows
   TileIndex touched_lo_ = 0, touched_hi_ = 0;  // tiles [lo, hi) whose resources the window reserved
