@@ -551,8 +551,10 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     if (armed > ready) s = armed, slots_[slot].prev = last_slot_[tile] == kNone ? kStepStart : last_slot_[tile];
     e = std::max(s + ti.body, slots_[slot].tail + costs_.stream_stage_latency);
   }
-  layer_hi_ = std::max<std::uint32_t>(layer_hi_, t.layer);
   if (ru_.on && !ru_.done) {
+    // (the runs are watched back to back from the step's start, so the starts seen here are all that
+    // next_space_run asks about)
+    layer_hi_ = std::max<std::uint32_t>(layer_hi_, t.layer);
     touch(slot, tile);
     if (t.layer >= ru_.next && t.layer <= ru_.b) {
       if (t.layer == ru_.next && !ru_.pending) {  // the first task of this layer: a cut at the end of the cycle

@@ -398,7 +398,7 @@ class Executor final : public noc::NetworkClient {
   void space_setup();
   void arm_space_run();
   bool next_space_run();
-  std::uint32_t layer_hi_ = 0;  // the highest layer a task has started in (or a jump has copied)
+  std::uint32_t layer_hi_ = 0;  // while reuse watches: the highest layer a task has started in (or a jump copied)
   void reuse_arm();
   void reuse_release();
   static std::pair<std::size_t, std::size_t> longest_run(const std::vector<std::uint8_t>& ok);
