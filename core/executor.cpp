@@ -1333,6 +1333,7 @@ void Executor::reuse_cut() {
     std::swap(ru_.prev_desc, ru_.desc);
     untouch_all();
     if (usable) net_.mark(sampled_ != nullptr);
+    else net_.unmark();  // (no jump can follow: the next cut has no usable one before it)
     if (ru_.next > ru_.b) {
       ru_.done = true, log_routes_ = false, route_log_ = {};
       net_.unmark();  // (no jump follows this mark)
