@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <limits>
 #include <stdexcept>
 #include <tuple>
+#include <unordered_map>
 
 #include "hw/error.h"
 #include "noc/mesh.h"
@@ -792,6 +792,21 @@ bool same_mod_layer(const Task& x, const Task& y) {
   return x.trigger == y.trigger && x.arrivals == y.arrivals && x.start == y.start && x.op == y.op && x.ops == y.ops &&
          x.sends == y.sends;
 }
+
+// A hash of what same_mod_layer compares, over a program's tasks (FNV-1a).
+std::uint64_t hash_mod_layer(const firmware::Program& prog) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+  mix(prog.tasks.size());
+  for (const Task& t : prog.tasks) {
+    mix(t.trigger), mix(t.arrivals), mix(std::uint64_t(t.start)), mix(t.op), mix(t.ops.size()), mix(t.sends.size());
+    for (const firmware::Op& op : t.ops) mix(std::uint64_t(op.kind)), mix(op.elements), mix(op.vectors);
+    for (const firmware::Send& sd : t.sends)
+      mix(sd.color), mix(sd.wavelets), mix(std::uint64_t(sd.dest.kind)), mix(std::uint32_t(sd.dest.dx)),
+          mix(std::uint32_t(sd.dest.dy)), mix(std::uint32_t(sd.dest.span)), mix(sd.collective);
+  }
+  return h;
+}
 }  // namespace
 
 void Executor::reuse_setup() {
@@ -881,16 +896,32 @@ void Executor::space_setup() {
     const std::int32_t y = std::int32_t(t / std::uint32_t(W)), l = pl[p];
     ylo[std::size_t(l)] = std::min(ylo[std::size_t(l)], y), yhi[std::size_t(l)] = std::max(yhi[std::size_t(l)], y);
   }
-  std::map<std::pair<std::uint32_t, std::uint32_t>, bool> alike;  // (program, program moved p layers on)
-  auto programs_alike = [&](std::uint32_t p, std::uint32_t q) {
-    auto [it, fresh] = alike.try_emplace({p, q}, false);
-    if (!fresh) return it->second;
-    const auto& x = image_.programs[p].tasks;
-    const auto& y = image_.programs[q].tasks;
-    bool same = x.size() == y.size();
-    for (std::size_t k = 0; k < x.size() && same; ++k) same = same_mod_layer(x[k], y[k]);
-    return it->second = same;
-  };
+  // Per program a class, the same for programs alike but for their tasks' layers (same_mod_layer task by
+  // task: found by a hash of what it compares, then compared), and per tile its program's class and layer
+  // (-1 when idle): two bands are then compared as two runs of these arrays.
+  std::vector<std::int32_t> cls(np, -1);
+  {
+    auto programs_alike = [&](std::uint32_t p, std::uint32_t q) {
+      const auto& x = image_.programs[p].tasks;
+      const auto& y = image_.programs[q].tasks;
+      bool same = x.size() == y.size();
+      for (std::size_t k = 0; k < x.size() && same; ++k) same = same_mod_layer(x[k], y[k]);
+      return same;
+    };
+    std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> firsts;  // per hash: the classes' first programs
+    for (std::uint32_t p = 0; p < np; ++p) {
+      std::vector<std::uint32_t>& reps = firsts[hash_mod_layer(image_.programs[p])];
+      for (std::uint32_t r : reps)
+        if (programs_alike(r, p)) {
+          cls[p] = cls[r];
+          break;
+        }
+      if (cls[p] < 0) cls[p] = std::int32_t(p), reps.push_back(p);
+    }
+  }
+  std::vector<std::int32_t> tile_cls(grid_.size(), -1), tile_layer(grid_.size(), -1);
+  for (TileIndex t = 0; t < grid_.size(); ++t)
+    if (const std::uint32_t p = image_.tile_program[t]; p != firmware::kIdle) tile_cls[t] = cls[p], tile_layer[t] = pl[p];
   // Layers in groups of `per` from layer `o` on (a band per layer: per = 1; serpentine-bands, whose layers
   // pair up in band rows flowing east and west in turn: per = 4, two band rows). Group g's rows: those of
   // its layers' tiles. dr[g]: group g is group g-1 moved dr[g] rows on (0: not): the groups' rows do not
@@ -917,19 +948,21 @@ void Executor::space_setup() {
         if (ghi[g - 1] < 0 || ghi[g] < 0 || d <= 0 || ghi[g - 1] - glo[g - 1] >= d || ghi[g] - glo[g] >= d ||
             glo[g] + d > H || !fabric_.rows_alike(glo[g - 1], d, d))
           continue;
-        bool good = true;
+        // Tile by tile: both idle, or programs of one class whose layers are in group g-1 and per on.
         const TileIndex from = TileIndex(glo[g - 1]) * TileIndex(W), shift = TileIndex(d) * TileIndex(W);
-        const std::int32_t l0 = std::int32_t(o + (g - 1) * per), l1 = l0 + std::int32_t(per);
-        std::uint32_t last_p = firmware::kIdle, last_q = firmware::kIdle;  // (neighbours mostly share programs)
-        for (TileIndex t = from; t < from + shift && good; ++t) {
-          const std::uint32_t p = image_.tile_program[t], q = image_.tile_program[t + shift];
-          if (p == last_p && q == last_q) continue;
-          if ((p == firmware::kIdle) != (q == firmware::kIdle)) good = false;
-          else if (p != firmware::kIdle)
-            good = pl[p] >= l0 && pl[p] < l1 && pl[q] == pl[p] + std::int32_t(per) && programs_alike(p, q);
-          last_p = p, last_q = q;
+        const std::int32_t l0 = std::int32_t(o + (g - 1) * per), on = std::int32_t(per);
+        const std::int32_t* const c = tile_cls.data() + from;
+        const std::int32_t* const l = tile_layer.data() + from;
+        if (!std::equal(c, c + shift, c + shift)) continue;
+        // (branch-free and in unsigned arithmetic, so that it vectorises: l0 <= l < l1 as l - l0 < per)
+        std::uint32_t bad = 0;
+        const std::uint32_t uon = std::uint32_t(on), ul0 = std::uint32_t(l0);
+        for (TileIndex i = 0; i < shift; ++i) {
+          const std::uint32_t a = std::uint32_t(l[i]), b = std::uint32_t(l[i + shift]);
+          const std::uint32_t live = std::uint32_t(~c[i]) >> 31;  // (1 unless idle: c = -1)
+          bad |= live & (std::uint32_t(b != a + uon) | std::uint32_t(a - ul0 >= uon));
         }
-        if (good) dr[g] = d;
+        if (!bad) dr[g] = d;
       }
       // The runs: groups first..g1 with dr[first + 1..g1] one move (first = the group before the move's
       // first, or the group after the previous run's last).
