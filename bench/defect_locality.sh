@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# bench/defect_locality.sh: how far one defect's effect on the schedule reaches (evidence for reuse around a
+# defect, issues 9 and 10). Runs the default decode (Llama-3.1-8B on wse3, layer-bands) without defects and
+# with one (DEFECT_LOCALITY_DEFECT, default "router,25,138": physical x, y), each with a Chrome trace whose
+# per-tile tracks cover a window of rows around it (DEFECT_LOCALITY_WINDOWS, default the west and the east
+# 100 columns of rows 100-199), and prints per row of each window how its tiles' task runs compare with the
+# defect-free run's: "shift D" when every task of the tile starts and ends D cycles later, else "varied".
+# Run through bench/run (or set WAFER_EMU).
+set -euo pipefail
+emu="${WAFER_EMU:?run through bench/run}"
+defect="${DEFECT_LOCALITY_DEFECT:-router,25,138}"
+read -r -a windows <<<"${DEFECT_LOCALITY_WINDOWS:-0:98,100:199 662:761,100:199}"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+printf 'kind,x,y,dir\n%s\n' "$defect" >"$dir/one.csv"
+for w in "${windows[@]}"; do
+  "$emu" decode --trace "$dir/clean-$w.json" --trace-window "$w" >/dev/null
+  "$emu" decode --defects "$dir/one.csv" --trace "$dir/defect-$w.json" --trace-window "$w" >/dev/null
+done
+python3 - "$dir" "$defect" "${windows[@]}" <<'PY'
+import json, re, sys
+from collections import Counter, defaultdict
+d, defect, windows = sys.argv[1], sys.argv[2], sys.argv[3:]
+
+def runs(path):
+    ev = json.load(open(path))["traceEvents"]
+    name = {e["tid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("pid") == 1 and e["name"] == "thread_name"}
+    out = defaultdict(list)
+    for e in ev:
+        if e.get("ph") == "X" and e.get("pid") == 1:  # per-tile tracks; ts and dur in us at 1.1 GHz
+            out[name[e["tid"]]].append((round(e["ts"] * 1100), round((e["ts"] + e["dur"]) * 1100)))
+    return out
+
+print(f"one defect ({defect}) against none, per row: how the tiles' task runs moved (cycles)")
+for w in windows:
+    clean, bad = runs(f"{d}/clean-{w}.json"), runs(f"{d}/defect-{w}.json")
+    rows = defaultdict(Counter)
+    for tile, a in clean.items():
+        y = int(re.findall(r"\d+", tile)[1])
+        a, b = sorted(a), sorted(bad.get(tile, []))
+        if len(a) != len(b):
+            rows[y]["other task count"] += 1
+            continue
+        shifts = {q[0] - p[0] for p, q in zip(a, b)} | {q[1] - p[1] for p, q in zip(a, b)}
+        rows[y][f"shift {shifts.pop()}" if len(shifts) == 1 else "varied"] += 1
+    print(f"window {w}: {len(clean)} tiles")
+    last = None
+    for y in sorted(rows):  # runs of rows alike printed once
+        k = ", ".join(f"{n} {c}" for n, c in sorted(rows[y].items()))
+        if k != last:
+            print(f"  from row {y}: {k} tiles")
+            last = k
+PY
