@@ -554,7 +554,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   if (ru_.on && !ru_.done) {
     // (the runs are watched back to back from the step's start, so the starts seen here are all that
     // next_space_run asks about)
-    layer_hi_ = std::max<std::uint32_t>(layer_hi_, t.layer);
+    ru_.layer_hi = std::max<std::uint32_t>(ru_.layer_hi, t.layer);
     touch(slot, tile);
     if (t.layer >= ru_.next && t.layer <= ru_.b) {
       if (t.layer == ru_.next && !ru_.pending) {  // the first task of this layer: a cut at the end of the cycle
@@ -998,11 +998,10 @@ void Executor::space_setup() {
   ru_.prog_layer = std::move(pl);
   ru_.runs = std::move(best);
   ru_.run = 0;
-  arm_space_run();
   reuse_arm();
 }
 
-// In space: the bands and layers of run ru_.run.
+// In space: run ru_.run's bands and layers, watched from its first cut on with nothing kept from a run before.
 void Executor::arm_space_run() {
   Reuse::SpaceRun& r = ru_.runs[ru_.run];
   ru_.a = r.a;
@@ -1010,33 +1009,39 @@ void Executor::arm_space_run() {
   ru_.dr = r.dr;
   ru_.S = TileIndex(ru_.dr) * TileIndex(grid_.width);
   ru_.band_y = std::move(r.band_y);
+  ru_.rows = ru_.prev_rows = {0, 0};
+  ru_.settled_routes.clear();
+  ru_.prev_settled_routes.clear();
+  ru_.route_row_min = std::numeric_limits<std::int32_t>::max();
+  ru_.fresh_band = 0;
+  // Before the first run's first cut every band is fresh (describe_bands); arrivals before a later run was
+  // armed went to no touched list, so its bands are all looked at at its first cut.
+  if (ru_.run == 0) ru_.band_code.clear();
+  else ru_.band_code.assign(ru_.band_y.size(), 4);
+  start_watching();
 }
 
 // In space, once a run is over (jumped, or no jump can come): the next run whose first layer no task has
-// reached yet is watched from its first cut on, as the first was; whatever the cuts of the run before kept is
-// dropped. False when none is left.
+// reached yet. False when none is left.
 bool Executor::next_space_run() {
   while (ru_.space && ru_.run + 1 < ru_.runs.size()) {
     ++ru_.run;
-    if (ru_.runs[ru_.run].a <= layer_hi_) continue;
-    arm_space_run();
-    ru_.done = false;
-    ru_.have = false;
-    ru_.next = ru_.a;
-    ru_.rows = ru_.prev_rows = {0, 0};
-    ru_.settled_routes.clear();
-    ru_.prev_settled_routes.clear();
-    ru_.route_row_min = std::numeric_limits<std::int32_t>::max();
-    ru_.fresh_band = 0;
-    // Arrivals before this run was armed went to no touched list: every band is looked at at the first cut.
-    ru_.band_code.assign(ru_.band_y.size(), 4);
+    if (ru_.runs[ru_.run].a <= ru_.layer_hi) continue;
     std::fill(ru_.cursor.begin(), ru_.cursor.end(), std::uint16_t(0));  // (a cursor only runs forward from 0)
-    ru_.watched += std::uint32_t(ru_.b - ru_.a + 1);
-    log_routes_ = !routes_.empty();
-    route_log_.clear();
+    arm_space_run();
     return true;
   }
   return false;
+}
+
+// Layers a..b watched from layer a's first cut on.
+void Executor::start_watching() {
+  ru_.done = false;
+  ru_.have = false;
+  ru_.next = ru_.a;
+  ru_.watched += std::uint32_t(ru_.b - ru_.a + 1);
+  log_routes_ = !routes_.empty();
+  route_log_.clear();
 }
 
 void Executor::reuse_arm() {
@@ -1056,10 +1061,9 @@ void Executor::reuse_arm() {
   ru_.margin = costs_.task_overhead + most + 1;
   ru_.cursor.assign(grid_.size() * std::size_t(ru_.max_groups), 0);
   ru_.touched_bits.assign((slots_.size() + 63) / 64, 0);
-  ru_.next = ru_.a;
   ru_.on = true;
-  ru_.watched = std::uint32_t(ru_.b - ru_.a + 1);
-  log_routes_ = !routes_.empty();
+  if (ru_.space) arm_space_run();
+  else start_watching();
 }
 
 bool Executor::in_range(std::uint32_t p, std::uint32_t k) const {
@@ -1513,7 +1517,7 @@ void Executor::reuse_cut() {
   log_routes_ = false;
   route_log_ = {};
   untouch_all();
-  layer_hi_ = std::max(layer_hi_, reach + std::uint32_t(K) * ru_.p);  // (the copies' layers have started)
+  ru_.layer_hi = std::max(ru_.layer_hi, reach + std::uint32_t(K) * ru_.p);  // (the copies' layers have started)
   if (!next_space_run()) reuse_release();
 }
 

@@ -384,6 +384,7 @@ class Executor final : public noc::NetworkClient {
     };
     std::vector<SpaceRun> runs;
     std::size_t run = 0;
+    std::uint32_t layer_hi = 0;  // the highest layer a task has started in (or a jump copied) while watched
     hw::TileIndex origin = 0;                 // the cut's band's first tile (descriptions are relative to it)
     std::vector<hw::TileIndex> work_tiles;    // while describing: the tiles of the bands at work
     std::pair<std::int32_t, std::int32_t> rows{0, 0}, prev_rows{0, 0};  // rows whose routes are described
@@ -398,7 +399,7 @@ class Executor final : public noc::NetworkClient {
   void space_setup();
   void arm_space_run();
   bool next_space_run();
-  std::uint32_t layer_hi_ = 0;  // while reuse watches: the highest layer a task has started in (or a jump copied)
+  void start_watching();
   void reuse_arm();
   void reuse_release();
   static std::pair<std::size_t, std::size_t> longest_run(const std::vector<std::uint8_t>& ok);

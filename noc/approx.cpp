@@ -240,35 +240,21 @@ bool ApproxMesh::describe_state(const TagDescriber& tag, std::vector<std::uint64
   // the later of the request, >= now, and the next-free cycle).
   // (Only tiles that may be busy are looked at: busy_bound. The tiles found bound those of the next
   // description when a mark is taken at this cycle.)
-  const auto [lo, hi] = busy_bound();
-  busy_lo_ = TileIndex(tiles_.size()), busy_hi_ = 0;
-  for (TileIndex tile = lo; tile < hi; ++tile) {
-    if (latest_free(tiles_[tile]) <= now) continue;  // (most tiles: one test)
-    busy_lo_ = std::min(busy_lo_, tile), busy_hi_ = tile + 1;
+  each_busy_tile(now, busy_bound(), [&](TileIndex tile) {
     const auto v = resources(const_cast<TileRes&>(tiles_[tile]));
     for (std::uint64_t k = 0; k < kResources; ++k)
       if (*v[k] > now) out.insert(out.end(), {tile_rel(tile) << 3 | k, *v[k] - now});
-  }
-  busy_at_ = now;
+  });
   return true;
 }
 
 void ApproxMesh::mark(bool log) {
   const Cycle now = queue_.now();
-  if (busy_at_ != now) {  // no description at this cycle: find the busy tiles
-    busy_lo_ = TileIndex(tiles_.size()), busy_hi_ = 0;
-    for (TileIndex tile = 0; tile < tiles_.size(); ++tile)
-      if (latest_free(tiles_[tile]) > now) busy_lo_ = std::min(busy_lo_, tile), busy_hi_ = tile + 1;
-    busy_at_ = now;
-  }
+  if (busy_at_ != now) each_busy_tile(now, {0, TileIndex(tiles_.size())}, [](TileIndex) {});  // (no description now)
   mark_lo_ = busy_lo_, mark_hi_ = busy_hi_;
   touched_lo_ = TileIndex(tiles_.size()), touched_hi_ = 0;
   mark_stats_ = stats_;
-  if (mark_busy_size_ != busy_.size()) {
-    mark_busy_ = std::make_unique_for_overwrite<std::uint64_t[]>(busy_.size());
-    mark_busy_size_ = busy_.size();
-    row_saved_.assign(height_, 0);
-  }
+  if (!mark_busy_) mark_busy_ = std::make_unique_for_overwrite<std::uint64_t[]>(busy_.size()), row_saved_.assign(height_, 0);
   for (std::uint32_t y : saved_rows_) row_saved_[y] = 0;
   saved_rows_.clear();
   marked_ = true;
@@ -344,13 +330,11 @@ void ApproxMesh::repeat(Cycle period, std::uint64_t times, const Retag& retag, s
   }
   // The busy resources move with the stretch; where they were, the mesh is idle (free at `now`).
   std::vector<std::pair<std::size_t, Cycle>> busy;  // (tile x kResources + resource, next free)
-  const auto [lo, hi] = busy_bound();
-  for (TileIndex tile = lo; tile < hi; ++tile) {
-    if (latest_free(tiles_[tile]) <= now) continue;
+  each_busy_tile(now, busy_bound(), [&](TileIndex tile) {
     const auto v = resources(tiles_[tile]);
     for (std::size_t k = 0; k < kResources; ++k)
       if (*v[k] > now) busy.push_back({std::size_t(tile) * kResources + k, *v[k]}), *v[k] = now;
-  }
+  });
   for (const auto& [i, c] : busy) *resources(tiles_[TileIndex(i / kResources) + dt])[i % kResources] = c + shift;
   queue_.rebuild(now + shift, ev);
   last_event_ += shift;

@@ -154,8 +154,7 @@ class ApproxMesh final : public Mesh {
   bool marked_ = false;
   // The saved rows' counters as at the mark; the others are never read, so never written (left
   // uninitialised: on wse3 28 MB that would otherwise be zeroed and paged in).
-  std::unique_ptr<std::uint64_t[]> mark_busy_;
-  std::size_t mark_busy_size_ = 0;
+  std::unique_ptr<std::uint64_t[]> mark_busy_;  // (allocated at the first mark, busy_.size())
   std::vector<std::uint8_t> row_saved_;      // per row: saved since the mark
   std::vector<std::uint32_t> saved_rows_;    // ... those rows
   TileIndex touched_lo_ = 0, touched_hi_ = 0;  // tiles [lo, hi) whose resources the window reserved
@@ -168,6 +167,18 @@ class ApproxMesh final : public Mesh {
   std::pair<TileIndex, TileIndex> busy_bound() const {
     if (!marked_) return {0, TileIndex(tiles_.size())};
     return {std::min(mark_lo_, touched_lo_), std::max(mark_hi_, touched_hi_)};
+  }
+  // f(tile) for every tile of [range) with a resource busy beyond `now`, keeping their range as the tiles busy
+  // at `now` (busy_lo_, busy_hi_, busy_at_).
+  template <class F>
+  void each_busy_tile(Cycle now, std::pair<TileIndex, TileIndex> range, F&& f) const {
+    busy_lo_ = TileIndex(tiles_.size()), busy_hi_ = 0;
+    for (TileIndex tile = range.first; tile < range.second; ++tile) {
+      if (latest_free(tiles_[tile]) <= now) continue;  // (most tiles: one test)
+      busy_lo_ = std::min(busy_lo_, tile), busy_hi_ = tile + 1;
+      f(tile);
+    }
+    busy_at_ = now;
   }
   void touch_tile(TileIndex t) {
     touched_lo_ = std::min(touched_lo_, t), touched_hi_ = std::max(touched_hi_, t + 1);
