@@ -271,6 +271,9 @@ int run_decode(const std::vector<std::string>& args) {
       ("trace", po::value<std::string>()->value_name("PATH"), "write a Chrome Trace Event JSON (Perfetto)")
       ("trace-window", po::value<std::string>()->value_name("X0:X1,Y0:Y1"),
        "--trace: per-tile tracks for these tiles only (inclusive; default every tile, capped)")
+      ("threads", po::value<std::int64_t>()->value_name("N"),
+       "wafers of a pipeline emulated at once, each on a thread (default: the CPUs this process may use, as many as "
+       "fit in memory; the results are the same for any N)")
       ("no-reuse", "emulate everything: no wafer of a pipeline and no repeated layer is copied from an earlier "
                    "one (the results are identical either way; this checks it)")
       ("no-cache", "build every step of the process from scratch (the search's candidates, prefill chunks, the wafers "
@@ -298,6 +301,12 @@ int run_decode(const std::vector<std::string>& args) {
   if (mo.group < 0 || mo.group > 8192) throw hw::InputError(fmt::format("--group {} must be between 0 and 8192", mo.group));
   if (mo.batch < 1) throw hw::InputError(fmt::format("--batch {} must be at least 1", mo.batch));
   if (mo.context < 1) throw hw::InputError(fmt::format("--context {} must be at least 1", mo.context));
+  std::uint32_t threads = cpus_available();
+  if (vm.count("threads")) {
+    const std::int64_t n = vm["threads"].as<std::int64_t>();
+    if (n < 1 || n > 1024) throw hw::InputError(fmt::format("--threads {} is outside [1, 1024]", n));
+    threads = std::uint32_t(n);
+  }
   std::int64_t prefill = 0, max_chunk = 0;
   if (vm.count("chunk") && !vm.count("prefill")) throw hw::InputError("--chunk needs --prefill T");
   if (vm.count("prefill")) {
@@ -392,7 +401,7 @@ int run_decode(const std::vector<std::string>& args) {
   if (mo.placement == "auto") {
     new_simulator();
     DecodePoint base{spec, model, mo, fidelity, false, {}, false, regions ? kRegionCells : 0, 0,
-                     vm.count("no-reuse") == 0};
+                     vm.count("no-reuse") == 0, threads};
     SearchBudget budget;
     budget.task_runs = vm["search-budget"].as<std::int64_t>();
     if (budget.task_runs < 0) throw hw::InputError(fmt::format("--search-budget {} must be at least 0", budget.task_runs));
@@ -400,7 +409,7 @@ int run_decode(const std::vector<std::string>& args) {
     mo = searched->candidates[std::size_t(searched->chosen)].options;
   }
   DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0, {}, false, regions ? kRegionCells : 0, 0,
-                    vm.count("no-reuse") == 0};
+                    vm.count("no-reuse") == 0, threads};
   if (vm.count("trace")) {
     tile_tracks.resize(std::size_t(mo.wafers));
     point.keep_tile = [&](std::size_t k, hw::TileIndex t, std::uint32_t runs) { return tile_tracks.keep(k, t, runs); };
@@ -597,6 +606,7 @@ int run_decode(const std::vector<std::string>& args) {
   wall.add_int("tasks_executed", std::int64_t(res.tasks_executed), "tasks", "tile tasks the cores ran");
   wall.add_int("tasks_represented", std::int64_t(res.tasks_represented), "tasks", "tile tasks the result stands for (tasks_run)");
   wall.add_int("wafers_reused", std::int64_t(res.wafers_reused), "wafers", "wafers whose step is an earlier wafer's, shifted");
+  wall.add_int("threads", std::int64_t(res.threads), "threads", "wafers emulated at once (--threads)");
   wall.add_int("layers_reused", std::int64_t(res.layers_reused), "layers", "layers copied once their state repeated");
   wall.add_int("layers_watched", std::int64_t(res.layers_watched), "layers",
                "layers of the runs watched for a repeated state (0: no run long enough)");

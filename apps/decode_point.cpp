@@ -4,15 +4,18 @@
 
 #include <fmt/format.h>
 #include <malloc.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "core/executor.h"
 #include "hw/error.h"
@@ -65,6 +68,26 @@ void check_memory(const mapper::Mapping& mapping) {
           k, mapping.wafers[k].task_runs, lack));
 }
 
+std::uint32_t cpus_available() {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+#endif
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::uint32_t threads_that_fit(const mapper::Mapping& mapping, std::uint32_t threads, std::optional<std::uint64_t> avail) {
+  threads = std::max<std::uint32_t>(1, std::min<std::uint32_t>(threads, std::uint32_t(mapping.wafers.size())));
+  if (threads == 1) return 1;
+  std::vector<std::int64_t> runs;
+  for (const auto& w : mapping.wafers) runs.push_back(std::max<std::int64_t>(0, w.task_runs));
+  std::sort(runs.begin(), runs.end(), std::greater<>());
+  for (; threads > 1; --threads)
+    if (memory_shortfall(std::accumulate(runs.begin(), runs.begin() + threads, std::int64_t(0)), avail).empty()) break;
+  return threads;
+}
+
 mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric) {
   return mapper::map_model(p.spec, fabric, p.model, p.options);
 }
@@ -83,6 +106,7 @@ sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, c
   so.region_cells = p.region_cells;
   so.series_cells = p.series_cells;
   so.reuse = p.reuse;
+  so.threads = threads_that_fit(mapping, p.threads);
   so.interwafer_bytes = std::uint64_t(std::max<std::int64_t>(1, mapping.interwafer_bytes_per_token()));
   return simulator.run(p.spec, fabric, images, so);
 }

@@ -33,6 +33,9 @@ struct DecodePoint {
   bool keep_path = false;
   std::int32_t region_cells = 0, series_cells = 0;
   bool reuse = true;            // sim::StepOptions::reuse (false: `decode --no-reuse`)
+  // sim::StepOptions::threads: wafers of a pipeline emulated at once, at most as many as fit in memory
+  // together (emulate_point); the results are the same for any number.
+  std::uint32_t threads = 1;
 };
 
 // Maps the point onto `fabric` (the wafer's repaired logical mesh). Throws hw::InputError with the
@@ -49,6 +52,14 @@ std::string memory_shortfall(std::int64_t tasks, std::optional<std::uint64_t> av
 // Refuses (hw::InputError, with the figures) a mapping whose full run would keep more task records than
 // memory_available() on some wafer, before anything is allocated.
 void check_memory(const mapper::Mapping& mapping);
+
+// The CPUs this process may run on (its affinity mask; at least 1): decode's default --threads.
+std::uint32_t cpus_available();
+
+// Of `threads` wafers emulated at once (DecodePoint::threads), as many as the mapping has and as the task records
+// of its largest wafers fit in `avail` together (memory_shortfall); at least 1.
+std::uint32_t threads_that_fit(const mapper::Mapping& mapping, std::uint32_t threads,
+                               std::optional<std::uint64_t> avail = memory_available());
 
 // Emulates one decode step of `mapping` (made by map_point for the same point and fabric), after
 // check_memory.

@@ -17,6 +17,10 @@ void keep_freed_memory() {
   // top, a freed block is there for the next point's allocation of the same size.
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  // One heap for every thread (the wafers a step emulates side by side, sim::StepOptions::threads): a thread's
+  // own arena would map and fault in its arrays afresh rather than take what the other steps freed. The
+  // threads allocate little once a step runs, so they hardly contend for it.
+  mallopt(M_ARENA_MAX, 1);
 #endif
   noc::keep_huge_blocks(true);  // the huge-page arrays map on their own (noc/big_array.h)
 }

@@ -6,6 +6,7 @@
 // 2 MiB instead of 4 KiB; they go back to the kernel when freed. Smaller blocks come from the ordinary heap.
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <utility>
@@ -18,16 +19,20 @@
 
 namespace wafer::noc {
 
-// Freed huge blocks kept for the next allocation of the same size (keep_huge_blocks(true)): a process that
-// runs many steps of one wafer (apps::PointCache) then maps and faults in its task records once. A request
-// no kept block fits returns every kept block to the kernel first, so what is kept is at most what the
-// last step freed.
+// Freed huge blocks kept for later allocations (keep_huge_blocks(true)): a process that runs many steps
+// (apps::PointCache, the wafers of a pipeline, emulated one after the other or side by side) then maps and
+// faults in its task records once. While blocks are kept, each is mapped a quarter larger than asked, and a
+// request takes the smallest kept block that holds it and is at most twice its size: the records of wafers
+// of about one size share blocks. Kept blocks are
+// returned to the kernel, smallest first, while what is kept and what is in use exceed the most the process
+// has had in use at once.
 namespace detail {
 struct HugePool {
   std::mutex m;
   bool keep = false;
-  std::vector<std::pair<void*, std::size_t>> blocks;  // (block, bytes)
-  std::size_t bytes = 0;
+  std::vector<std::pair<void*, std::size_t>> blocks;  // kept: (block, bytes)
+  std::vector<std::pair<void*, std::size_t>> given;   // in use: (block, bytes mapped)
+  std::size_t bytes = 0, in_use = 0, peak = 0;        // kept, in use, the most in use at once
   static HugePool& get() {
     static HugePool p;
     return p;
@@ -50,6 +55,13 @@ template <class T>
 struct HugePageAllocator {
   using value_type = T;
   static constexpr std::size_t kHuge = std::size_t(2) << 20;
+  // Blocks of 64 MiB and more are rounded up to a multiple of 32 MiB, so that the records of wafers of about
+  // one size (a pipeline's, a study's points) come in one block size and a kept block serves the next (the
+  // tail past the request is never touched, so costs no memory).
+  static std::size_t rounded_size(std::size_t bytes) {
+    const std::size_t unit = bytes >= (std::size_t(64) << 20) ? std::size_t(32) << 20 : kHuge;
+    return (bytes + unit - 1) / unit * unit;
+  }
 
   HugePageAllocator() = default;
   template <class U>
@@ -62,33 +74,52 @@ struct HugePageAllocator {
       if (!p) throw std::bad_alloc();
       return static_cast<T*>(p);
     }
-    const std::size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+    const std::size_t rounded = rounded_size(bytes);
 #if defined(__linux__)
+    auto& pool = detail::HugePool::get();
+    std::lock_guard<std::mutex> g(pool.m);
     {
-      auto& pool = detail::HugePool::get();
-      std::lock_guard<std::mutex> g(pool.m);
-      for (std::size_t i = 0; i < pool.blocks.size(); ++i)
-        if (pool.blocks[i].second == rounded) {
-          void* p = pool.blocks[i].first;
-          pool.blocks.erase(pool.blocks.begin() + std::ptrdiff_t(i));
-          pool.bytes -= rounded;
-          return static_cast<T*>(p);
-        }
-      for (const auto& [block, size] : pool.blocks) munmap(block, size);
-      pool.blocks.clear(), pool.bytes = 0;
+      std::size_t best = pool.blocks.size();
+      for (std::size_t i = 0; i < pool.blocks.size(); ++i) {
+        const std::size_t size = pool.blocks[i].second;
+        if (size >= rounded && rounded >= size / 2 &&
+            (best == pool.blocks.size() || size < pool.blocks[best].second))
+          best = i;
+      }
+      if (best < pool.blocks.size()) {
+        const auto block = pool.blocks[best];
+        pool.blocks.erase(pool.blocks.begin() + std::ptrdiff_t(best));
+        pool.bytes -= block.second;
+        pool.given.push_back(block);
+        pool.in_use += block.second;
+        return static_cast<T*>(block.first);
+      }
     }
     // A mapping of its own, 2 MiB aligned (map 2 MiB more and trim), whatever the C library's allocator is
     // told (a process that keeps freed heap memory would otherwise grow its heap for every aligned block).
-    void* m = mmap(nullptr, rounded + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    // Kept, it may serve a request a quarter larger later: mapped that much larger (the pages past the
+    // request are not touched, so cost no memory until then).
+    const std::size_t mapped = pool.keep ? rounded_size(bytes + bytes / 4) : rounded;
+    void* m = mmap(nullptr, mapped + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) throw std::bad_alloc();
     const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(m);
     const std::uintptr_t aligned = (a + kHuge - 1) / kHuge * kHuge;
     if (aligned > a) munmap(m, aligned - a);
-    if (aligned + rounded < a + rounded + kHuge) munmap(reinterpret_cast<void*>(aligned + rounded), a + kHuge - aligned);
+    if (aligned + mapped < a + mapped + kHuge) munmap(reinterpret_cast<void*>(aligned + mapped), a + kHuge - aligned);
     void* p = reinterpret_cast<void*>(aligned);
 #if defined(MADV_HUGEPAGE)
-    madvise(p, rounded, MADV_HUGEPAGE);  // a hint: failure only means ordinary pages
+    madvise(p, mapped, MADV_HUGEPAGE);  // a hint: failure only means ordinary pages
 #endif
+    pool.given.push_back({p, mapped});
+    pool.in_use += mapped;
+    pool.peak = std::max(pool.peak, pool.in_use);
+    while (!pool.blocks.empty() && pool.bytes + pool.in_use > pool.peak) {
+      const auto smallest = std::min_element(pool.blocks.begin(), pool.blocks.end(),
+                                             [](const auto& x, const auto& y) { return x.second < y.second; });
+      munmap(smallest->first, smallest->second);
+      pool.bytes -= smallest->second;
+      pool.blocks.erase(smallest);
+    }
 #else
     void* p = std::aligned_alloc(kHuge, rounded);
     if (!p) throw std::bad_alloc();
@@ -99,11 +130,19 @@ struct HugePageAllocator {
     const std::size_t bytes = n * sizeof(T);
 #if defined(__linux__)
     if (bytes >= kHuge) {
-      const std::size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
       auto& pool = detail::HugePool::get();
       std::lock_guard<std::mutex> g(pool.m);
-      if (pool.keep) pool.blocks.push_back({p, rounded}), pool.bytes += rounded;
-      else munmap(p, rounded);
+      std::size_t size = rounded_size(bytes);  // (every block is in `given`; this only if not)
+      for (std::size_t i = 0; i < pool.given.size(); ++i)
+        if (pool.given[i].first == p) {
+          size = pool.given[i].second;
+          pool.given[i] = pool.given.back();
+          pool.given.pop_back();
+          pool.in_use -= size;
+          break;
+        }
+      if (pool.keep) pool.blocks.push_back({p, size}), pool.bytes += size;
+      else munmap(p, size);
       return;
     }
 #endif

@@ -8,10 +8,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <exception>
 #include <systemc>
+#include <thread>
 #include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 
@@ -230,14 +232,26 @@ memory::SramStats check_sram(const hw::WaferSpec& spec, const firmware::Image& i
   return stats;
 }
 
+namespace {
+// Whether the image streams weights (StreamIn ops): its timing then depends on the shared MemoryX port.
+bool streams(const firmware::Image& im) {
+  for (const auto& p : im.programs)
+    for (const auto& t : p.tasks)
+      for (const auto& op : t.ops)
+        if (op.kind == firmware::OpKind::StreamIn) return true;
+  return false;
+}
+
+// A wafer's result moved `shift` cycles later (its task runs apart: Simulator::runs_).
+void shift_step(WaferStep& ws, Cycle shift) {
+  ws.step.start += shift;
+  ws.step.end += shift;
+  for (auto& seg : ws.step.path) seg.from += shift, seg.to += shift;
+  for (Cycle& t : ws.series.t) t += shift;
+}
+}  // namespace
+
 bool same_step(const firmware::Image& a, const firmware::Image& b) {
-  auto streams = [](const firmware::Image& im) {
-    for (const auto& p : im.programs)
-      for (const auto& t : p.tasks)
-        for (const auto& op : t.ops)
-          if (op.kind == firmware::OpKind::StreamIn) return true;
-    return false;
-  };
   auto same_start = [](const firmware::Injection& x, const firmware::Injection& y) {
     return x.tile == y.tile && x.color == y.color && x.wavelets == y.wavelets;
   };
@@ -303,44 +317,25 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
     // reused when a caller chooses the tiles whose runs it keeps (keep_tile: it is asked tile by tile, as the
     // runs of each wafer are read).
     const bool reuse = opt.reuse, reuse_wafers = opt.reuse && !opt.keep_tile;
+    // An earlier wafer ran the same step (same_step): the models are deterministic and invariant under a
+    // shift in time (the mesh is reset before every wafer; the cores read no absolute cycle but the
+    // start; without streamed weights nothing else is shared), so this wafer's result is that one's with
+    // every cycle shifted by the difference of the starts. from[k]: that wafer (k: none; wafer k is emulated).
+    std::vector<std::size_t> from(images.size()), emulated;
     for (std::size_t k = 0; k < images.size(); ++k) {
-      if (k > 0) {
-        std::uint64_t bytes = std::max<std::uint64_t>(1, opt.interwafer_bytes);
-        Cycle arrive = top_->hand_off(start, bytes);
-        res.link_cycles.push_back(arrive - start);
-        start = arrive;
-      }
-      // An earlier wafer ran the same step (same_step): the models are deterministic and invariant under a
-      // shift in time (the mesh is reset before every wafer; the cores read no absolute cycle but the
-      // start; without streamed weights nothing else is shared), so this wafer's result is that one's with
-      // every cycle shifted by the difference of the starts.
-      std::size_t from = k;
+      from[k] = k;
       if (reuse_wafers)
-        for (std::size_t j = 0; j < k && from == k; ++j)
-          if (res.wafers[j].reused_from < 0 && same_step(*images[j], *images[k])) from = j;
-      if (from < k) {
-        WaferStep ws = res.wafers[from];
-        const Cycle shift = start - ws.step.start;
-        ws.step.start += shift;
-        ws.step.end += shift;
-        ws.reused_from = int(from);
-        for (auto& seg : ws.step.path) seg.from += shift, seg.to += shift;
-        for (Cycle& t : ws.series.t) t += shift;
-        if (opt.keep_task_runs) {
-          runs_[k] = runs_[from];
-          for (auto& t : runs_[k]) t.trigger += shift, t.start += shift, t.end += shift;
-        }
-        start = ws.step.end;
-        res.wafers.push_back(std::move(ws));
-        ++res.wafers_reused;
-        continue;
-      }
-      if (mesh_used) mesh->reset();
-      mesh_used = true;
+        for (std::size_t j = 0; j < k && from[k] == k; ++j)
+          if (from[j] == j && same_step(*images[j], *images[k])) from[k] = j;
+      if (from[k] == k) emulated.push_back(k);
+    }
+    // Wafer k's step on the mesh `wm` (reset) from cycle `from_cycle`; the seconds spent building its executor
+    // and running it are added to elab and emul.
+    auto emulate = [&](std::size_t k, noc::Mesh* wm, Cycle from_cycle, double& elab, double& emul) {
       auto t1 = std::chrono::steady_clock::now();
       core::ExecOptions eo;
       eo.weight_bytes = opt.weight_bytes;
-      eo.start = start;
+      eo.start = from_cycle;
       eo.keep_path = opt.keep_path;
       // Counters over time: the links' busy cycles per cell, sampled every `every` cycles; when there are
       // more intervals than asked, every other sample is dropped and the interval doubles. The mesh sums
@@ -351,13 +346,13 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       std::vector<std::uint64_t> cum;  // per sample: cumulative link busy per cell
       bool tallied = false;            // the mesh sums the cells' counters
       auto sample_cells = [&](const std::uint64_t* busy) {
-        if (!tallied) return sum_link_busy(*mesh, fabric.grid(), se.grid, cum, busy);
-        const std::uint64_t* sums = busy ? busy : mesh->tallied()->data();
+        if (!tallied) return sum_link_busy(*wm, fabric.grid(), se.grid, cum, busy);
+        const std::uint64_t* sums = busy ? busy : wm->tallied()->data();
         cum.insert(cum.end(), sums, sums + se.grid.size());
       };
       if (opt.series_cells > 0) {
         se.grid = RegionGrid::fit(fabric.grid(), opt.series_cells);
-        tallied = mesh->tally(se.grid.of_tiles(fabric.grid()), se.grid.size());
+        tallied = wm->tally(se.grid.of_tiles(fabric.grid()), se.grid.size());
         const std::size_t cap = std::max<std::uint32_t>(2, opt.series_intervals);
         // First guess of the interval: a step crosses the array a few hundred times (wse3, 8B: 8 x (W + H)
         // gives ~44 intervals of its 668 k cycles, the tiny wafer 32), then doubling keeps at most 64.
@@ -380,20 +375,20 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
         };
       }
       eo.reuse = reuse;
-      core::Executor ex(spec, *images[k], fabric, *mesh, &port, eo);
+      core::Executor ex(spec, *images[k], fabric, *wm, &port, eo);
       auto t2 = std::chrono::steady_clock::now();
-      res.elaboration_s += std::chrono::duration<double>(t2 - t1).count();
+      elab += std::chrono::duration<double>(t2 - t1).count();
       ws.step = ex.run();
-      res.emulation_s += seconds_since(t2);
+      emul += seconds_since(t2);
       if (!ws.step.finished)
         throw std::runtime_error(fmt::format(
             "wafer {}: the step never finished: the done tile ({},{}) received {} of {} bursts on color {} ({} of {} "
             "tasks ran, {} bursts unclaimed)",
             k, images[k]->done_tile.x, images[k]->done_tile.y, ws.step.done_received, images[k]->done_arrivals,
             int(images[k]->done_color), ws.step.tasks_run, ws.step.tasks_total, ws.step.unclaimed));
-      ws.network = mesh->stats();
-      ws.mesh_bytes = mesh->state_bytes();
-      for (std::size_t l = 0; l < fabric.links(); ++l) ws.link_busy_max = std::max(ws.link_busy_max, mesh->link_busy(noc::LinkId(l)));
+      ws.network = wm->stats();
+      ws.mesh_bytes = wm->state_bytes();
+      for (std::size_t l = 0; l < fabric.links(); ++l) ws.link_busy_max = std::max(ws.link_busy_max, wm->link_busy(noc::LinkId(l)));
       // What traces and the report want of the runs, in one pass over them (tile order).
       const bool filter = opt.keep_task_runs && opt.keep_tile, series = opt.series_cells > 0, regions = opt.region_cells > 0;
       if (opt.keep_task_runs && !opt.keep_tile) runs_[k] = ex.task_runs();
@@ -402,7 +397,7 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       std::size_t n = 0;
       const std::size_t cells = se.grid.size();
       if (series) {
-        if (se.t.empty()) se.t.push_back(start), sample_cells(nullptr);  // not a Mesh: no slices
+        if (se.t.empty()) se.t.push_back(from_cycle), sample_cells(nullptr);  // not a Mesh: no slices
         se.t.push_back(std::max(ws.step.end, se.t.back() + 1));
         sample_cells(nullptr);
         count_links(fabric, se.grid, series_links, nullptr, series_tiles);
@@ -418,7 +413,7 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
       }
       if (regions) {
         rt.grid = RegionGrid::fit(fabric.grid(), opt.region_cells);
-        sum_link_busy(*mesh, fabric.grid(), rt.grid, rt.link_busy);
+        sum_link_busy(*wm, fabric.grid(), rt.grid, rt.link_busy);
         count_links(fabric, rt.grid, rt.links, &rt.extra_hops, rt.tiles);
         rt.task_cycles.assign(rt.grid.size(), 0);
       }
@@ -480,6 +475,97 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
         const double dt = double(se.t[i + 1] - se.t[i]);
         for (std::size_t c = 0; c < cells; ++c)
           if (series_tiles[c]) se.tiles_busy[i * cells + c] /= double(series_tiles[c]) * dt;
+      }
+      return ws;
+    };
+    // The wafers emulated side by side (StepOptions::threads): each from cycle 0 on a mesh of its own thread,
+    // shifted to its start below (the same invariance). Not when a wafer streams weights (the MemoryX port is
+    // shared in simulated time) or a trace's extras follow the run tile by tile (keep_tile asks in wafer order).
+    const bool parallel = opt.threads > 1 && emulated.size() > 1 && !opt.keep_task_runs && !opt.keep_tile &&
+                          opt.series_cells == 0 &&
+                          std::none_of(images.begin(), images.end(), [](const firmware::Image* im) { return streams(*im); });
+    std::vector<WaferStep> ahead(parallel ? images.size() : 0);
+    if (parallel) {
+      const std::size_t n = std::min<std::size_t>(opt.threads, emulated.size());
+      res.threads = std::uint32_t(n);
+      std::vector<std::exception_ptr> error(images.size());
+      std::vector<double> elab(n, 0.0), emul(n, 0.0);
+      std::atomic<std::size_t> next{0};
+      std::atomic<bool> failed{false};
+      const auto tp = std::chrono::steady_clock::now();
+      // Worker w takes the next wafer in order until none is left (or one failed: every wafer before it has
+      // been taken, so the first failure in wafer order is among those run).
+      auto work = [&](std::size_t w) {
+        std::unique_ptr<noc::Mesh> own_mesh;
+        noc::Mesh* m = w == 0 ? mesh : nullptr;
+        bool used = w == 0 && mesh_used;
+        for (std::size_t i = next++; i < emulated.size() && !failed; i = next++) {
+          const std::size_t k = emulated[i];
+          try {
+            if (!m) {
+              const auto t1 = std::chrono::steady_clock::now();
+              own_mesh = noc::make_mesh(opt.fidelity, fabric, params);
+              if (auto* cm = dynamic_cast<noc::CycleMesh*>(own_mesh.get())) cm->report_heads(true);
+              m = own_mesh.get();
+              elab[w] += seconds_since(t1);
+            } else if (used) {
+              m->reset();
+            }
+            used = true;
+            ahead[k] = emulate(k, m, 0, elab[w], emul[w]);
+          } catch (...) {
+            error[k] = std::current_exception();
+            failed = true;
+          }
+        }
+      };
+      {
+        std::vector<std::thread> pool;
+        struct Join {  // (the threads started are joined however this block is left)
+          std::vector<std::thread>& threads;
+          ~Join() {
+            for (auto& t : threads) t.join();
+          }
+        } join{pool};
+        for (std::size_t w = 1; w < n; ++w) pool.emplace_back(work, w);
+        work(0);
+      }
+      for (std::size_t k : emulated)
+        if (error[k]) std::rethrow_exception(error[k]);
+      // The wall time split: the longest building of executors (and meshes) on one thread, the rest running.
+      const double wall = seconds_since(tp), e = *std::max_element(elab.begin(), elab.end());
+      res.elaboration_s += e;
+      res.emulation_s += std::max(0.0, wall - e);
+    }
+    for (std::size_t k = 0; k < images.size(); ++k) {
+      if (k > 0) {
+        std::uint64_t bytes = std::max<std::uint64_t>(1, opt.interwafer_bytes);
+        Cycle arrive = top_->hand_off(start, bytes);
+        res.link_cycles.push_back(arrive - start);
+        start = arrive;
+      }
+      if (from[k] < k) {
+        WaferStep ws = res.wafers[from[k]];
+        const Cycle shift = start - ws.step.start;
+        shift_step(ws, shift);
+        ws.reused_from = int(from[k]);
+        if (opt.keep_task_runs) {
+          runs_[k] = runs_[from[k]];
+          for (auto& t : runs_[k]) t.trigger += shift, t.start += shift, t.end += shift;
+        }
+        start = ws.step.end;
+        res.wafers.push_back(std::move(ws));
+        ++res.wafers_reused;
+        continue;
+      }
+      WaferStep ws;
+      if (parallel) {
+        ws = std::move(ahead[k]);
+        shift_step(ws, start);
+      } else {
+        if (mesh_used) mesh->reset();
+        mesh_used = true;
+        ws = emulate(k, mesh, start, res.elaboration_s, res.emulation_s);
       }
       start = ws.step.end;
       res.tasks_executed += ws.step.tasks_executed;

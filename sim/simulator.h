@@ -87,6 +87,12 @@ struct StepOptions {
   // (core::ExecOptions::reuse). false: emulate everything (`decode --no-reuse`). Off while a trace's extras
   // are asked for (keep_task_runs, keep_path, series_cells): they follow the run in time, tile by tile.
   bool reuse = true;
+  // Wafers of a pipeline emulated at once, each on a thread and a mesh of its own (1: one after the other).
+  // Results are the same for any number: a wafer's step depends on its start only by a shift in time, so each
+  // runs from cycle 0 and is shifted to its start when the inter-wafer links have given it. One after the
+  // other all the same when a wafer streams weights or a trace's extras are kept (keep_task_runs, keep_tile,
+  // series_cells). Each wafer run at once holds its own task records: the memory grows with the threads.
+  std::uint32_t threads = 1;
 };
 
 struct WaferStep {
@@ -125,6 +131,7 @@ struct StepResult {
   std::uint32_t layers_reused = 0;  // layers copied within the wafers emulated (core::StepResult)
   std::uint32_t layers_watched = 0;  // layers of the runs reuse watched for a repeat (core::StepResult)
   bool mesh_kept = false;  // the mesh model of the previous step was reset and reused (Simulator::keep_mesh)
+  std::uint32_t threads = 1;  // wafers emulated at once (StepOptions::threads, when they could be)
 };
 
 class Top;

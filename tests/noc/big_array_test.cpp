@@ -1,0 +1,50 @@
+// noc::BigArray's pool of freed huge blocks (noc/big_array.h): what a process running many steps keeps.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "noc/big_array.h"
+
+namespace wafer::noc {
+namespace {
+
+constexpr std::size_t kMiB = std::size_t(1) << 20;
+
+TEST(BigArrayPool, AKeptBlockServesALargerRequestWithinWhatItWasMappedFor) {
+  keep_huge_blocks(true);
+  const std::size_t kept0 = huge_blocks_kept();
+  const std::uint8_t* first = nullptr;
+  {
+    BigArray<std::uint8_t> a(5 * kMiB, 1);
+    first = a.data();
+  }
+  EXPECT_GT(huge_blocks_kept(), kept0);  // (mapped a quarter larger: 5 MiB + 1.25 MiB, rounded to 8 MiB)
+  {
+    BigArray<std::uint8_t> b(6 * kMiB);  // a sixth larger: the same block, its contents zeroed by the vector
+    EXPECT_EQ(b.data(), first);
+    EXPECT_EQ(b[5 * kMiB - 1], 0);
+    EXPECT_EQ(huge_blocks_kept(), kept0);
+  }
+  {
+    BigArray<std::uint8_t> d(7 * kMiB);  // (the block kept again when b went: it serves this too)
+    EXPECT_EQ(d.data(), first);
+  }
+  {
+    // Less than half the kept block: a mapping of its own. Kept and in use together would then exceed the most
+    // the process had in use at once (the 8 MiB block), so the kept block goes back to the kernel.
+    BigArray<std::uint8_t> c(2 * kMiB);
+    EXPECT_NE(c.data(), first);
+    EXPECT_EQ(huge_blocks_kept(), kept0);
+  }
+  keep_huge_blocks(false);
+}
+
+TEST(BigArrayPool, NothingIsKeptWhenKeepingIsOff) {
+  keep_huge_blocks(false);
+  const std::size_t kept0 = huge_blocks_kept();
+  { BigArray<std::uint64_t> a(1 << 20, 7); }  // 8 MiB
+  EXPECT_EQ(huge_blocks_kept(), kept0);
+}
+
+}  // namespace
+}  // namespace wafer::noc
