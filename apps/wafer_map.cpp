@@ -66,16 +66,24 @@ void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const noc::Fabr
 
     std::vector<double> link(n, std::numeric_limits<double>::quiet_NaN()), busy(n, 0), sram(n, 0), used(n, 0), extra(n, 0),
         layer(n, kIdleLayer);
-    std::vector<std::vector<int>> cell_layers(n);
+    // Per cell, the layers of its used tiles with their counts (a cell holds few); per program, its tiles.
+    std::vector<std::vector<std::pair<int, std::int64_t>>> cell_layers(n);
+    std::vector<std::int64_t> prog_tiles(im.programs.size(), 0);
+    const std::vector<std::uint32_t> cell_of = g.of_tiles(im.grid);
     for (hw::TileIndex t = 0; t < im.tile_program.size(); ++t) {
       const std::uint32_t p = im.tile_program[t];
       if (p == firmware::kIdle || p >= im.programs.size()) continue;
-      const std::size_t c = g.of(im.grid.coord(t));
+      const std::size_t c = cell_of[t];
       used[c] += 1;
       sram[c] += double(im.programs[p].sram.total());
-      cell_layers[c].push_back(global[p]);
-      tiles_per_layer[global[p]] += 1;
+      ++prog_tiles[p];
+      auto& v = cell_layers[c];
+      auto it = std::find_if(v.begin(), v.end(), [&](const auto& e) { return e.first == global[p]; });
+      if (it == v.end()) v.push_back({global[p], 1});
+      else ++it->second;
     }
+    for (std::size_t p = 0; p < prog_tiles.size(); ++p)
+      if (prog_tiles[p]) tiles_per_layer[global[p]] += prog_tiles[p];
     for (std::size_t c = 0; c < n; ++c) {
       const bool have = c < rt.tiles.size() && rt.tiles[c] > 0;
       const double tiles = have ? double(rt.tiles[c]) : 1.0;
@@ -83,18 +91,13 @@ void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const noc::Fabr
       if (have) busy[c] = sig4(100.0 * double(rt.task_cycles[c]) / (tiles * span));
       sram[c] = sig4(100.0 * sram[c] / (tiles * double(spec.sram_bytes)));
       if (c < rt.extra_hops.size()) extra[c] = double(rt.extra_hops[c]);
-      auto& v = cell_layers[c];
+      // The layer most of its tiles hold (the lowest index of those as many).
+      const auto& v = cell_layers[c];
       if (v.empty()) continue;
-      std::sort(v.begin(), v.end());
-      int best = v.front();
-      std::size_t best_n = 0;
-      for (std::size_t i = 0; i < v.size();) {
-        std::size_t j = i;
-        while (j < v.size() && v[j] == v[i]) ++j;
-        if (j - i > best_n) best = v[i], best_n = j - i;
-        i = j;
-      }
-      layer[c] = best;
+      auto best = v.front();
+      for (const auto& e : v)
+        if (e.second > best.second || (e.second == best.second && e.first < best.first)) best = e;
+      layer[c] = best.first;
     }
     w.add_matrix("link_utilisation", g.cols, g.rows, std::move(link), "%",
                  "busy cycles of the links leaving the cell's tiles / (links x this wafer's step); null: no link");
