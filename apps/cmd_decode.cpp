@@ -273,7 +273,8 @@ int run_decode(const std::vector<std::string>& args) {
        "--trace: per-tile tracks for these tiles only (inclusive; default every tile, capped)")
       ("threads", po::value<std::int64_t>()->value_name("N"),
        "wafers of a pipeline emulated at once, each on a thread (default: the CPUs this process may use, as many as "
-       "fit in memory; the results are the same for any N)")
+       "fit in memory); --placement auto runs its candidates side by side only when --threads is given; the results "
+       "are the same for any N")
       ("no-reuse", "emulate everything: no wafer of a pipeline and no repeated layer is copied from an earlier "
                    "one (the results are identical either way; this checks it)")
       ("no-cache", "build every step of the process from scratch (the search's candidates, prefill chunks, the wafers "
@@ -400,8 +401,11 @@ int run_decode(const std::vector<std::string>& args) {
   const bool regions = vm.count("json") > 0;
   if (mo.placement == "auto") {
     new_simulator();
+    // The candidates side by side only when --threads is given: each holds its own task records, and on the
+    // development VM the second one's fresh memory cost what running it after the first saves (docs/timing.md
+    // "Wafers side by side"); one after the other, the second reuses the first's memory.
     DecodePoint base{spec, model, mo, fidelity, false, {}, false, regions ? kRegionCells : 0, 0,
-                     vm.count("no-reuse") == 0, threads};
+                     vm.count("no-reuse") == 0, vm.count("threads") ? threads : 1u};
     SearchBudget budget;
     budget.task_runs = vm["search-budget"].as<std::int64_t>();
     if (budget.task_runs < 0) throw hw::InputError(fmt::format("--search-budget {} must be at least 0", budget.task_runs));

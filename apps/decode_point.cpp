@@ -77,15 +77,40 @@ std::uint32_t cpus_available() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-std::uint32_t threads_that_fit(const mapper::Mapping& mapping, std::uint32_t threads, std::optional<std::uint64_t> avail) {
-  threads = std::max<std::uint32_t>(1, std::min<std::uint32_t>(threads, std::uint32_t(mapping.wafers.size())));
+namespace {
+// Of `threads` wafers at once, as many as there are (runs: their task runs) and as the largest ones' task records
+// fit in `avail` together; at least 1.
+std::uint32_t threads_for(std::vector<std::int64_t> runs, std::uint32_t threads, std::optional<std::uint64_t> avail) {
+  threads = std::max<std::uint32_t>(1, std::min<std::uint32_t>(threads, std::uint32_t(runs.size())));
   if (threads == 1) return 1;
-  std::vector<std::int64_t> runs;
-  for (const auto& w : mapping.wafers) runs.push_back(std::max<std::int64_t>(0, w.task_runs));
   std::sort(runs.begin(), runs.end(), std::greater<>());
   for (; threads > 1; --threads)
     if (memory_shortfall(std::accumulate(runs.begin(), runs.begin() + threads, std::int64_t(0)), avail).empty()) break;
   return threads;
+}
+std::vector<std::int64_t> wafer_runs(const mapper::Mapping& mapping) {
+  std::vector<std::int64_t> runs;
+  for (const auto& w : mapping.wafers) runs.push_back(std::max<std::int64_t>(0, w.task_runs));
+  return runs;
+}
+// The step options of a point (its wafers' images in `images`).
+sim::StepOptions step_options(const DecodePoint& p, const mapper::Mapping& mapping) {
+  sim::StepOptions so;
+  so.fidelity = p.fidelity;
+  so.weight_bytes = p.options.weight_bits == 8 ? 1 : 2;
+  so.keep_task_runs = p.keep_task_runs;
+  so.keep_tile = p.keep_tile;
+  so.keep_path = p.keep_path;
+  so.region_cells = p.region_cells;
+  so.series_cells = p.series_cells;
+  so.reuse = p.reuse;
+  so.interwafer_bytes = std::uint64_t(std::max<std::int64_t>(1, mapping.interwafer_bytes_per_token()));
+  return so;
+}
+}  // namespace
+
+std::uint32_t threads_that_fit(const mapper::Mapping& mapping, std::uint32_t threads, std::optional<std::uint64_t> avail) {
+  return threads_for(wafer_runs(mapping), threads, avail);
 }
 
 mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric) {
@@ -97,18 +122,29 @@ sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, c
   check_memory(mapping);
   std::vector<const firmware::Image*> images;
   for (const auto& im : mapping.images) images.push_back(&im);
-  sim::StepOptions so;
-  so.fidelity = p.fidelity;
-  so.weight_bytes = p.options.weight_bits == 8 ? 1 : 2;
-  so.keep_task_runs = p.keep_task_runs;
-  so.keep_tile = p.keep_tile;
-  so.keep_path = p.keep_path;
-  so.region_cells = p.region_cells;
-  so.series_cells = p.series_cells;
-  so.reuse = p.reuse;
+  sim::StepOptions so = step_options(p, mapping);
   so.threads = threads_that_fit(mapping, p.threads);
-  so.interwafer_bytes = std::uint64_t(std::max<std::int64_t>(1, mapping.interwafer_bytes_per_token()));
   return simulator.run(p.spec, fabric, images, so);
+}
+
+std::vector<sim::StepResult> emulate_points(sim::Simulator& simulator, const std::vector<DecodePoint>& points,
+                                            const noc::Fabric& fabric, const std::vector<const mapper::Mapping*>& mappings,
+                                            std::uint32_t threads) {
+  if (points.size() != mappings.size()) throw std::logic_error("emulate_points: a mapping per point");
+  std::vector<sim::Simulator::BatchStep> steps;
+  std::vector<std::int64_t> runs;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    check_memory(*mappings[i]);
+    sim::Simulator::BatchStep st;
+    for (const auto& im : mappings[i]->images) st.images.push_back(&im);
+    st.opt = step_options(points[i], *mappings[i]);
+    st.opt.threads = 1;  // (the batch's threads run the wafers of every step)
+    steps.push_back(std::move(st));
+    const std::vector<std::int64_t> w = wafer_runs(*mappings[i]);
+    runs.insert(runs.end(), w.begin(), w.end());
+  }
+  if (steps.empty()) return {};
+  return simulator.run_batch(points.front().spec, fabric, steps, threads_for(std::move(runs), threads, memory_available()));
 }
 
 hw::Cycle decoder_layer_cycles(const sim::StepResult& r) {

@@ -66,6 +66,13 @@ std::uint32_t threads_that_fit(const mapper::Mapping& mapping, std::uint32_t thr
 sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric,
                               const mapper::Mapping& mapping);
 
+// emulate_point for several points (made by map_point on the same wafer spec and fabric), their wafers side by
+// side on up to `threads` threads at once (sim::Simulator::run_batch: the same results as one at a time), as
+// many as the largest wafers' task records fit in memory together.
+std::vector<sim::StepResult> emulate_points(sim::Simulator& simulator, const std::vector<DecodePoint>& points,
+                                            const noc::Fabric& fabric, const std::vector<const mapper::Mapping*>& mappings,
+                                            std::uint32_t threads);
+
 // Critical-path cycles attributed to the decoder layers (the stages named "layer 0" .. "layer N-1"), all
 // causes summed; the embedding, the head and inter-wafer links are not included.
 hw::Cycle decoder_layer_cycles(const sim::StepResult& r);

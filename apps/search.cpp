@@ -135,7 +135,16 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
   // without one (they can only be compared by emulating them), cheapest first.
   std::int64_t left = budget.task_runs;
   int emulated = 0, by_formula = 0;
-  std::vector<std::pair<std::size_t, std::vector<firmware::Image>>> done;  // emulated: candidate, its firmware
+  // Which candidates to emulate is decided first (it depends on their task runs and firmware, not on the
+  // results), then they are emulated together (emulate_points: their wafers side by side on base.threads
+  // threads, the same results as one at a time), then compared in the order decided.
+  struct Pending {
+    std::size_t i;  // the candidate
+    DecodePoint p;
+    mapper::Mapping m;
+  };
+  std::vector<Pending> pending;
+  std::vector<std::pair<std::size_t, std::size_t>> same_as;  // (candidate, the pending one whose firmware it has)
   for (std::size_t i : order) {
     SearchCandidate& c = r.candidates[i];
     if (c.predicted >= 0 && by_formula >= budget.formula_slots) {
@@ -162,10 +171,10 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
     }
     // The same firmware as a candidate already emulated (e.g. a placement that differs from another only
     // around defects, on a perfect wafer): the same step, not emulated again.
-    const auto same = std::find_if(done.begin(), done.end(), [&](const auto& d) { return d.second == m.images; });
-    if (same != done.end()) {
-      c.emulated = r.candidates[same->first].emulated;
-      c.skipped = fmt::format("the same firmware as {}: its emulated cycles", r.candidates[same->first].label);
+    const auto same = std::find_if(pending.begin(), pending.end(), [&](const Pending& d) { return d.m.images == m.images; });
+    if (same != pending.end()) {
+      same_as.push_back({i, std::size_t(same - pending.begin())});
+      c.skipped = fmt::format("the same firmware as {}: its emulated cycles", r.candidates[same->i].label);
       continue;
     }
     try {
@@ -174,17 +183,24 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
       c.skipped = fmt::format("not emulated: {}", e.what());
       continue;
     }
-    sim::StepResult step = emulate_point(simulator, p, fabric, m);
-    c.emulated = double(step.latency);
     left -= c.task_runs;
     ++emulated;
     by_formula += c.predicted >= 0;
-    if (r.chosen < 0 || c.emulated < r.candidates[std::size_t(r.chosen)].emulated) {
-      r.chosen = int(i);
-      r.chosen_run = SearchResult::Run{m, std::move(step)};
-    }
-    done.emplace_back(i, std::move(m.images));
+    pending.push_back({i, std::move(p), std::move(m)});
   }
+  std::vector<DecodePoint> points;
+  std::vector<const mapper::Mapping*> mappings;
+  for (const Pending& d : pending) points.push_back(d.p), mappings.push_back(&d.m);
+  std::vector<sim::StepResult> steps = emulate_points(simulator, points, fabric, mappings, base.threads);
+  for (std::size_t j = 0; j < pending.size(); ++j) {
+    SearchCandidate& c = r.candidates[pending[j].i];
+    c.emulated = double(steps[j].latency);
+    if (r.chosen < 0 || c.emulated < r.candidates[std::size_t(r.chosen)].emulated) {
+      r.chosen = int(pending[j].i);
+      r.chosen_run = SearchResult::Run{pending[j].m, std::move(steps[j])};
+    }
+  }
+  for (const auto& [i, j] : same_as) r.candidates[i].emulated = r.candidates[pending[j].i].emulated;
   if (r.chosen < 0) {  // nothing fitted the budget: the best closed form, else the cheapest to emulate
     r.chosen = int(order.front());
     r.chosen_by_formula = true;

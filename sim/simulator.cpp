@@ -249,6 +249,27 @@ void shift_step(WaferStep& ws, Cycle shift) {
   for (auto& seg : ws.step.path) seg.from += shift, seg.to += shift;
   for (Cycle& t : ws.series.t) t += shift;
 }
+
+// Whether a step's wafers may run side by side: none streams weights (the MemoryX port is shared in simulated
+// time) and no trace's extras follow the run tile by tile (keep_tile asks in wafer order, the series sample it).
+bool side_by_side_ok(const std::vector<const firmware::Image*>& images, const StepOptions& opt) {
+  return !opt.keep_task_runs && !opt.keep_tile && opt.series_cells == 0 &&
+         std::none_of(images.begin(), images.end(), [](const firmware::Image* im) { return streams(*im); });
+}
+
+// Per wafer the earlier wafer whose step it is (same_step; itself when none), and the wafers to emulate.
+void plan_wafers(const std::vector<const firmware::Image*>& images, bool reuse_wafers, std::vector<std::size_t>& from,
+                 std::vector<std::size_t>& emulated) {
+  from.assign(images.size(), 0);
+  emulated.clear();
+  for (std::size_t k = 0; k < images.size(); ++k) {
+    from[k] = k;
+    if (reuse_wafers)
+      for (std::size_t j = 0; j < k && from[k] == k; ++j)
+        if (from[j] == j && same_step(*images[j], *images[k])) from[k] = j;
+    if (from[k] == k) emulated.push_back(k);
+  }
+}
 }  // namespace
 
 bool same_step(const firmware::Image& a, const firmware::Image& b) {
@@ -276,8 +297,290 @@ void Simulator::keep_mesh(bool on) {
 }
 
 
+// The mesh a step runs on: the kept one, reset, when it was built for this fabric, fidelity and parameters;
+// else a new one (kept when keep_mesh is on, else held by `own`).
+noc::Mesh* Simulator::step_mesh(const hw::WaferSpec& spec, const noc::Fabric& fabric, const StepOptions& opt,
+                                std::unique_ptr<noc::Mesh>& own, bool& kept) {
+  const noc::MeshParams params = noc::MeshParams::from(spec);
+  noc::Mesh* mesh = nullptr;
+  if (keep_mesh_ && mesh_ && mesh_->fidelity() == opt.fidelity && mesh_->params() == params && *mesh_fabric_ == fabric) {
+    mesh_->reset();  // whatever the last step left (it may have thrown part way)
+    mesh = mesh_.get();
+    kept = true;
+  } else {
+    if (keep_mesh_) {
+      mesh_.reset();
+      mesh_fabric_ = std::make_unique<noc::Fabric>(fabric);
+      mesh_ = noc::make_mesh(opt.fidelity, *mesh_fabric_, params);
+      mesh = mesh_.get();
+    } else {
+      own = noc::make_mesh(opt.fidelity, fabric, params);
+      mesh = own.get();
+    }
+    // The cores stream on behind a burst's head (reduce-and-forward chains, docs/design.md section 1): the
+    // cycle reference tells them of a unicast when its head is in, as approx does (noc/cycle.h, report_heads).
+    if (auto* cm = dynamic_cast<noc::CycleMesh*>(mesh)) cm->report_heads(true);
+  }
+  return mesh;
+}
+
+// Wafer k's step (image `im`) on the mesh `wm` (reset) from cycle `from_cycle`; the seconds spent building its
+// executor and running it are added to elab and emul. Task runs kept go to runs_[k] (traces).
+WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric& fabric, const firmware::Image& im,
+                                   std::size_t k, noc::Mesh* wm, memory::StreamPort* port, Cycle from_cycle,
+                                   const StepOptions& opt, double& elab, double& emul) {
+  auto t1 = std::chrono::steady_clock::now();
+  core::ExecOptions eo;
+  eo.weight_bytes = opt.weight_bytes;
+  eo.start = from_cycle;
+  eo.keep_path = opt.keep_path;
+  // Counters over time: the links' busy cycles per cell, sampled every `every` cycles; when there are
+  // more intervals than asked, every other sample is dropped and the interval doubles. The mesh sums
+  // them per cell as it books them (noc::Mesh::tally), so a sample copies a dozen sums; a mesh that
+  // does not tally has every link's counter read at each sample (a few ms on wse3).
+  WaferStep ws;
+  RegionSeries& se = ws.series;
+  std::vector<std::uint64_t> cum;  // per sample: cumulative link busy per cell
+  bool tallied = false;            // the mesh sums the cells' counters
+  auto sample_cells = [&](const std::uint64_t* busy) {
+    if (!tallied) return sum_link_busy(*wm, fabric.grid(), se.grid, cum, busy);
+    const std::uint64_t* sums = busy ? busy : wm->tallied()->data();
+    cum.insert(cum.end(), sums, sums + se.grid.size());
+  };
+  if (opt.series_cells > 0) {
+    se.grid = RegionGrid::fit(fabric.grid(), opt.series_cells);
+    tallied = wm->tally(se.grid.of_tiles(fabric.grid()), se.grid.size());
+    const std::size_t cap = std::max<std::uint32_t>(2, opt.series_intervals);
+    // First guess of the interval: a step crosses the array a few hundred times (wse3, 8B: 8 x (W + H)
+    // gives ~44 intervals of its 668 k cycles, the tiny wafer 32), then doubling keeps at most 64.
+    const Cycle first = std::max<Cycle>(16, 8 * Cycle(fabric.grid().width + fabric.grid().height));
+    eo.sample = [&, cap, every = first](Cycle t, const std::uint64_t* busy) mutable {
+      se.t.push_back(t);
+      sample_cells(busy);
+      if (se.t.size() > cap + 1) {
+        std::size_t n = 0;
+        const std::size_t cells = se.grid.size();
+        for (std::size_t i = 0; i < se.t.size(); i += 2, ++n) {
+          se.t[n] = se.t[i];
+          std::copy_n(cum.begin() + std::ptrdiff_t(i * cells), cells, cum.begin() + std::ptrdiff_t(n * cells));
+        }
+        se.t.resize(n);
+        cum.resize(n * cells);
+        every *= 2;
+      }
+      return se.t.back() + every;
+    };
+  }
+  eo.reuse = opt.reuse;
+  core::Executor ex(spec, im, fabric, *wm, port, eo);
+  auto t2 = std::chrono::steady_clock::now();
+  elab += std::chrono::duration<double>(t2 - t1).count();
+  ws.step = ex.run();
+  emul += seconds_since(t2);
+  if (!ws.step.finished)
+    throw std::runtime_error(fmt::format(
+        "wafer {}: the step never finished: the done tile ({},{}) received {} of {} bursts on color {} ({} of {} "
+        "tasks ran, {} bursts unclaimed)",
+        k, im.done_tile.x, im.done_tile.y, ws.step.done_received, im.done_arrivals,
+        int(im.done_color), ws.step.tasks_run, ws.step.tasks_total, ws.step.unclaimed));
+  ws.network = wm->stats();
+  ws.mesh_bytes = wm->state_bytes();
+  for (std::size_t l = 0; l < fabric.links(); ++l) ws.link_busy_max = std::max(ws.link_busy_max, wm->link_busy(noc::LinkId(l)));
+  // What traces and the report want of the runs, in one pass over them (tile order).
+  const bool filter = opt.keep_task_runs && opt.keep_tile, series = opt.series_cells > 0, regions = opt.region_cells > 0;
+  if (opt.keep_task_runs && !opt.keep_tile) runs_[k] = ex.task_runs();
+  RegionTotals& rt = ws.regions;
+  std::vector<std::uint32_t> series_links, series_tiles;
+  std::size_t n = 0;
+  const std::size_t cells = se.grid.size();
+  if (series) {
+    if (se.t.empty()) se.t.push_back(from_cycle), sample_cells(nullptr);  // not a Mesh: no slices
+    se.t.push_back(std::max(ws.step.end, se.t.back() + 1));
+    sample_cells(nullptr);
+    count_links(fabric, se.grid, series_links, nullptr, series_tiles);
+    n = se.intervals();
+    se.link_utilisation.assign(n * cells, 0.0);
+    se.tiles_busy.assign(n * cells, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double dt = double(se.t[i + 1] - se.t[i]);
+      for (std::size_t c = 0; c < cells; ++c)
+        if (series_links[c])
+          se.link_utilisation[i * cells + c] = double(cum[(i + 1) * cells + c] - cum[i * cells + c]) / (double(series_links[c]) * dt);
+    }
+  }
+  if (regions) {
+    rt.grid = RegionGrid::fit(fabric.grid(), opt.region_cells);
+    sum_link_busy(*wm, fabric.grid(), rt.grid, rt.link_busy);
+    count_links(fabric, rt.grid, rt.links, &rt.extra_hops, rt.tiles);
+    rt.task_cycles.assign(rt.grid.size(), 0);
+  }
+  if (filter)
+    ex.for_each_kept_run([&](hw::TileIndex t, std::uint32_t runs) { return opt.keep_tile(k, t, runs); },
+                         [&](const core::TaskRun& r) { runs_[k].push_back(r); });
+  if (series || regions) {
+    // The busy cycles per interval and cell, summed as integers (each below 2^53, so the doubles they
+    // become are the sums of doubles they stand for).
+    std::vector<std::uint64_t> busy(n * cells, 0);
+    // Samples every d cycles from t[0] (the last interval aside, which ends the step): a cycle's interval
+    // is a division away; else a search.
+    const Cycle every = n ? se.t[1] - se.t[0] : 0;
+    bool evenly = every > 0;
+    for (std::size_t i = 0; i < n && evenly; ++i) evenly = se.t[i] == se.t[0] + Cycle(i) * every;
+    const Cycle overhead = spec.task_overhead;
+    using Span = std::pair<Cycle, Cycle>;
+    ex.for_each_tile_spans([&](hw::TileIndex tile, const Span* first, const Span* last) {
+      const hw::Coord at = fabric.grid().coord(tile);
+      if (regions) {
+        Cycle sum = 0;
+        for (const Span* p = first; p != last; ++p) sum += p->second - (p->first - std::min(p->first, overhead));
+        rt.task_cycles[rt.grid.of(at)] += sum;
+      }
+      if (!series) return;
+      // (locals, so that the stores to busy do not make the loop read them again)
+      const std::size_t ni = n, nc = cells;
+      const Cycle* const t = se.t.data();
+      const bool even = evenly;
+      const Cycle d = every, ov = overhead;
+      std::uint64_t* const col = busy.data() + se.grid.of(at);  // the tile's cell, interval 0
+      std::size_t si = ni;   // the interval of the last span (a tile's spans mostly follow one another)
+      Cycle lo = 1, hi = 0;  // its cycles [lo, hi) (none yet)
+      for (const Span* p = first; p != last; ++p) {
+        const Cycle s = p->first, e = p->second;
+        const Cycle a = s - std::min(s, ov);
+        if (lo <= a && e <= hi) {  // inside the last one's interval
+          col[si * nc] += e - a;
+          continue;
+        }
+        // The interval holding a (the first when a comes before it; any interval past the last adds
+        // nothing below).
+        if (even) {
+          si = a < t[0] ? 0 : std::min<std::size_t>(ni - 1, std::size_t((a - t[0]) / d));
+        } else {
+          const Cycle* it = std::upper_bound(t, t + ni + 1, a);
+          si = it == t ? 0 : std::min<std::size_t>(ni - 1, std::size_t(it - t) - 1);
+        }
+        lo = t[si], hi = t[si + 1];
+        for (std::size_t i = si; i < ni && t[i] < e; ++i) {
+          const Cycle l = std::max(a, t[i]), h = std::min(e, t[i + 1]);
+          if (h > l) col[i * nc] += h - l;
+        }
+      }
+    });
+    for (std::size_t i = 0; i < n * cells; ++i) se.tiles_busy[i] = double(busy[i]);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const double dt = double(se.t[i + 1] - se.t[i]);
+    for (std::size_t c = 0; c < cells; ++c)
+      if (series_tiles[c]) se.tiles_busy[i * cells + c] /= double(series_tiles[c]) * dt;
+  }
+  return ws;
+}
+
+// Jobs run side by side on `threads` threads, each taking the next job in order until none is left (or one
+// failed: every job before it has been taken, so the first failure in job order is among those run): worker 0
+// on `mesh0`, the others on a mesh each of their own. Rethrows the first failure in job order. Returns the
+// split of its wall time: the longest building of executors and meshes on one thread, and the rest.
+std::pair<double, double> Simulator::side_by_side(std::size_t jobs, std::size_t threads, noc::Mesh* mesh0,
+                                                  const noc::Fabric& fabric, const StepOptions& opt,
+                                                  const std::function<void(std::size_t, noc::Mesh*, double&, double&)>& job) {
+  const std::size_t n = std::max<std::size_t>(1, std::min(threads, jobs));
+  const noc::MeshParams params = mesh0->params();
+  std::vector<std::exception_ptr> error(jobs);
+  std::vector<double> elab(n, 0.0), emul(n, 0.0);
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  const auto tp = std::chrono::steady_clock::now();
+  auto work = [&](std::size_t w) {
+    std::unique_ptr<noc::Mesh> own_mesh;
+    noc::Mesh* m = w == 0 ? mesh0 : nullptr;
+    bool used = false;
+    for (std::size_t i = next++; i < jobs && !failed; i = next++) {
+      try {
+        if (!m) {
+          const auto t1 = std::chrono::steady_clock::now();
+          own_mesh = noc::make_mesh(opt.fidelity, fabric, params);
+          if (auto* cm = dynamic_cast<noc::CycleMesh*>(own_mesh.get())) cm->report_heads(true);
+          m = own_mesh.get();
+          elab[w] += seconds_since(t1);
+        } else if (used) {
+          m->reset();
+        }
+        used = true;
+        job(i, m, elab[w], emul[w]);
+      } catch (...) {
+        error[i] = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  {
+    std::vector<std::thread> pool;
+    struct Join {  // (the threads started are joined however this block is left)
+      std::vector<std::thread>& threads;
+      ~Join() {
+        for (auto& t : threads) t.join();
+      }
+    } join{pool};
+    for (std::size_t w = 1; w < n; ++w) pool.emplace_back(work, w);
+    work(0);
+  }
+  for (std::size_t i = 0; i < jobs; ++i)
+    if (error[i]) std::rethrow_exception(error[i]);
+  const double wall = seconds_since(tp), e = *std::max_element(elab.begin(), elab.end());
+  return {e, std::max(0.0, wall - e)};
+}
+
 StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
                           const std::vector<const firmware::Image*>& images, const StepOptions& opt) {
+  return run_step(spec, fabric, images, opt, nullptr);
+}
+
+std::vector<StepResult> Simulator::run_batch(const hw::WaferSpec& spec, const noc::Fabric& fabric,
+                                             const std::vector<BatchStep>& steps, std::uint32_t threads) {
+  std::vector<StepResult> out;
+  std::vector<std::vector<std::size_t>> emulated(steps.size());
+  std::vector<std::pair<std::size_t, std::size_t>> jobs;  // (step, wafer), in that order
+  bool together = threads > 1 && steps.size() > 1;
+  for (std::size_t s = 0; s < steps.size() && together; ++s) {
+    const BatchStep& st = steps[s];
+    together = !st.images.empty() && side_by_side_ok(st.images, st.opt) && st.opt.fidelity == steps[0].opt.fidelity;
+    std::vector<std::size_t> from;
+    plan_wafers(st.images, st.opt.reuse && !st.opt.keep_tile, from, emulated[s]);
+    for (std::size_t k : emulated[s]) jobs.push_back({s, k});
+  }
+  if (!together || jobs.size() < 2) {
+    for (const BatchStep& st : steps) out.push_back(run_step(spec, fabric, st.images, st.opt, nullptr));
+    return out;
+  }
+  for (const BatchStep& st : steps)
+    for (const auto* im : st.images) check_sram(spec, *im);  // (before anything runs, as run() does)
+  std::vector<std::vector<WaferStep>> ahead(steps.size());
+  for (std::size_t s = 0; s < steps.size(); ++s) ahead[s].resize(steps[s].images.size());
+  std::vector<double> job_elab(jobs.size(), 0.0), job_emul(jobs.size(), 0.0);
+  {
+    std::unique_ptr<noc::Mesh> own;
+    bool kept = false;
+    noc::Mesh* mesh0 = step_mesh(spec, fabric, steps[0].opt, own, kept);
+    side_by_side(jobs.size(), threads, mesh0, fabric, steps[0].opt,
+                 [&](std::size_t i, noc::Mesh* m, double& elab, double& emul) {
+                   const auto [s, k] = jobs[i];
+                   ahead[s][k] = emulate_wafer(spec, fabric, *steps[s].images[k], k, m, nullptr, 0, steps[s].opt,
+                                               job_elab[i], job_emul[i]);
+                   elab += job_elab[i], emul += job_emul[i];
+                 });
+  }
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    out.push_back(run_step(spec, fabric, steps[s].images, steps[s].opt, &ahead[s]));
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+      if (jobs[i].first == s) out.back().elaboration_s += job_elab[i], out.back().emulation_s += job_emul[i];
+    out.back().threads = std::uint32_t(std::min<std::size_t>(threads, jobs.size()));
+  }
+  return out;
+}
+
+StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fabric,
+                               const std::vector<const firmware::Image*>& images, const StepOptions& opt,
+                               const std::vector<WaferStep>* ahead) {
   if (images.empty()) throw hw::InputError("nothing to run: no firmware image");
   for (const auto* im : images) check_sram(spec, *im);
   StepResult res;
@@ -286,27 +589,8 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
   top_->configure(spec);
   top_->execute([&] {
     auto t0 = std::chrono::steady_clock::now();
-    const noc::MeshParams params = noc::MeshParams::from(spec);
     std::unique_ptr<noc::Mesh> own;  // a mesh for this step only (keep_mesh off)
-    noc::Mesh* mesh = nullptr;
-    if (keep_mesh_ && mesh_ && mesh_->fidelity() == opt.fidelity && mesh_->params() == params && *mesh_fabric_ == fabric) {
-      mesh_->reset();  // whatever the last step left (it may have thrown part way)
-      mesh = mesh_.get();
-      res.mesh_kept = true;
-    } else {
-      if (keep_mesh_) {
-        mesh_.reset();
-        mesh_fabric_ = std::make_unique<noc::Fabric>(fabric);
-        mesh_ = noc::make_mesh(opt.fidelity, *mesh_fabric_, params);
-        mesh = mesh_.get();
-      } else {
-        own = noc::make_mesh(opt.fidelity, fabric, params);
-        mesh = own.get();
-      }
-      // The cores stream on behind a burst's head (reduce-and-forward chains, docs/design.md section 1): the
-      // cycle reference tells them of a unicast when its head is in, as approx does (noc/cycle.h, report_heads).
-      if (auto* cm = dynamic_cast<noc::CycleMesh*>(mesh)) cm->report_heads(true);
-    }
+    noc::Mesh* mesh = step_mesh(spec, fabric, opt, own, res.mesh_kept);
     res.elaboration_s += seconds_since(t0);
     TlmStreamPort port(*top_);
     Cycle start = 0;
@@ -316,226 +600,28 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
     // reservations (core::Executor), and a reused wafer's are the earlier wafer's shifted. A wafer is not
     // reused when a caller chooses the tiles whose runs it keeps (keep_tile: it is asked tile by tile, as the
     // runs of each wafer are read).
-    const bool reuse = opt.reuse, reuse_wafers = opt.reuse && !opt.keep_tile;
+    const bool reuse_wafers = opt.reuse && !opt.keep_tile;
     // An earlier wafer ran the same step (same_step): the models are deterministic and invariant under a
     // shift in time (the mesh is reset before every wafer; the cores read no absolute cycle but the
     // start; without streamed weights nothing else is shared), so this wafer's result is that one's with
     // every cycle shifted by the difference of the starts. from[k]: that wafer (k: none; wafer k is emulated).
-    std::vector<std::size_t> from(images.size()), emulated;
-    for (std::size_t k = 0; k < images.size(); ++k) {
-      from[k] = k;
-      if (reuse_wafers)
-        for (std::size_t j = 0; j < k && from[k] == k; ++j)
-          if (from[j] == j && same_step(*images[j], *images[k])) from[k] = j;
-      if (from[k] == k) emulated.push_back(k);
-    }
-    // Wafer k's step on the mesh `wm` (reset) from cycle `from_cycle`; the seconds spent building its executor
-    // and running it are added to elab and emul.
-    auto emulate = [&](std::size_t k, noc::Mesh* wm, Cycle from_cycle, double& elab, double& emul) {
-      auto t1 = std::chrono::steady_clock::now();
-      core::ExecOptions eo;
-      eo.weight_bytes = opt.weight_bytes;
-      eo.start = from_cycle;
-      eo.keep_path = opt.keep_path;
-      // Counters over time: the links' busy cycles per cell, sampled every `every` cycles; when there are
-      // more intervals than asked, every other sample is dropped and the interval doubles. The mesh sums
-      // them per cell as it books them (noc::Mesh::tally), so a sample copies a dozen sums; a mesh that
-      // does not tally has every link's counter read at each sample (a few ms on wse3).
-      WaferStep ws;
-      RegionSeries& se = ws.series;
-      std::vector<std::uint64_t> cum;  // per sample: cumulative link busy per cell
-      bool tallied = false;            // the mesh sums the cells' counters
-      auto sample_cells = [&](const std::uint64_t* busy) {
-        if (!tallied) return sum_link_busy(*wm, fabric.grid(), se.grid, cum, busy);
-        const std::uint64_t* sums = busy ? busy : wm->tallied()->data();
-        cum.insert(cum.end(), sums, sums + se.grid.size());
-      };
-      if (opt.series_cells > 0) {
-        se.grid = RegionGrid::fit(fabric.grid(), opt.series_cells);
-        tallied = wm->tally(se.grid.of_tiles(fabric.grid()), se.grid.size());
-        const std::size_t cap = std::max<std::uint32_t>(2, opt.series_intervals);
-        // First guess of the interval: a step crosses the array a few hundred times (wse3, 8B: 8 x (W + H)
-        // gives ~44 intervals of its 668 k cycles, the tiny wafer 32), then doubling keeps at most 64.
-        const Cycle first = std::max<Cycle>(16, 8 * Cycle(fabric.grid().width + fabric.grid().height));
-        eo.sample = [&, cap, every = first](Cycle t, const std::uint64_t* busy) mutable {
-          se.t.push_back(t);
-          sample_cells(busy);
-          if (se.t.size() > cap + 1) {
-            std::size_t n = 0;
-            const std::size_t cells = se.grid.size();
-            for (std::size_t i = 0; i < se.t.size(); i += 2, ++n) {
-              se.t[n] = se.t[i];
-              std::copy_n(cum.begin() + std::ptrdiff_t(i * cells), cells, cum.begin() + std::ptrdiff_t(n * cells));
-            }
-            se.t.resize(n);
-            cum.resize(n * cells);
-            every *= 2;
-          }
-          return se.t.back() + every;
-        };
-      }
-      eo.reuse = reuse;
-      core::Executor ex(spec, *images[k], fabric, *wm, &port, eo);
-      auto t2 = std::chrono::steady_clock::now();
-      elab += std::chrono::duration<double>(t2 - t1).count();
-      ws.step = ex.run();
-      emul += seconds_since(t2);
-      if (!ws.step.finished)
-        throw std::runtime_error(fmt::format(
-            "wafer {}: the step never finished: the done tile ({},{}) received {} of {} bursts on color {} ({} of {} "
-            "tasks ran, {} bursts unclaimed)",
-            k, images[k]->done_tile.x, images[k]->done_tile.y, ws.step.done_received, images[k]->done_arrivals,
-            int(images[k]->done_color), ws.step.tasks_run, ws.step.tasks_total, ws.step.unclaimed));
-      ws.network = wm->stats();
-      ws.mesh_bytes = wm->state_bytes();
-      for (std::size_t l = 0; l < fabric.links(); ++l) ws.link_busy_max = std::max(ws.link_busy_max, wm->link_busy(noc::LinkId(l)));
-      // What traces and the report want of the runs, in one pass over them (tile order).
-      const bool filter = opt.keep_task_runs && opt.keep_tile, series = opt.series_cells > 0, regions = opt.region_cells > 0;
-      if (opt.keep_task_runs && !opt.keep_tile) runs_[k] = ex.task_runs();
-      RegionTotals& rt = ws.regions;
-      std::vector<std::uint32_t> series_links, series_tiles;
-      std::size_t n = 0;
-      const std::size_t cells = se.grid.size();
-      if (series) {
-        if (se.t.empty()) se.t.push_back(from_cycle), sample_cells(nullptr);  // not a Mesh: no slices
-        se.t.push_back(std::max(ws.step.end, se.t.back() + 1));
-        sample_cells(nullptr);
-        count_links(fabric, se.grid, series_links, nullptr, series_tiles);
-        n = se.intervals();
-        se.link_utilisation.assign(n * cells, 0.0);
-        se.tiles_busy.assign(n * cells, 0.0);
-        for (std::size_t i = 0; i < n; ++i) {
-          const double dt = double(se.t[i + 1] - se.t[i]);
-          for (std::size_t c = 0; c < cells; ++c)
-            if (series_links[c])
-              se.link_utilisation[i * cells + c] = double(cum[(i + 1) * cells + c] - cum[i * cells + c]) / (double(series_links[c]) * dt);
-        }
-      }
-      if (regions) {
-        rt.grid = RegionGrid::fit(fabric.grid(), opt.region_cells);
-        sum_link_busy(*wm, fabric.grid(), rt.grid, rt.link_busy);
-        count_links(fabric, rt.grid, rt.links, &rt.extra_hops, rt.tiles);
-        rt.task_cycles.assign(rt.grid.size(), 0);
-      }
-      if (filter)
-        ex.for_each_kept_run([&](hw::TileIndex t, std::uint32_t runs) { return opt.keep_tile(k, t, runs); },
-                             [&](const core::TaskRun& r) { runs_[k].push_back(r); });
-      if (series || regions) {
-        // The busy cycles per interval and cell, summed as integers (each below 2^53, so the doubles they
-        // become are the sums of doubles they stand for).
-        std::vector<std::uint64_t> busy(n * cells, 0);
-        // Samples every d cycles from t[0] (the last interval aside, which ends the step): a cycle's interval
-        // is a division away; else a search.
-        const Cycle every = n ? se.t[1] - se.t[0] : 0;
-        bool evenly = every > 0;
-        for (std::size_t i = 0; i < n && evenly; ++i) evenly = se.t[i] == se.t[0] + Cycle(i) * every;
-        const Cycle overhead = spec.task_overhead;
-        using Span = std::pair<Cycle, Cycle>;
-        ex.for_each_tile_spans([&](hw::TileIndex tile, const Span* first, const Span* last) {
-          const hw::Coord at = fabric.grid().coord(tile);
-          if (regions) {
-            Cycle sum = 0;
-            for (const Span* p = first; p != last; ++p) sum += p->second - (p->first - std::min(p->first, overhead));
-            rt.task_cycles[rt.grid.of(at)] += sum;
-          }
-          if (!series) return;
-          // (locals, so that the stores to busy do not make the loop read them again)
-          const std::size_t ni = n, nc = cells;
-          const Cycle* const t = se.t.data();
-          const bool even = evenly;
-          const Cycle d = every, ov = overhead;
-          std::uint64_t* const col = busy.data() + se.grid.of(at);  // the tile's cell, interval 0
-          std::size_t si = ni;   // the interval of the last span (a tile's spans mostly follow one another)
-          Cycle lo = 1, hi = 0;  // its cycles [lo, hi) (none yet)
-          for (const Span* p = first; p != last; ++p) {
-            const Cycle s = p->first, e = p->second;
-            const Cycle a = s - std::min(s, ov);
-            if (lo <= a && e <= hi) {  // inside the last one's interval
-              col[si * nc] += e - a;
-              continue;
-            }
-            // The interval holding a (the first when a comes before it; any interval past the last adds
-            // nothing below).
-            if (even) {
-              si = a < t[0] ? 0 : std::min<std::size_t>(ni - 1, std::size_t((a - t[0]) / d));
-            } else {
-              const Cycle* it = std::upper_bound(t, t + ni + 1, a);
-              si = it == t ? 0 : std::min<std::size_t>(ni - 1, std::size_t(it - t) - 1);
-            }
-            lo = t[si], hi = t[si + 1];
-            for (std::size_t i = si; i < ni && t[i] < e; ++i) {
-              const Cycle l = std::max(a, t[i]), h = std::min(e, t[i + 1]);
-              if (h > l) col[i * nc] += h - l;
-            }
-          }
-        });
-        for (std::size_t i = 0; i < n * cells; ++i) se.tiles_busy[i] = double(busy[i]);
-      }
-      for (std::size_t i = 0; i < n; ++i) {
-        const double dt = double(se.t[i + 1] - se.t[i]);
-        for (std::size_t c = 0; c < cells; ++c)
-          if (series_tiles[c]) se.tiles_busy[i * cells + c] /= double(series_tiles[c]) * dt;
-      }
-      return ws;
-    };
+    std::vector<std::size_t> from, emulated;
+    plan_wafers(images, reuse_wafers, from, emulated);
     // The wafers emulated side by side (StepOptions::threads): each from cycle 0 on a mesh of its own thread,
-    // shifted to its start below (the same invariance). Not when a wafer streams weights (the MemoryX port is
-    // shared in simulated time) or a trace's extras follow the run tile by tile (keep_tile asks in wafer order).
-    const bool parallel = opt.threads > 1 && emulated.size() > 1 && !opt.keep_task_runs && !opt.keep_tile &&
-                          opt.series_cells == 0 &&
-                          std::none_of(images.begin(), images.end(), [](const firmware::Image* im) { return streams(*im); });
-    std::vector<WaferStep> ahead(parallel ? images.size() : 0);
+    // shifted to its start below (the same invariance); not when side_by_side_ok says no. (`ahead`: run_batch
+    // has emulated them so already.)
+    const bool parallel = !ahead && opt.threads > 1 && emulated.size() > 1 && side_by_side_ok(images, opt);
+    std::vector<WaferStep> mine(parallel ? images.size() : 0);
     if (parallel) {
-      const std::size_t n = std::min<std::size_t>(opt.threads, emulated.size());
-      res.threads = std::uint32_t(n);
-      std::vector<std::exception_ptr> error(images.size());
-      std::vector<double> elab(n, 0.0), emul(n, 0.0);
-      std::atomic<std::size_t> next{0};
-      std::atomic<bool> failed{false};
-      const auto tp = std::chrono::steady_clock::now();
-      // Worker w takes the next wafer in order until none is left (or one failed: every wafer before it has
-      // been taken, so the first failure in wafer order is among those run).
-      auto work = [&](std::size_t w) {
-        std::unique_ptr<noc::Mesh> own_mesh;
-        noc::Mesh* m = w == 0 ? mesh : nullptr;
-        bool used = w == 0 && mesh_used;
-        for (std::size_t i = next++; i < emulated.size() && !failed; i = next++) {
-          const std::size_t k = emulated[i];
-          try {
-            if (!m) {
-              const auto t1 = std::chrono::steady_clock::now();
-              own_mesh = noc::make_mesh(opt.fidelity, fabric, params);
-              if (auto* cm = dynamic_cast<noc::CycleMesh*>(own_mesh.get())) cm->report_heads(true);
-              m = own_mesh.get();
-              elab[w] += seconds_since(t1);
-            } else if (used) {
-              m->reset();
-            }
-            used = true;
-            ahead[k] = emulate(k, m, 0, elab[w], emul[w]);
-          } catch (...) {
-            error[k] = std::current_exception();
-            failed = true;
-          }
-        }
-      };
-      {
-        std::vector<std::thread> pool;
-        struct Join {  // (the threads started are joined however this block is left)
-          std::vector<std::thread>& threads;
-          ~Join() {
-            for (auto& t : threads) t.join();
-          }
-        } join{pool};
-        for (std::size_t w = 1; w < n; ++w) pool.emplace_back(work, w);
-        work(0);
-      }
-      for (std::size_t k : emulated)
-        if (error[k]) std::rethrow_exception(error[k]);
-      // The wall time split: the longest building of executors (and meshes) on one thread, the rest running.
-      const double wall = seconds_since(tp), e = *std::max_element(elab.begin(), elab.end());
+      res.threads = std::uint32_t(std::min<std::size_t>(opt.threads, emulated.size()));
+      const auto [e, r] = side_by_side(emulated.size(), opt.threads, mesh, fabric, opt,
+                                       [&](std::size_t i, noc::Mesh* m, double& elab, double& emul) {
+                                         const std::size_t k = emulated[i];
+                                         mine[k] = emulate_wafer(spec, fabric, *images[k], k, m, nullptr, 0, opt, elab, emul);
+                                       });
       res.elaboration_s += e;
-      res.emulation_s += std::max(0.0, wall - e);
+      res.emulation_s += r;
+      ahead = &mine;
     }
     for (std::size_t k = 0; k < images.size(); ++k) {
       if (k > 0) {
@@ -559,13 +645,13 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
         continue;
       }
       WaferStep ws;
-      if (parallel) {
-        ws = std::move(ahead[k]);
+      if (ahead) {
+        ws = (*ahead)[k];
         shift_step(ws, start);
       } else {
         if (mesh_used) mesh->reset();
         mesh_used = true;
-        ws = emulate(k, mesh, start, res.elaboration_s, res.emulation_s);
+        ws = emulate_wafer(spec, fabric, *images[k], k, mesh, &port, start, opt, res.elaboration_s, res.emulation_s);
       }
       start = ws.step.end;
       res.tasks_executed += ws.step.tasks_executed;

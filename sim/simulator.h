@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/executor.h"
@@ -149,6 +150,18 @@ class Simulator {
   StepResult run(const hw::WaferSpec& spec, const noc::Fabric& fabric, const std::vector<const firmware::Image*>& images,
                  const StepOptions& opt);
 
+  // Several independent steps (the mapping search's candidates), each with the result run() gives it: when every
+  // step lets its wafers run side by side (no streamed weights, no trace's extras, one fidelity), all their
+  // wafers are emulated on `threads` threads at once, each from cycle 0, and each step is then put together
+  // as run() does with its wafers emulated side by side; else the steps run one after the other. A step's
+  // elaboration and emulation times are then its own wafers' (summed over the threads that ran them).
+  struct BatchStep {
+    std::vector<const firmware::Image*> images;
+    StepOptions opt;
+  };
+  std::vector<StepResult> run_batch(const hw::WaferSpec& spec, const noc::Fabric& fabric,
+                                    const std::vector<BatchStep>& steps, std::uint32_t threads);
+
   // Task runs per wafer of the last step, for traces (empty unless StepOptions::keep_task_runs).
   const std::vector<std::vector<core::TaskRun>>& task_runs() const { return runs_; }
   double elaboration_seconds() const { return elaboration_s_; }
@@ -162,6 +175,17 @@ class Simulator {
   bool keeps_mesh() const { return keep_mesh_; }
 
  private:
+  StepResult run_step(const hw::WaferSpec& spec, const noc::Fabric& fabric, const std::vector<const firmware::Image*>& images,
+                      const StepOptions& opt, const std::vector<WaferStep>* ahead);
+  noc::Mesh* step_mesh(const hw::WaferSpec& spec, const noc::Fabric& fabric, const StepOptions& opt,
+                       std::unique_ptr<noc::Mesh>& own, bool& kept);
+  WaferStep emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric& fabric, const firmware::Image& im, std::size_t k,
+                          noc::Mesh* wm, memory::StreamPort* port, Cycle from_cycle, const StepOptions& opt, double& elab,
+                          double& emul);
+  std::pair<double, double> side_by_side(std::size_t jobs, std::size_t threads, noc::Mesh* mesh0, const noc::Fabric& fabric,
+                                         const StepOptions& opt,
+                                         const std::function<void(std::size_t, noc::Mesh*, double&, double&)>& job);
+
   std::unique_ptr<Top> top_;
   std::vector<std::vector<core::TaskRun>> runs_;
   double elaboration_s_ = 0;

@@ -20,6 +20,12 @@ threads_test(wafers3_cycle 2 2 ${TINY_T} --wafers 3 --fidelity cycle)
 threads_test(small_wafers2 2 2 ${SMALL_T} --wafers 2)
 threads_test(small_wafers2_square 2 2 ${SMALL_T} --wafers 2 --placement square)
 threads_test(small_wafers3_batch2 2 2 ${SMALL_T} --wafers 3 --batch 2)
+# The mapping search (--placement auto): the candidates it emulates run side by side (sim::Simulator::run_batch),
+# the same table of candidates, the same choice, the same answer.
+threads_test(auto 2 2 ${TINY_T} --placement auto)
+threads_test(auto_defects 2 2 ${TINY_T} --placement auto --density 20 --seed 3)
+threads_test(auto_wafers2 3 3 ${TINY_T} --placement auto --wafers 2)
+threads_test(small_auto 2 2 ${SMALL_T} --placement auto)
 # One after the other all the same: a trace keeps tiles wafer by wafer; streamed weights share the MemoryX
 # port in simulated time (the 1B streams on small); one wafer has nothing to run beside it.
 threads_test(wafers4_trace 2 1 ${TINY_T} --wafers 4 --trace TRACE)
