@@ -10,6 +10,9 @@
 //       a core::Executor, temporally decoupled (the inner burst queue runs ahead of sc_time; one wait()
 //       per step), streamed weights fetched through b_transport with time annotation (the port, then the
 //       request's edge channel; the fabric leg to the tile is the executor's, analytic: docs/streaming.md).
+//       Wafers that stream nothing may be emulated beforehand on worker threads (StepOptions::threads), each
+//       from cycle 0 on a mesh of its own; the SC_THREAD then hands each its start through the inter-wafer
+//       link and shifts its result there.
 //
 // Elaborated once per process (the SystemC kernel cannot be re-elaborated): create one Simulator before
 // any run; it then runs any number of steps on any wafer spec, reconfiguring and resetting its modules
