@@ -11,22 +11,9 @@ fails if reuse silently stopped applying), `none` (every task executed: a case w
 broken), `unwatched` (none, and no run of layers was even watched for a repeat: too short to copy
 anything), `some:N` (at least N layers copied), or `any`. The run with --no-reuse must always execute every task it represents.
 """
-import json, os, subprocess, sys
+import os, sys
 
-
-def run(exe, args, out, trace):
-    a = list(args)
-    if trace:
-        a[a.index("--trace") + 1] = trace
-    r = subprocess.run([exe, "decode"] + a + ["--json", out], capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        print(f"FAIL: exit {r.returncode}: {' '.join(a)}\n{r.stderr}")
-        sys.exit(1)
-    with open(out) as f:
-        text = f.read()
-    j = json.loads(text)
-    wall = j.pop("wall_time")
-    return j, wall
+from decode_pair import differences, run
 
 
 def main():
@@ -44,14 +31,7 @@ def main():
     tb = os.path.join(out_dir, f"{name}.full.trace.json") if has_trace else None
     a, wa = run(exe, args, os.path.join(out_dir, f"{name}.reuse.json"), ta)
     b, wb = run(exe, args + ["--no-reuse"], os.path.join(out_dir, f"{name}.full.json"), tb)
-    bad = []
-    # Byte for byte: the same serialisation of both (sorted keys, no whitespace freedom).
-    sa, sb = json.dumps(a, sort_keys=True), json.dumps(b, sort_keys=True)
-    if sa != sb:
-        for k in sorted(set(a) | set(b)):
-            if json.dumps(a.get(k), sort_keys=True) != json.dumps(b.get(k), sort_keys=True):
-                bad.append(f"section {k!r} differs:\n  reuse {json.dumps(a.get(k), sort_keys=True)[:400]}\n"
-                           f"  full  {json.dumps(b.get(k), sort_keys=True)[:400]}")
+    bad = differences(a, b, "reuse", "full ")
     if has_trace:
         with open(ta, "rb") as f, open(tb, "rb") as g:
             if f.read() != g.read():

@@ -9,20 +9,9 @@ byte for byte once the `wall_time` section (host timing and how the result was c
 report emulating at once (wall_time.threads): a number, so that a case that should run side by side and
 silently went back to one after the other fails. The run with --threads 1 must report 1.
 """
-import json, os, subprocess, sys
+import os, sys
 
-
-def run(exe, args, out, trace):
-    a = list(args)
-    if trace:
-        a[a.index("--trace") + 1] = trace
-    r = subprocess.run([exe, "decode"] + a + ["--json", out], capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        print(f"FAIL: exit {r.returncode}: {' '.join(a)}\n{r.stderr}")
-        sys.exit(1)
-    with open(out) as f:
-        j = json.load(f)
-    return j, j.pop("wall_time")
+from decode_pair import differences, run
 
 
 def main():
@@ -37,12 +26,7 @@ def main():
     tb = os.path.join(out_dir, f"{name}.{n}.trace.json") if has_trace else None
     a, wa = run(exe, args + ["--threads", "1"], os.path.join(out_dir, f"{name}.1.json"), ta)
     b, wb = run(exe, args + ["--threads", n], os.path.join(out_dir, f"{name}.{n}.json"), tb)
-    bad = []
-    if json.dumps(a, sort_keys=True) != json.dumps(b, sort_keys=True):
-        for k in sorted(set(a) | set(b)):
-            if json.dumps(a.get(k), sort_keys=True) != json.dumps(b.get(k), sort_keys=True):
-                bad.append(f"section {k!r} differs:\n  1 thread   {json.dumps(a.get(k), sort_keys=True)[:400]}\n"
-                           f"  {n} threads {json.dumps(b.get(k), sort_keys=True)[:400]}")
+    bad = differences(a, b, "1 thread  ", f"{n} threads")
     if has_trace:
         with open(ta, "rb") as f, open(tb, "rb") as g:
             if f.read() != g.read():
