@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/costs.h"
+#include "core/executor.h"
 #include "hw/error.h"
 #include "mapper/meshgemv.h"
 #include "mapper/placement.h"
@@ -55,6 +56,11 @@ std::vector<SearchCandidate> enumerate_candidates(const DecodePoint& base, const
 }
 
 namespace {
+// The task records of a run of `task_runs` tasks (core::Executor::record_bytes), as "about 1.2 GB" or "about 24 MB".
+std::string records(std::int64_t task_runs) {
+  const double bytes = double(core::Executor::record_bytes(std::uint64_t(std::max<std::int64_t>(0, task_runs))));
+  return bytes >= 1e9 ? fmt::format("about {:.1f} GB", bytes / 1e9) : fmt::format("about {:.0f} MB", bytes / 1e6);
+}
 
 // Zero-load network cycles of one allreduce of `wl` wavelets along a line of n tiles, as the meshgemv
 // kernel runs it (docs/mapping.md section 3b): the longest chain into the final root (stream stages of
@@ -177,10 +183,12 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
       c.skipped = fmt::format("the same firmware as {}: its emulated cycles", r.candidates[same->i].label);
       continue;
     }
+    // (What the results say of memory names the records, not what the machine has free: that changes from one
+    // run to the next, and the results must not.)
     try {
       check_memory(m);
-    } catch (const hw::InputError& e) {
-      c.skipped = fmt::format("not emulated: {}", e.what());
+    } catch (const hw::InputError&) {
+      c.skipped = fmt::format("not emulated: {} of task records, more than the memory available", records(c.task_runs));
       continue;
     }
     left -= c.task_runs;
@@ -216,9 +224,11 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
     if (c.emulated < 0 && c.predicted >= 0 && c.predicted < best && (!hint || c.predicted < hint->predicted)) hint = &c;
   if (hint) {
     // Would a larger budget do? Not when the run's task records exceed the memory (apps::check_memory).
-    const std::string lack = memory_shortfall(hint->task_runs);
-    const std::string why = lack.empty() ? fmt::format("{} task runs; --search-budget sets the budget", hint->task_runs)
-                                         : fmt::format("{} task runs: {}", hint->task_runs, lack);
+    const std::string why =
+        memory_shortfall(hint->task_runs).empty()
+            ? fmt::format("{} task runs; --search-budget sets the budget", hint->task_runs)
+            : fmt::format("{} task runs: {} of task records, more than the memory available", hint->task_runs,
+                          records(hint->task_runs));
     r.note = fmt::format("{} is predicted {:.0f} cycles by its closed form ({:+.0f} % against the choice) but was not "
                          "emulated ({})",
                          hint->label, hint->predicted, 100.0 * (hint->predicted - best) / best, why);

@@ -37,3 +37,7 @@ wafer_cli_test(threads_huge --exit 2 --one-line-error --stderr "--threads 5000 i
 # (WAFER_EMU_MEMORY_MB; the two wafers keep about 4 MB of records each), one after the other, the same answer.
 threads_test(small_wafers2_memory 2 1 ${SMALL_T} --wafers 2)
 set_tests_properties(cli.threads_small_wafers2_memory PROPERTIES ENVIRONMENT WAFER_EMU_MEMORY_MB=5)
+# What the search says of a candidate left out for memory names its task records, not what the machine has free
+# (which changes from run to run): the same results with 12 and 30 MiB available (memory_note_check.py).
+add_test(NAME cli.auto_memory_note COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/memory_note_check.py ${WAFER_EMU}
+         ${OUT}/memory_note 12 30 -- ${SMALL_T} --placement auto)
