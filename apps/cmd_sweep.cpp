@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "apps/cli.h"
+#include "apps/decode_point.h"
 #include "apps/sweep.h"
 #include "hw/error.h"
 #include "traces/report.h"
@@ -240,12 +241,15 @@ int run_sweep(const std::vector<std::string>& args) {
     sim::Simulator simulator;
     PointCache cache(simulator, vm.count("no-cache") == 0);
     Resolver resolver(study);
+    // A study run whole in this process gives each point's wafers the CPUs (a pipeline's wafers side by side,
+    // as decode does); a worker, a rank or a job-array task shares them with others and keeps to one.
+    const std::uint32_t point_threads = partial ? 1 : cpus_available();
     const auto before = std::int64_t(mine.size() - pending.size());
     SweepProgress progress(partial ? std::int64_t(mine.size()) : total, partial ? before : pf.count(), quiet);
     std::int64_t ran = 0;
     for (auto i : pending) {
       if (pf.done(i)) continue;
-      pf.append(run_point(cache, resolver, study, i));
+      pf.append(run_point(cache, resolver, study, i, point_threads));
       ++ran;
       progress.tick(partial ? before + ran : pf.count(), pf.failed());
     }

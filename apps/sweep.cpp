@@ -341,12 +341,13 @@ Study load_study(const std::filesystem::path& file) {
 
 // ---- one point ---------------------------------------------------------------------------------------------
 
-ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::int64_t index) {
+ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::int64_t index, std::uint32_t threads) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   const ojson settings = study.settings(index);
   Resolved r = resolver.resolve(settings, index);
+  r.point.threads = threads;
   const hw::WaferSpec& spec = r.point.spec;
   ojson line;
   line["study"] = study.hash;
@@ -415,7 +416,9 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
     if (r.point.options.placement == "auto") {
       // As `decode --placement auto`: the search (mapping and emulating candidates), then the chosen mapping,
       // whose emulation is the search's own when it made one.
-      SearchResult sr = search(cache.simulator(), r.point, fabric);
+      DecodePoint base = r.point;
+      base.threads = 1;  // (as decode: the candidates one at a time)
+      SearchResult sr = search(cache.simulator(), base, fabric);
       const SearchCandidate& ch = sr.candidates[std::size_t(sr.chosen)];
       line["search"] = {{"chosen", ch.label}, {"chosen_by", sr.chosen_by_formula ? "closed form" : "emulation"}};
       if (!sr.note.empty()) line["search"]["note"] = sr.note;

@@ -80,7 +80,8 @@ void check_study(const Study& study);
 // ("status": "failed"), not thrown. The line has no trailing newline.
 // What an earlier point of the process left that this one could use is taken from `cache` (apps/point_cache.h);
 // the line is the same with or without it but for wall_s, which lists what was kept ("kept").
-ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::int64_t index);
+// `threads`: the point's wafers emulated at once (DecodePoint::threads; the line is the same for any number).
+ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::int64_t index, std::uint32_t threads = 1);
 
 // DIR/points.jsonl: appended under an exclusive lock, each line written whole and fsync'ed. A last line that
 // is not complete JSON (a writer killed mid-line) is cut off before anything is read or appended.

@@ -108,3 +108,6 @@ add_test(NAME cli.sweep_auto_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} $
 add_test(NAME cli.sweep_cache COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cache_check.py sweep ${WAFER_EMU}
   ${DATA}/sweep_cache.json ${OUT}/sweep_cache)
 add_test(NAME cli.sweep_cache_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${DATA}/sweep_cache.json ${OUT}/sweep_cache_decode)
+# Pipelines in a study: a whole run gives each point's wafers the CPUs (side by side, as decode does), --point
+# one thread; the same lines either way, and decode's numbers (data/sweep_wafers_tiny.json).
+add_test(NAME cli.sweep_wafers_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${DATA}/sweep_wafers_tiny.json ${OUT}/sweep_wafers)
