@@ -55,13 +55,7 @@ template <class T>
 struct HugePageAllocator {
   using value_type = T;
   static constexpr std::size_t kHuge = std::size_t(2) << 20;
-  // Blocks of 64 MiB and more are rounded up to a multiple of 32 MiB, so that the records of wafers of about
-  // one size (a pipeline's, a study's points) come in one block size and a kept block serves the next (the
-  // tail past the request is never touched, so costs no memory).
-  static std::size_t rounded_size(std::size_t bytes) {
-    const std::size_t unit = bytes >= (std::size_t(64) << 20) ? std::size_t(32) << 20 : kHuge;
-    return (bytes + unit - 1) / unit * unit;
-  }
+  static std::size_t rounded_size(std::size_t bytes) { return (bytes + kHuge - 1) / kHuge * kHuge; }
 
   HugePageAllocator() = default;
   template <class U>
