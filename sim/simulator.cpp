@@ -538,24 +538,23 @@ StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
 std::vector<StepResult> Simulator::run_batch(const hw::WaferSpec& spec, const noc::Fabric& fabric,
                                              const std::vector<BatchStep>& steps, std::uint32_t threads) {
   std::vector<StepResult> out;
-  std::vector<std::vector<std::size_t>> emulated(steps.size());
+  std::vector<Ahead> ahead(steps.size());
   std::vector<std::pair<std::size_t, std::size_t>> jobs;  // (step, wafer), in that order
   bool together = threads > 1 && steps.size() > 1;
   for (std::size_t s = 0; s < steps.size() && together; ++s) {
     const BatchStep& st = steps[s];
     together = !st.images.empty() && side_by_side_ok(st.images, st.opt) && st.opt.fidelity == steps[0].opt.fidelity;
-    std::vector<std::size_t> from;
-    plan_wafers(st.images, st.opt.reuse && !st.opt.keep_tile, from, emulated[s]);
-    for (std::size_t k : emulated[s]) jobs.push_back({s, k});
+    plan_wafers(st.images, st.opt.reuse && !st.opt.keep_tile, ahead[s].from, ahead[s].emulated);
+    for (std::size_t k : ahead[s].emulated) jobs.push_back({s, k});
   }
   if (!together || jobs.size() < 2) {
     for (const BatchStep& st : steps) out.push_back(run_step(spec, fabric, st.images, st.opt, nullptr));
     return out;
   }
-  for (const BatchStep& st : steps)
-    for (const auto* im : st.images) check_sram(spec, *im);  // (before anything runs, as run() does)
-  std::vector<std::vector<WaferStep>> ahead(steps.size());
-  for (std::size_t s = 0; s < steps.size(); ++s) ahead[s].resize(steps[s].images.size());
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    for (const auto* im : steps[s].images) check_sram(spec, *im);  // (before anything runs, as run() does)
+    ahead[s].steps.resize(steps[s].images.size());
+  }
   std::vector<double> job_elab(jobs.size(), 0.0), job_emul(jobs.size(), 0.0);
   {
     std::unique_ptr<noc::Mesh> own;
@@ -564,7 +563,7 @@ std::vector<StepResult> Simulator::run_batch(const hw::WaferSpec& spec, const no
     side_by_side(jobs.size(), threads, mesh0, fabric, steps[0].opt,
                  [&](std::size_t i, noc::Mesh* m, double& elab, double& emul) {
                    const auto [s, k] = jobs[i];
-                   ahead[s][k] = emulate_wafer(spec, fabric, *steps[s].images[k], k, m, nullptr, 0, steps[s].opt,
+                   ahead[s].steps[k] = emulate_wafer(spec, fabric, *steps[s].images[k], k, m, nullptr, 0, steps[s].opt,
                                                job_elab[i], job_emul[i]);
                    elab += job_elab[i], emul += job_emul[i];
                  });
@@ -580,9 +579,10 @@ std::vector<StepResult> Simulator::run_batch(const hw::WaferSpec& spec, const no
 
 StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fabric,
                                const std::vector<const firmware::Image*>& images, const StepOptions& opt,
-                               const std::vector<WaferStep>* ahead) {
+                               Ahead* ahead) {
   if (images.empty()) throw hw::InputError("nothing to run: no firmware image");
-  for (const auto* im : images) check_sram(spec, *im);
+  if (!ahead)
+    for (const auto* im : images) check_sram(spec, *im);
   StepResult res;
   res.elaboration_s = elaboration_s_;
   runs_.assign(images.size(), {});
@@ -605,19 +605,20 @@ StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fab
     // shift in time (the mesh is reset before every wafer; the cores read no absolute cycle but the
     // start; without streamed weights nothing else is shared), so this wafer's result is that one's with
     // every cycle shifted by the difference of the starts. from[k]: that wafer (k: none; wafer k is emulated).
-    std::vector<std::size_t> from, emulated;
-    plan_wafers(images, reuse_wafers, from, emulated);
+    Ahead mine;
+    if (!ahead) plan_wafers(images, reuse_wafers, mine.from, mine.emulated);
+    const std::vector<std::size_t>& from = ahead ? ahead->from : mine.from;
+    const std::vector<std::size_t>& emulated = ahead ? ahead->emulated : mine.emulated;
     // The wafers emulated side by side (StepOptions::threads): each from cycle 0 on a mesh of its own thread,
     // shifted to its start below (the same invariance); not when side_by_side_ok says no. (`ahead`: run_batch
     // has emulated them so already.)
-    const bool parallel = !ahead && opt.threads > 1 && emulated.size() > 1 && side_by_side_ok(images, opt);
-    std::vector<WaferStep> mine(parallel ? images.size() : 0);
-    if (parallel) {
+    if (!ahead && opt.threads > 1 && emulated.size() > 1 && side_by_side_ok(images, opt)) {
       res.threads = std::uint32_t(std::min<std::size_t>(opt.threads, emulated.size()));
+      mine.steps.resize(images.size());
       const auto [e, r] = side_by_side(emulated.size(), opt.threads, mesh, fabric, opt,
                                        [&](std::size_t i, noc::Mesh* m, double& elab, double& emul) {
                                          const std::size_t k = emulated[i];
-                                         mine[k] = emulate_wafer(spec, fabric, *images[k], k, m, nullptr, 0, opt, elab, emul);
+                                         mine.steps[k] = emulate_wafer(spec, fabric, *images[k], k, m, nullptr, 0, opt, elab, emul);
                                        });
       res.elaboration_s += e;
       res.emulation_s += r;
@@ -646,7 +647,7 @@ StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fab
       }
       WaferStep ws;
       if (ahead) {
-        ws = (*ahead)[k];
+        ws = std::move(ahead->steps[k]);
         shift_step(ws, start);
       } else {
         if (mesh_used) mesh->reset();

@@ -178,8 +178,15 @@ class Simulator {
   bool keeps_mesh() const { return keep_mesh_; }
 
  private:
+  // A step's wafers planned (plan_wafers: the earlier wafer each one's step is, and those to emulate) and the
+  // emulated ones' steps from cycle 0 (run_batch; run_step when it runs them side by side).
+  struct Ahead {
+    std::vector<std::size_t> from, emulated;
+    std::vector<WaferStep> steps;
+  };
+  // One step; `ahead`: its SRAM checked and its wafers planned and emulated already (their steps are moved out).
   StepResult run_step(const hw::WaferSpec& spec, const noc::Fabric& fabric, const std::vector<const firmware::Image*>& images,
-                      const StepOptions& opt, const std::vector<WaferStep>* ahead);
+                      const StepOptions& opt, Ahead* ahead);
   noc::Mesh* step_mesh(const hw::WaferSpec& spec, const noc::Fabric& fabric, const StepOptions& opt,
                        std::unique_ptr<noc::Mesh>& own, bool& kept);
   WaferStep emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric& fabric, const firmware::Image& im, std::size_t k,
