@@ -109,42 +109,36 @@ sim::StepOptions step_options(const DecodePoint& p, const mapper::Mapping& mappi
 }
 }  // namespace
 
-std::uint32_t threads_that_fit(const mapper::Mapping& mapping, std::uint32_t threads, std::optional<std::uint64_t> avail) {
-  return threads_for(wafer_runs(mapping), threads, avail);
-}
-
 mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric) {
   return mapper::map_model(p.spec, fabric, p.model, p.options);
 }
 
 sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric,
                               const mapper::Mapping& mapping) {
-  check_memory(mapping);
-  std::vector<const firmware::Image*> images;
-  for (const auto& im : mapping.images) images.push_back(&im);
-  sim::StepOptions so = step_options(p, mapping);
-  so.threads = threads_that_fit(mapping, p.threads);
-  return simulator.run(p.spec, fabric, images, so);
+  return std::move(emulate_points(simulator, {p}, fabric, {&mapping}, p.threads).front());
 }
 
 std::vector<sim::StepResult> emulate_points(sim::Simulator& simulator, const std::vector<DecodePoint>& points,
                                             const noc::Fabric& fabric, const std::vector<const mapper::Mapping*>& mappings,
                                             std::uint32_t threads) {
   if (points.size() != mappings.size()) throw std::logic_error("emulate_points: a mapping per point");
+  std::vector<std::int64_t> runs;  // every wafer's task runs
+  for (const mapper::Mapping* m : mappings) {
+    check_memory(*m);
+    const std::vector<std::int64_t> w = wafer_runs(*m);
+    runs.insert(runs.end(), w.begin(), w.end());
+  }
+  if (points.empty()) return {};
+  const std::uint32_t fit = threads_for(std::move(runs), threads, memory_available());
   std::vector<sim::Simulator::BatchStep> steps;
-  std::vector<std::int64_t> runs;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    check_memory(*mappings[i]);
     sim::Simulator::BatchStep st;
     for (const auto& im : mappings[i]->images) st.images.push_back(&im);
     st.opt = step_options(points[i], *mappings[i]);
-    st.opt.threads = 1;  // (the batch's threads run the wafers of every step)
+    st.opt.threads = fit;  // (a step's own wafers, when the steps run one after the other)
     steps.push_back(std::move(st));
-    const std::vector<std::int64_t> w = wafer_runs(*mappings[i]);
-    runs.insert(runs.end(), w.begin(), w.end());
   }
-  if (steps.empty()) return {};
-  return simulator.run_batch(points.front().spec, fabric, steps, threads_for(std::move(runs), threads, memory_available()));
+  return simulator.run_batch(points.front().spec, fabric, steps, fit);
 }
 
 hw::Cycle decoder_layer_cycles(const sim::StepResult& r) {

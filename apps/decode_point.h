@@ -56,19 +56,15 @@ void check_memory(const mapper::Mapping& mapping);
 // The CPUs this process may run on (its affinity mask; at least 1): decode's default --threads.
 std::uint32_t cpus_available();
 
-// Of `threads` wafers emulated at once (DecodePoint::threads), as many as the mapping has and as the task records
-// of its largest wafers fit in `avail` together (memory_shortfall); at least 1.
-std::uint32_t threads_that_fit(const mapper::Mapping& mapping, std::uint32_t threads,
-                               std::optional<std::uint64_t> avail = memory_available());
-
 // Emulates one decode step of `mapping` (made by map_point for the same point and fabric), after
-// check_memory.
+// check_memory; its wafers side by side on up to p.threads threads, as many as their largest ones' task records
+// fit in memory together (emulate_points).
 sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric,
                               const mapper::Mapping& mapping);
 
 // emulate_point for several points (made by map_point on the same wafer spec and fabric), their wafers side by
 // side on up to `threads` threads at once (sim::Simulator::run_batch: the same results as one at a time), as
-// many as the largest wafers' task records fit in memory together.
+// many as the largest wafers' task records (over every point) fit in memory together (memory_shortfall).
 std::vector<sim::StepResult> emulate_points(sim::Simulator& simulator, const std::vector<DecodePoint>& points,
                                             const noc::Fabric& fabric, const std::vector<const mapper::Mapping*>& mappings,
                                             std::uint32_t threads);
