@@ -345,6 +345,24 @@ StepResult Executor::run() {
   return r;
 }
 
+// Inlined in deliver (once per arrival); `data`: an arrival of a burst (else a streamed weights' tail).
+[[gnu::always_inline]] inline void Executor::credit(std::uint32_t slot, TileIndex tile, std::uint32_t k, const TaskInfo& ti,
+                                                    Cycle when, Cycle tail, std::uint32_t burst, bool data) {
+  Slot& sl = slots_[slot];
+  if (ru_.on && !ru_.done) touch(slot, tile);
+  const bool first = sl.crit == kNone;
+  if (first || when > sl.ready) sl.crit = burst, sl.ready = when;
+  if (first || tail > sl.tail) sl.tail = tail;
+  if (data) ++sl.count;
+  if (sl.count == ti.arrivals && sl.wcount == ti.weight_arrivals) {
+    // Due now (a mesh reporting arrivals at their tail): start at once rather than through a timer, which
+    // a cycle-stepped mesh would only fire on the next cycle.
+    const Cycle now = net_.now();
+    if (sl.ready <= now) start_task(tile, k, now);
+    else net_.timer(sl.ready, kTimerReady | (std::uint64_t(tile) << 16) | k);
+  }
+}
+
 void Executor::on_timer(std::uint64_t tag, Cycle now) {
   const std::uint64_t kind = tag & kKindMask;
   if (kind == kTimerReady) {
@@ -354,7 +372,7 @@ void Executor::on_timer(std::uint64_t tag, Cycle now) {
       const WeightArrival w = warrivals_[wnext_++];
       const std::uint32_t slot = slot0_[w.tile] + w.k;
       ++slots_[slot].wcount;
-      credit(slot, w.tile, w.k, now, now, weight_burst_);
+      credit(slot, w.tile, w.k, tinfo_[prog0_[image_.tile_program[w.tile]] + w.k], now, now, weight_burst_, false);
     }
     if (wnext_ < warrivals_.size()) net_.timer(warrivals_[wnext_].at, kTimerWeights);
   } else if (kind == kTimerDeliver) {
@@ -410,28 +428,12 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
       if (i < gr.size) {
         const std::uint32_t k = list[i];
         Cycle when = ti[k].stream ? head - b.vshift + costs_.stream_stage_latency : tail;
-        credit(s0 + k, sink, k, when, tail, id);
+        credit(s0 + k, sink, k, ti[k], when, tail, id, true);
         claimed = true;
       }
     }
   }
   if (!claimed) ++unclaimed_;
-}
-
-void Executor::credit(std::uint32_t slot, TileIndex tile, std::uint32_t k, Cycle when, Cycle tail, std::uint32_t burst) {
-  Slot& sl = slots_[slot];
-  if (ru_.on && !ru_.done) touch(slot, tile);
-  const bool first = sl.crit == kNone;
-  if (first || when > sl.ready) sl.crit = burst, sl.ready = when;
-  if (first || tail > sl.tail) sl.tail = tail;
-  if (bursts_[burst].kind != BurstKind::Weights) ++sl.count;
-  const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[tile]] + k];
-  if (sl.count == ti.arrivals && sl.wcount == ti.weight_arrivals) {
-    // Due now (a mesh reporting arrivals at their tail): start at once rather than through a timer, which
-    // a cycle-stepped mesh would only fire on the next cycle.
-    if (sl.ready <= net_.now()) start_task(tile, k, net_.now());
-    else net_.timer(sl.ready, kTimerReady | (std::uint64_t(tile) << 16) | k);
-  }
 }
 
 bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
@@ -453,6 +455,27 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
   if (d.kind == noc::Destination::Kind::Tile) {
     // (noc::resolve only to name a destination outside the grid or a failed router: it throws then)
     if (!grid_.inside(d.first) || !fabric_.router_ok(grid_.index(d.first))) noc::resolve(fabric_, src, d);
+    if (fabric_.fault_free()) {
+      // XY (noc::next_port on a fabric without faults): along the row, then down or up the column, the
+      // cells found by stepping an index rather than by the routing function at every router.
+      const Coord a = grid_.coord(src), b = d.first;
+      std::size_t at = src;
+      std::size_t in = unsigned(hw::Dir::Ramp);
+      if (a.x != b.x) {
+        const hw::Dir out = a.x < b.x ? hw::Dir::East : hw::Dir::West;
+        const std::uint8_t bit = std::uint8_t(1u << unsigned(out));
+        const std::ptrdiff_t step = a.x < b.x ? 1 : -1;
+        for (std::int32_t x = a.x; x != b.x; x += std::int32_t(step)) set(in * n + at, bit), at += step, in = unsigned(out);
+      }
+      if (a.y != b.y) {
+        const hw::Dir out = a.y < b.y ? hw::Dir::South : hw::Dir::North;
+        const std::uint8_t bit = std::uint8_t(1u << unsigned(out));
+        const std::ptrdiff_t step = a.y < b.y ? std::ptrdiff_t(grid_.width) : -std::ptrdiff_t(grid_.width);
+        for (std::int32_t y = a.y; y != b.y; y += a.y < b.y ? 1 : -1) set(in * n + at, bit), at += step, in = unsigned(out);
+      }
+      set(in * n + at, kDeliver);
+      return changed;
+    }
     Coord here = grid_.coord(src);
     hw::Dir in = hw::Dir::Ramp;
     for (;;) {
@@ -521,18 +544,22 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   };
   std::uint16_t switches = 0, syncs = 0;
   // A stack: delivering a segment multicast's copy to the sender itself can start another task of this
-  // tile (a nested call) while this one still reads its entries.
-  const std::size_t base = send_costs_.size();
-  for (const auto& snd : t.sends) {
+  // tile (a nested call) while this one still reads its entries. Its top only grows its storage.
+  const std::size_t nsends = t.sends.size();
+  const std::size_t base = send_top_;
+  send_top_ += nsends;
+  if (send_costs_.size() < send_top_) [[unlikely]] send_costs_.resize(send_top_ + 16);
+  for (std::size_t i = 0; i < nsends; ++i) {
+    const auto& snd = t.sends[i];
+    const noc::Destination d = destination(snd.dest, here);
     if (snd.collective && syncs < 0xFFFF) ++syncs;
     if (!routes_.empty() && !local(snd.dest)) {
-      const noc::Destination d = destination(snd.dest, here);
       // (reuse in space: the first row a route may cross on a fabric without faults, the rows between the
       // source and its destinations)
       if (ru_.space && !ru_.done) ru_.route_row_min = std::min({ru_.route_row_min, here.y, d.first.y});
       if (reroute(tile, d, snd.color) && switches < 0xFFFF) ++switches;
     }
-    send_costs_.push_back({switches, syncs});
+    send_costs_[base + i] = {d, switches, syncs};
   }
   const Cycle fixed = Cycle(switches) * costs_.color_switch + Cycle(syncs) * costs_.collective_sync;
   Cycle s, e;
@@ -589,9 +616,9 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   core_free_[tile] = e;
   last_slot_[tile] = slot;
   ++tasks_run_;
-  for (std::size_t i = 0; i < t.sends.size(); ++i) {
+  for (std::size_t i = 0; i < nsends; ++i) {
     const auto& snd = t.sends[i];
-    const SendCost sc = send_costs_[base + i];
+    const SendCost sc = send_costs_[base + i];  // (a copy: a nested call may grow the stack)
     // When the send leaves in the model.
     const Cycle vat = stream ? s
                              : s + ti.setup + ti.body + Cycle(sc.switches) * costs_.color_switch +
@@ -603,7 +630,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     bursts_.push_back({vat, slot, tile, lag, snd.color, BurstKind::Data, false, std::uint32_t(at - vat), sc.switches, sc.syncs});
     noc::BurstSpec b;
     b.src = tile;
-    b.dest = destination(snd.dest, here);
+    b.dest = sc.dest;
     if (b.dest.kind != noc::Destination::Kind::Tile) {
       const bool row = b.dest.kind == noc::Destination::Kind::RowSegment;
       const hw::Rect seg = row ? hw::Rect{b.dest.first.x, b.dest.first.y, b.dest.span, 1}
@@ -621,7 +648,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     b.tag = id;
     net_.send(b, at);
   }
-  send_costs_.resize(base);
+  send_top_ = base;
 }
 
 Executor::Ideal Executor::ideal_latency(const BurstRec& b, TileIndex sink, bool to_tail) const {

@@ -252,7 +252,8 @@ class Executor final : public noc::NetworkClient {
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
   void validate() const;
-  void credit(std::uint32_t slot, hw::TileIndex tile, std::uint32_t k, Cycle when, Cycle tail, std::uint32_t burst);
+  void credit(std::uint32_t slot, hw::TileIndex tile, std::uint32_t k, const TaskInfo& ti, Cycle when, Cycle tail,
+              std::uint32_t burst, bool data);
   void start_task(hw::TileIndex tile, std::uint32_t k, Cycle now);
   void deliver(std::uint32_t burst, hw::TileIndex sink, Cycle head, Cycle tail);
   void request_weights();
@@ -328,9 +329,11 @@ class Executor final : public noc::NetworkClient {
   std::uint32_t route_colors_ = 0;
   std::vector<std::pair<hw::Coord, hw::Dir>> walk_;  // reroute's stack
   struct SendCost {
+    noc::Destination dest;          // the send's destination from its tile
     std::uint16_t switches, syncs;  // cumulative over a task's sends
   };
-  std::vector<SendCost> send_costs_;  // start_task's scratch, a stack (start_task can nest)
+  std::vector<SendCost> send_costs_;  // start_task's scratch, a stack (start_task can nest) ...
+  std::size_t send_top_ = 0;          // ... its top (the storage is kept)
   bool ran_ = false;
   bool streams_ = false;  // some task streams weights (StreamIn)
   // Reuse: the route table entries changed since the last cut, each with its value before the change.

@@ -15,6 +15,7 @@ ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fa
     throw hw::InputError(fmt::format("the approx mesh supports up to 65535 tiles per side; this mesh is {} x {}",
                                      fabric.grid().width, fabric.grid().height));
   tiles_.resize(fabric.grid().size());
+  fault_free_ = fabric.fault_free();
   width_ = std::uint32_t(fabric.grid().width);
   height_ = std::uint32_t(fabric.grid().height);
   step_[0] = TileIndex(0) - width_, step_[1] = 1, step_[2] = width_, step_[3] = TileIndex(0) - 1;
@@ -158,16 +159,20 @@ template <bool kHint>
 void ApproxMesh::run_loop() {
   // The bulk of the events (a burst's injection, a hop of a Network burst or of a unicast Plan flow) are
   // handled in the loop itself; the rest out of line.
+  // (in the order of their counts in a decode step: hops, the cores' timers, injections)
   auto f = [this](Cycle t, const Event& e) __attribute__((always_inline)) {
     if (e.kind == Kind::Node) {
       last_event_ = t;
       node<kHint>(t, e.a, unpack(e.b), e.in, e.c);
       release(e.a);
-    } else if (e.kind == Kind::PlanChain) {
-      plan_chain(t, e.a, e.b, e.c);
+    } else if (e.kind == Kind::Timer) {
+      last_event_ = t;
+      if (client_) client_->on_timer(std::uint64_t(e.a) | (std::uint64_t(e.b) << 32), t);
     } else if (e.kind == Kind::Inject) {
       last_event_ = t;
       inject<kHint>(t, e.a);
+    } else if (e.kind == Kind::PlanChain) {
+      plan_chain(t, e.a, e.b, e.c);
     } else {
       handle(t, e);
     }
@@ -382,11 +387,10 @@ template <bool kHint>
   }
 }
 
-// The events the loop leaves out of line: a tree's node, a client's timer.
+// The event the loop leaves out of line: a tree's node.
 [[gnu::noinline]] void ApproxMesh::handle(Cycle now, const Event& e) {
   last_event_ = now;
   if (e.kind == Kind::PlanNode) plan_node(now, e.a, e.b, e.c);
-  else if (client_) client_->on_timer(std::uint64_t(e.a) | (std::uint64_t(e.b) << 32), now);  // Kind::Timer
 }
 
 [[gnu::always_inline]] inline Cycle ApproxMesh::cross(Cycle now, Burst& br, TileIndex tile, Dir d) {
@@ -407,8 +411,17 @@ template <bool kHint>
 
 template <bool kHint>
 [[gnu::always_inline]] inline void ApproxMesh::node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path) {
-  const Step st = route_step(*fabric_, bursts_[b].target, here, in);
-  const TileIndex t = fabric_->grid().index(here);
+  // A unicast on a fabric without faults goes XY (noc::next_port), decided here without the call.
+  const Target& tg = bursts_[b].target;
+  Step st;
+  if (tg.kind == Destination::Kind::Tile && fault_free_) [[likely]] {
+    const Dir d = xy_port(here, tg.dst_c);
+    if (d == Dir::Ramp) st.deliver = true;
+    else st.ports = std::uint8_t(1u << unsigned(d));
+  } else {
+    st = route_step(*fabric_, tg, here, in);
+  }
+  const TileIndex t = TileIndex(here.y) * width_ + TileIndex(here.x);
   for (unsigned m = st.ports; m != 0; m &= m - 1) {  // the set port bits, lowest (North) first
     const unsigned k = unsigned(__builtin_ctz(m));
     const Dir d = Dir(k);
