@@ -142,8 +142,8 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   if (streams) ++sends;  // the shared weights record
   if (sends >= kNone) throw hw::InputError("firmware: more than 4 billion bursts per step");
   bursts_.reserve(sends);
-  core_free_.assign(n, 0);
-  last_slot_.assign(n, kNone);
+  cores_.resize(n);
+  for (std::size_t t = 0; t < n; ++t) cores_[t] = {0, kNone, slot0_[t], image_.tile_program[t]};
   slots_.assign(slots, Slot{0, 0, kNever, kNever, kNone, kNone, 0, 0, 0, 0});
   done_tile_ = grid_.index(image_.done_tile);
   if (costs_.color_switch > 0) {
@@ -292,7 +292,7 @@ std::uint64_t Executor::record_bytes(std::uint64_t tasks) { return tasks * (size
 StepResult Executor::run() {
   if (ran_) throw std::logic_error("Executor::run called twice");
   ran_ = true;
-  std::fill(core_free_.begin(), core_free_.end(), opt_.start);
+  for (Core& c : cores_) c.free = opt_.start;
   work_.assign(image_.op_names.size(), CauseCycles{});
   net_.set_client(this);
   if (weights_ && streams_) request_weights();  // (a scan of every task: only when something streams)
@@ -393,12 +393,13 @@ void Executor::on_arrival(std::uint64_t tag, TileIndex sink, Cycle head, Cycle t
 // emulation's largest stall). Reads only tables that stay in the caches.
 void Executor::expect_arrival(std::uint64_t tag, TileIndex sink, noc::Color color) {
   __builtin_prefetch(&bursts_[std::uint32_t(tag)]);
-  const std::uint32_t p = image_.tile_program[sink];
+  const Core& core = cores_[sink];
+  const std::uint32_t p = core.program;
   if (p == firmware::kIdle || color >= trigger_colors_) return;
   const std::uint16_t g = group_of_[std::size_t(p) * trigger_colors_ + color];
   if (g == kNoGroup) return;
   const Group& gr = groups_[pgroup0_[p] + g];
-  const Slot* s0 = slots_.data() + slot0_[sink];
+  const Slot* s0 = slots_.data() + core.slot0;
   for (std::uint32_t i = 0; i < gr.size; ++i) {
     const char* slot = reinterpret_cast<const char*>(s0 + group_tasks_[gr.begin + i]);
     __builtin_prefetch(slot, 1);
@@ -414,13 +415,14 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
     if (done_count_ <= image_.done_arrivals && (done_crit_ == kNone || tail >= done_end_)) done_end_ = tail, done_crit_ = id;
     claimed = true;
   }
-  const std::uint32_t p = image_.tile_program[sink];
+  const Core& core = cores_[sink];
+  const std::uint32_t p = core.program;
   if (p != firmware::kIdle && b.color < trigger_colors_) {
     // The first task, in program order, waiting on the color that still needs arrivals (see group_of_).
     const std::uint16_t g = group_of_[std::size_t(p) * trigger_colors_ + b.color];
     if (g != kNoGroup) {
       const TaskInfo* ti = tinfo_.data() + prog0_[p];
-      const std::uint32_t s0 = slot0_[sink];
+      const std::uint32_t s0 = core.slot0;
       const Group& gr = groups_[pgroup0_[p] + g];
       const std::uint16_t* list = group_tasks_.data() + gr.begin;
       std::uint32_t i = 0;
@@ -531,8 +533,9 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
 }
 
 void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
-  const std::uint32_t slot = slot0_[tile] + k;
-  const std::uint32_t p = image_.tile_program[tile];
+  Core& core = cores_[tile];
+  const std::uint32_t slot = core.slot0 + k;
+  const std::uint32_t p = core.program;
   const Task& t = image_.programs[p].tasks[k];
   const TaskInfo& ti = tinfo_[prog0_[p] + k];
   const bool stream = t.start == Task::Start::Stream;
@@ -559,13 +562,13 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
       if (ru_.space && !ru_.done) ru_.route_row_min = std::min({ru_.route_row_min, here.y, d.first.y});
       if (reroute(tile, d, snd.color) && switches < 0xFFFF) ++switches;
     }
-    send_costs_[base + i] = {d, switches, syncs};
+    send_costs_[base + i] = std::uint32_t(switches) | std::uint32_t(syncs) << 16;  // (one store: read back as one)
   }
   const Cycle fixed = Cycle(switches) * costs_.color_switch + Cycle(syncs) * costs_.collective_sync;
   Cycle s, e;
   if (!stream) {
     Cycle t0 = now;
-    if (core_free_[tile] > now) t0 = core_free_[tile], slots_[slot].prev = last_slot_[tile];
+    if (core.free > now) t0 = core.free, slots_[slot].prev = core.last;
     s = t0 + costs_.task_overhead;
     e = s + ti.setup + ti.body + fixed;
   } else {
@@ -573,9 +576,9 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     // the stream's head. `ready` (head + stage) may lie before `now` when the mesh reported the burst at
     // its tail.
     const Cycle ready = slots_[slot].ready;
-    const Cycle armed = core_free_[tile] + costs_.task_overhead + ti.setup + fixed;
+    const Cycle armed = core.free + costs_.task_overhead + ti.setup + fixed;
     s = ready;
-    if (armed > ready) s = armed, slots_[slot].prev = last_slot_[tile] == kNone ? kStepStart : last_slot_[tile];
+    if (armed > ready) s = armed, slots_[slot].prev = core.last == kNone ? kStepStart : core.last;
     e = std::max(s + ti.body, slots_[slot].tail + costs_.stream_stage_latency);
   }
   if (ru_.on && !ru_.done) {
@@ -613,24 +616,25 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     switches_run_ += switches;
     syncs_run_ += syncs;
   }
-  core_free_[tile] = e;
-  last_slot_[tile] = slot;
+  core.free = e;
+  core.last = slot;
   ++tasks_run_;
   for (std::size_t i = 0; i < nsends; ++i) {
     const auto& snd = t.sends[i];
-    const SendCost sc = send_costs_[base + i];  // (a copy: a nested call may grow the stack)
+    const std::uint32_t packed = send_costs_[base + i];  // (a copy: a nested call may grow the stack)
+    const std::uint16_t sc_switches = std::uint16_t(packed), sc_syncs = std::uint16_t(packed >> 16);
     // When the send leaves in the model.
     const Cycle vat = stream ? s
-                             : s + ti.setup + ti.body + Cycle(sc.switches) * costs_.color_switch +
-                                   Cycle(sc.syncs) * costs_.collective_sync;
+                             : s + ti.setup + ti.body + Cycle(sc_switches) * costs_.color_switch +
+                                   Cycle(sc_syncs) * costs_.collective_sync;
     const Cycle at = std::max(vat, now);  // when the mesh can take it
     std::uint32_t lag = snd.wavelets - 1;
     if (stream) lag = std::uint32_t(std::max<Cycle>(lag, vat + std::max<Cycle>(lag, e - s) - at));
     std::uint32_t id = std::uint32_t(bursts_.size());
-    bursts_.push_back({vat, slot, tile, lag, snd.color, BurstKind::Data, false, std::uint32_t(at - vat), sc.switches, sc.syncs});
+    bursts_.push_back({vat, slot, tile, lag, snd.color, BurstKind::Data, false, std::uint32_t(at - vat), sc_switches, sc_syncs});
     noc::BurstSpec b;
     b.src = tile;
-    b.dest = sc.dest;
+    b.dest = destination(snd.dest, here);
     if (b.dest.kind != noc::Destination::Kind::Tile) {
       const bool row = b.dest.kind == noc::Destination::Kind::RowSegment;
       const hw::Rect seg = row ? hw::Rect{b.dest.first.x, b.dest.first.y, b.dest.span, 1}
@@ -1140,7 +1144,7 @@ int Executor::tile_class(TileIndex t, Cycle now) {
   const std::uint32_t g0 = pgroup0_[p], g1 = p + 1 < image_.programs.size() ? pgroup0_[p + 1] : std::uint32_t(groups_.size());
   const TaskInfo* ti = tinfo_.data() + prog0_[p];
   const std::uint32_t s0 = slot0_[t];
-  bool fresh = last_slot_[t] == kNone, full = core_free_[t] + ru_.margin < now;
+  bool fresh = cores_[t].last == kNone, full = cores_[t].free + ru_.margin < now;
   for (std::uint32_t g = g0; g < g1; ++g) {
     const Group& gr = groups_[g];
     const std::uint16_t* list = group_tasks_.data() + gr.begin;
@@ -1156,10 +1160,10 @@ int Executor::tile_class(TileIndex t, Cycle now) {
 // yet full with its arrivals so far (tile_class has advanced the cursors).
 void Executor::describe_tile(std::vector<std::uint64_t>& out, TileIndex t, Cycle now, std::uint64_t nb) {
   const std::uint32_t p = image_.tile_program[t];
-  const Cycle cf = core_free_[t];
+  const Cycle cf = cores_[t].free;
   out.push_back(cf + ru_.margin >= now ? cf - now : 0xFFFF'FFFF'FFFF'FFF0ull);
-  if (last_slot_[t] == kNone) out.push_back(3);
-  else describe_task(out, t, last_slot_[t] - slot0_[t]);
+  if (cores_[t].last == kNone) out.push_back(3);
+  else describe_task(out, t, cores_[t].last - slot0_[t]);
   const std::uint32_t g0 = pgroup0_[p], g1 = p + 1 < image_.programs.size() ? pgroup0_[p + 1] : std::uint32_t(groups_.size());
   const std::uint32_t s0 = slot0_[t];
   for (std::uint32_t g = g0; g < g1; ++g) {
@@ -1450,9 +1454,9 @@ void Executor::reuse_cut() {
       const TileIndex t = where[i];
       if (tmpl[i].start == kNever || (seen[t >> 6] >> (t & 63) & 1)) continue;
       seen[t >> 6] |= std::uint64_t(1) << (t & 63);
-      ran.push_back({t, core_free_[t], last_slot_[t]});
+      ran.push_back({t, cores_[t].free, cores_[t].last});
     }
-    for (TileIndex t : ru_.work_tiles) state.push_back({t, core_free_[t], last_slot_[t]});
+    for (TileIndex t : ru_.work_tiles) state.push_back({t, cores_[t].free, cores_[t].last});
   }
   // Each copy moves a slot, its predecessor and a burst's sender by the same number of slots again (in
   // space: the slots of one band's rows, the same for every tile of the run since its bands hold programs
@@ -1483,8 +1487,8 @@ void Executor::reuse_cut() {
       bursts_.push_back(b);
     }
     for (const Core& c : ran) {
-      core_free_[c.t + TileIndex(m) * S] = c.free + m * D;
-      last_slot_[c.t + TileIndex(m) * S] = rename_in(c.last, c.t, m);
+      cores_[c.t + TileIndex(m) * S].free = c.free + m * D;
+      cores_[c.t + TileIndex(m) * S].last = rename_in(c.last, c.t, m);
     }
   }
   // The state K layers on: the slots it holds (written by the copies already when the template touched
@@ -1492,8 +1496,8 @@ void Executor::reuse_cut() {
   for (const auto& [s, sl] : held) slots_[rename(s, K)] = moved(sl, slot_tile(s), K);
   if (ru_.space) {
     for (const Core& c : state) {
-      core_free_[c.t + TileIndex(K) * S] = c.free + K * D;
-      last_slot_[c.t + TileIndex(K) * S] = rename_in(c.last, c.t, K);
+      cores_[c.t + TileIndex(K) * S].free = c.free + K * D;
+      cores_[c.t + TileIndex(K) * S].last = rename_in(c.last, c.t, K);
     }
     // The route tables of the described rows, K bands on (within the bands: those after the run keep theirs).
     if (!routes_.empty()) {
@@ -1512,8 +1516,8 @@ void Executor::reuse_cut() {
     for (TileIndex t = 0; t < grid_.size(); ++t) {
       const std::uint32_t p = image_.tile_program[t];
       if (p == firmware::kIdle) continue;
-      if (core_free_[t] + ru_.margin >= now) core_free_[t] += K * D;
-      last_slot_[t] = rename_in(last_slot_[t], t, K);
+      if (cores_[t].free + ru_.margin >= now) cores_[t].free += K * D;
+      cores_[t].last = rename_in(cores_[t].last, t, K);
     }
   }
   if (sampled_) sample_copies(D, K, now);

@@ -296,8 +296,16 @@ class Executor final : public noc::NetworkClient {
   std::vector<std::uint16_t> group_tasks_;
   // Per tile.
   std::vector<std::uint32_t> slot0_;   // first slot (size tiles + 1)
-  std::vector<Cycle> core_free_;
-  std::vector<std::uint32_t> last_slot_;
+  // What the event loop reads of a tile, in one record (two to a cache line, where the arrays apart took up
+  // to four lines): the cycle its core is free, its last task's slot, and copies of its first slot and its
+  // program.
+  struct alignas(32) Core {
+    Cycle free;
+    std::uint32_t last;     // kNone: no task yet
+    std::uint32_t slot0;    // slot0_[t]
+    std::uint32_t program;  // image.tile_program[t]
+  };
+  noc::BigArray<Core> cores_;
   // Per task slot.
   noc::BigArray<Slot> slots_;  // (huge pages: hundreds of MB on a full wafer, read in scattered order)
   // Per burst.
@@ -328,12 +336,10 @@ class Executor final : public noc::NetworkClient {
   noc::BigArray<std::uint8_t> routes_;
   std::uint32_t route_colors_ = 0;
   std::vector<std::pair<hw::Coord, hw::Dir>> walk_;  // reroute's stack
-  struct SendCost {
-    noc::Destination dest;          // the send's destination from its tile
-    std::uint16_t switches, syncs;  // cumulative over a task's sends
-  };
-  std::vector<SendCost> send_costs_;  // start_task's scratch, a stack (start_task can nest) ...
-  std::size_t send_top_ = 0;          // ... its top (the storage is kept)
+  // start_task's scratch, a stack (start_task can nest): per send the route switches and syncs of the task's
+  // sends up to it, switches | syncs << 16; its top (the storage is kept).
+  std::vector<std::uint32_t> send_costs_;
+  std::size_t send_top_ = 0;
   bool ran_ = false;
   bool streams_ = false;  // some task streams weights (StreamIn)
   // Reuse: the route table entries changed since the last cut, each with its value before the change.

@@ -110,14 +110,15 @@ std::uint32_t ApproxMesh::alloc_burst() {
 }
 
 void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
-  // Router health is kept in the tile's own record (bit 4), the line Inject touches next anyway.
-  if (spec.src >= tiles_.size() || !(tiles_[spec.src].ok & kRouterOk))
+  // (every router of a fabric without faults works: its health is not looked up, which would be a cache
+  // miss here, in the tile's record or the Fabric's)
+  if (spec.src >= tiles_.size() || (!fault_free_ && !fabric_->router_ok(spec.src)))
     throw hw::InputError(fmt::format("burst source tile {} is outside the mesh or has a failed router", spec.src));
   if (spec.wavelets == 0) throw hw::InputError("a burst needs at least one wavelet");
   const Coord d = spec.dest.first;
   std::uint32_t b;
   if (spec.dest.kind == Destination::Kind::Tile && std::uint32_t(d.x) < width_ && std::uint32_t(d.y) < height_ &&
-      fabric_->router_ok(TileIndex(d.y) * width_ + TileIndex(d.x))) {  // the common case, without a region
+      (fault_free_ || fabric_->router_ok(TileIndex(d.y) * width_ + TileIndex(d.x)))) {  // the common case
     b = alloc_burst();
     Target& t = bursts_[b].target;  // (what a unicast's routing reads)
     t.kind = Destination::Kind::Tile;

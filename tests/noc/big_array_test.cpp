@@ -1,6 +1,7 @@
 // noc::BigArray's pool of freed huge blocks (noc/big_array.h): what a process running many steps keeps.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "noc/big_array.h"
@@ -48,3 +49,16 @@ TEST(BigArrayPool, NothingIsKeptWhenKeepingIsOff) {
 
 }  // namespace
 }  // namespace wafer::noc
+
+// Below the huge-page size the array comes from the C library's allocator; an over-aligned element (the
+// executor's per-tile record is half a cache line) keeps its alignment there too.
+TEST(BigArray, SmallArraysOfOverAlignedElementsAreAligned) {
+  struct alignas(32) Half {
+    std::uint64_t a, b, c;
+  };
+  static_assert(alignof(Half) > alignof(std::max_align_t));
+  for (std::size_t n : {std::size_t(1), std::size_t(3), std::size_t(1000)}) {
+    wafer::noc::BigArray<Half> v(n);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(v.data()) % 32, 0u) << n;
+  }
+}
