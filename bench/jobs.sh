@@ -7,7 +7,7 @@
 # mappings of the 8B (refused up front when their task records exceed the memory: the refusal is printed),
 # and the default decode at 0.1 defects per cm^2 (about 50 defects on wse3) and at 2 per cm^2 (about 1,000)
 # against the defect-free run. JOBS_ONLY=a,b picks jobs by name. With JOBS_CALLGRIND=1 (and valgrind
-# installed) also the instruction count of the default decode.
+# installed) also the instruction counts of the default decode and of the 50-defect one.
 set -euo pipefail
 : "${WAFER_EMU:?set by bench/run}"
 runs="${JOBS_RUNS:-3}"
@@ -56,7 +56,11 @@ job defects_50 decode --density 0.1 --seed 1
 job defects_1000 decode --density 2 --seed 1
 
 if [ "${JOBS_CALLGRIND:-0}" = 1 ] && command -v valgrind >/dev/null; then
-  echo "-- instruction count of the default decode (callgrind)"
-  valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$WAFER_EMU" decode >/dev/null 2>"$tmp/cg.err"
-  grep -E "Collected" "$tmp/cg.err" | sed 's/^==[0-9]*== /  /'
+  # (the defective run emulates every task: the inner loop's cost without reuse)
+  for args in "" "--density 0.1 --seed 1"; do
+    echo "-- instruction count of decode ${args:-(default)} (callgrind)"
+    # shellcheck disable=SC2086
+    valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$WAFER_EMU" decode $args >/dev/null 2>"$tmp/cg.err"
+    grep -E "Collected" "$tmp/cg.err" | sed 's/^==[0-9]*== /  /'
+  done
 fi
