@@ -457,38 +457,21 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
   if (d.kind == noc::Destination::Kind::Tile) {
     // (noc::resolve only to name a destination outside the grid or a failed router: it throws then)
     if (!grid_.inside(d.first) || !fabric_.router_ok(grid_.index(d.first))) noc::resolve(fabric_, src, d);
-    if (fabric_.fault_free()) {
-      // XY (noc::next_port on a fabric without faults): along the row, then down or up the column, the
-      // cells found by stepping an index rather than by the routing function at every router.
-      const Coord a = grid_.coord(src), b = d.first;
-      std::size_t at = src;
-      std::size_t in = unsigned(hw::Dir::Ramp);
-      if (a.x != b.x) {
-        const hw::Dir out = a.x < b.x ? hw::Dir::East : hw::Dir::West;
-        const std::uint8_t bit = std::uint8_t(1u << unsigned(out));
-        const std::ptrdiff_t step = a.x < b.x ? 1 : -1;
-        for (std::int32_t x = a.x; x != b.x; x += std::int32_t(step)) set(in * n + at, bit), at += step, in = unsigned(out);
-      }
-      if (a.y != b.y) {
-        const hw::Dir out = a.y < b.y ? hw::Dir::South : hw::Dir::North;
-        const std::uint8_t bit = std::uint8_t(1u << unsigned(out));
-        const std::ptrdiff_t step = a.y < b.y ? std::ptrdiff_t(grid_.width) : -std::ptrdiff_t(grid_.width);
-        for (std::int32_t y = a.y; y != b.y; y += a.y < b.y ? 1 : -1) set(in * n + at, bit), at += step, in = unsigned(out);
-      }
-      set(in * n + at, kDeliver);
-      return changed;
-    }
+    // (the router's index stepped with its coordinates, rather than computed from them at every hop)
+    const std::ptrdiff_t offset[4] = {-std::ptrdiff_t(grid_.width), 1, std::ptrdiff_t(grid_.width), -1};  // N E S W
     Coord here = grid_.coord(src);
+    std::size_t at = src;
     hw::Dir in = hw::Dir::Ramp;
     for (;;) {
       const hw::Dir out = noc::next_port(fabric_, here, d.first, in);
-      const std::size_t cell = std::size_t(unsigned(in)) * n + grid_.index(here);
+      const std::size_t cell = std::size_t(unsigned(in)) * n + at;
       if (out == hw::Dir::Ramp) {
         set(cell, kDeliver);
         return changed;
       }
       set(cell, std::uint8_t(1u << unsigned(out)));
       here = hw::step(here, out), in = out;
+      at = std::size_t(std::ptrdiff_t(at) + offset[unsigned(out)]);
     }
   }
   const noc::Target target = noc::resolve(fabric_, src, d);

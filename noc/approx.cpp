@@ -412,16 +412,9 @@ template <bool kHint>
 
 template <bool kHint>
 [[gnu::always_inline]] inline void ApproxMesh::node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path) {
-  // A unicast on a fabric without faults goes XY (noc::next_port), decided here without the call.
+  // (a unicast's step inlined: route_step as a whole is not)
   const Target& tg = bursts_[b].target;
-  Step st;
-  if (tg.kind == Destination::Kind::Tile && fault_free_) [[likely]] {
-    const Dir d = xy_port(here, tg.dst_c);
-    if (d == Dir::Ramp) st.deliver = true;
-    else st.ports = std::uint8_t(1u << unsigned(d));
-  } else {
-    st = route_step(*fabric_, tg, here, in);
-  }
+  const Step st = tg.kind == Destination::Kind::Tile ? unicast_step(*fabric_, tg, here, in) : route_step(*fabric_, tg, here, in);
   const TileIndex t = TileIndex(here.y) * width_ + TileIndex(here.x);
   for (unsigned m = st.ports; m != 0; m &= m - 1) {  // the set port bits, lowest (North) first
     const unsigned k = unsigned(__builtin_ctz(m));

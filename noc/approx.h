@@ -223,7 +223,7 @@ class ApproxMesh final : public Mesh {
   BigArray<TileRes> tiles_;
   BigArray<std::uint64_t> busy_;  // per LinkId: cycles the link carried wavelets (written, rarely read)
   std::uint32_t width_ = 0, height_ = 0;
-  bool fault_free_ = false;          // the fabric has no faults (Fabric::fault_free): unicasts route XY
+  bool fault_free_ = false;          // the fabric has no faults (Fabric::fault_free): every router works
   TileIndex step_[4] = {};           // index offset to the neighbour N, E, S, W (modulo 2^32)
   std::vector<Burst> bursts_;
   std::vector<std::uint32_t> free_bursts_;

@@ -65,9 +65,9 @@ struct HugePageAllocator {
     const std::size_t bytes = n * sizeof(T);
     if (bytes < kHuge) {
       // (an over-aligned T, e.g. a record of half a cache line, keeps its alignment on this path too)
-      void* p = alignof(T) > alignof(std::max_align_t)
-                    ? std::aligned_alloc(alignof(T), (bytes + alignof(T) - 1) / alignof(T) * alignof(T) + (bytes ? 0 : alignof(T)))
-                    : std::malloc(bytes ? bytes : 1);
+      // (bytes, a multiple of sizeof(T), is one of alignof(T) too, as aligned_alloc wants)
+      void* p = alignof(T) > alignof(std::max_align_t) ? std::aligned_alloc(alignof(T), bytes ? bytes : alignof(T))
+                                                       : std::malloc(bytes ? bytes : 1);
       if (!p) throw std::bad_alloc();
       return static_cast<T*>(p);
     }

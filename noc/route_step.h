@@ -35,14 +35,18 @@ struct Step {
   std::uint8_t ports = 0;
   bool deliver = false;
 };
-inline Step route_step(const Fabric& fabric, const Target& t, Coord here, Dir in) {
+// A unicast's step (route_step of a Target of Kind::Tile), small enough for a model's hop to inline where
+// route_step as a whole is not inlined.
+[[gnu::always_inline]] inline Step unicast_step(const Fabric& fabric, const Target& t, Coord here, Dir in) {
   Step s;
-  if (t.kind == Destination::Kind::Tile) {
-    Dir d = next_port(fabric, here, t.dst_c, in);
-    if (d == Dir::Ramp) s.deliver = true;
-    else s.ports = std::uint8_t(1u << unsigned(d));
-    return s;
-  }
+  const Dir d = next_port(fabric, here, t.dst_c, in);
+  if (d == Dir::Ramp) s.deliver = true;
+  else s.ports = std::uint8_t(1u << unsigned(d));
+  return s;
+}
+inline Step route_step(const Fabric& fabric, const Target& t, Coord here, Dir in) {
+  if (t.kind == Destination::Kind::Tile) return unicast_step(fabric, t, here, in);
+  Step s;
   if (t.along) {
     // region_ports for a segment holding its source, in short: the source sends both ways along the
     // segment, every other tile receives the burst and passes it on in the direction it travels.

@@ -47,9 +47,6 @@ TEST(BigArrayPool, NothingIsKeptWhenKeepingIsOff) {
   EXPECT_EQ(huge_blocks_kept(), kept0);
 }
 
-}  // namespace
-}  // namespace wafer::noc
-
 // Below the huge-page size the array comes from the C library's allocator; an over-aligned element (the
 // executor's per-tile record is half a cache line) keeps its alignment there too.
 TEST(BigArray, SmallArraysOfOverAlignedElementsAreAligned) {
@@ -58,7 +55,11 @@ TEST(BigArray, SmallArraysOfOverAlignedElementsAreAligned) {
   };
   static_assert(alignof(Half) > alignof(std::max_align_t));
   for (std::size_t n : {std::size_t(1), std::size_t(3), std::size_t(1000)}) {
-    wafer::noc::BigArray<Half> v(n);
+    BigArray<Half> v(n);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(v.data()) % 32, 0u) << n;
   }
 }
+
+}  // namespace
+}  // namespace wafer::noc
+
