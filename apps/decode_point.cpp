@@ -50,17 +50,29 @@ std::optional<std::uint64_t> memory_available() {
   return std::nullopt;
 }
 
-std::string memory_shortfall(std::int64_t tasks, std::optional<std::uint64_t> avail) {
-  const std::uint64_t need = core::Executor::record_bytes(std::uint64_t(std::max<std::int64_t>(0, tasks)));
+namespace {
+std::string records_shortfall(std::uint64_t need, std::optional<std::uint64_t> avail) {
   if (!avail || need <= *avail) return {};
   return fmt::format("about {:.1f} GB of task records, more than the {:.1f} GB available", double(need) / 1e9,
                      double(*avail) / 1e9);
 }
+// Each wafer's task records, exactly (core::Executor::record_bytes of its image).
+std::vector<std::uint64_t> wafer_records(const mapper::Mapping& mapping) {
+  std::vector<std::uint64_t> bytes;
+  for (const auto& im : mapping.images) bytes.push_back(core::Executor::record_bytes(im));
+  return bytes;
+}
+}  // namespace
+
+std::string memory_shortfall(std::int64_t tasks, std::optional<std::uint64_t> avail) {
+  return records_shortfall(core::Executor::record_bytes(std::uint64_t(std::max<std::int64_t>(0, tasks))), avail);
+}
 
 void check_memory(const mapper::Mapping& mapping) {
   const auto avail = memory_available();
-  for (std::size_t k = 0; k < mapping.wafers.size(); ++k)
-    if (const std::string lack = memory_shortfall(mapping.wafers[k].task_runs, avail); !lack.empty())
+  const std::vector<std::uint64_t> bytes = wafer_records(mapping);
+  for (std::size_t k = 0; k < mapping.wafers.size() && k < bytes.size(); ++k)
+    if (const std::string lack = records_shortfall(bytes[k], avail); !lack.empty())
       throw hw::InputError(fmt::format(
           "the step would not fit in memory: wafer {} runs {} tile tasks, and a run keeps {} (with or without reuse; "
           "MemAvailable, WAFER_EMU_MEMORY_MB overrides); map onto fewer tiles (another --placement) or over more "
@@ -78,20 +90,16 @@ std::uint32_t cpus_available() {
 }
 
 namespace {
-// Of `threads` wafers at once, as many as there are (runs: their task runs) and as the largest ones' task records
-// fit in `avail` together; at least 1.
-std::uint32_t threads_for(std::vector<std::int64_t> runs, std::uint32_t threads, std::optional<std::uint64_t> avail) {
-  threads = std::max<std::uint32_t>(1, std::min<std::uint32_t>(threads, std::uint32_t(runs.size())));
+// Of `threads` wafers at once, as many as there are (records: their task records, in bytes) and as the largest
+// ones' records fit in `avail` together; at least 1.
+std::uint32_t threads_for(std::vector<std::uint64_t> records, std::uint32_t threads, std::optional<std::uint64_t> avail) {
+  threads = std::max<std::uint32_t>(1, std::min<std::uint32_t>(threads, std::uint32_t(records.size())));
   if (threads == 1) return 1;
-  std::sort(runs.begin(), runs.end(), std::greater<>());
+  std::sort(records.begin(), records.end(), std::greater<>());
   for (; threads > 1; --threads)
-    if (memory_shortfall(std::accumulate(runs.begin(), runs.begin() + threads, std::int64_t(0)), avail).empty()) break;
+    if (records_shortfall(std::accumulate(records.begin(), records.begin() + threads, std::uint64_t(0)), avail).empty())
+      break;
   return threads;
-}
-std::vector<std::int64_t> wafer_runs(const mapper::Mapping& mapping) {
-  std::vector<std::int64_t> runs;
-  for (const auto& w : mapping.wafers) runs.push_back(std::max<std::int64_t>(0, w.task_runs));
-  return runs;
 }
 // The step options of a point (its wafers' images in `images`).
 sim::StepOptions step_options(const DecodePoint& p, const mapper::Mapping& mapping) {
@@ -122,14 +130,14 @@ std::vector<sim::StepResult> emulate_points(sim::Simulator& simulator, const std
                                             const noc::Fabric& fabric, const std::vector<const mapper::Mapping*>& mappings,
                                             std::uint32_t threads) {
   if (points.size() != mappings.size()) throw std::logic_error("emulate_points: a mapping per point");
-  std::vector<std::int64_t> runs;  // every wafer's task runs
+  std::vector<std::uint64_t> records;  // every wafer's task records
   for (const mapper::Mapping* m : mappings) {
     check_memory(*m);
-    const std::vector<std::int64_t> w = wafer_runs(*m);
-    runs.insert(runs.end(), w.begin(), w.end());
+    const std::vector<std::uint64_t> w = wafer_records(*m);
+    records.insert(records.end(), w.begin(), w.end());
   }
   if (points.empty()) return {};
-  const std::uint32_t fit = threads_for(std::move(runs), threads, memory_available());
+  const std::uint32_t fit = threads_for(std::move(records), threads, memory_available());
   std::vector<sim::Simulator::BatchStep> steps;
   for (std::size_t i = 0; i < points.size(); ++i) {
     sim::Simulator::BatchStep st;

@@ -46,11 +46,13 @@ mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric);
 // a whole number), else /proc/meminfo's MemAvailable plus what the process's allocator holds free (glibc);
 // none when neither can be read.
 std::optional<std::uint64_t> memory_available();
-// What a run of `tasks` tile tasks lacks in memory: empty when its task records (core::Executor::record_bytes)
-// fit `avail` (or it is unknown), else "about X GB of task records, more than the Y GB available".
+// What a run of `tasks` tile tasks lacks in memory: empty when its task records (core::Executor::record_bytes,
+// estimated from the task count) fit `avail` (or it is unknown), else "about X GB of task records, more than the
+// Y GB available".
 std::string memory_shortfall(std::int64_t tasks, std::optional<std::uint64_t> avail = memory_available());
 // Refuses (hw::InputError, with the figures) a mapping whose full run would keep more task records than
-// memory_available() on some wafer, before anything is allocated.
+// memory_available() on some wafer (counted from its image: core::Executor::record_bytes), before anything is
+// allocated.
 void check_memory(const mapper::Mapping& mapping);
 
 // The CPUs this process may run on (its affinity mask; at least 1): decode's default --threads.

@@ -56,10 +56,19 @@ std::vector<SearchCandidate> enumerate_candidates(const DecodePoint& base, const
 }
 
 namespace {
-// The task records of a run of `task_runs` tasks (core::Executor::record_bytes), as "about 1.2 GB" or "about 24 MB".
-std::string records(std::int64_t task_runs) {
-  const double bytes = double(core::Executor::record_bytes(std::uint64_t(std::max<std::int64_t>(0, task_runs))));
+// Task records of `b` bytes as "about 1.2 GB" or "about 24 MB".
+std::string records_text(double bytes) {
   return bytes >= 1e9 ? fmt::format("about {:.1f} GB", bytes / 1e9) : fmt::format("about {:.0f} MB", bytes / 1e6);
+}
+// The task records of a run of `task_runs` tasks (core::Executor::record_bytes, estimated from the count).
+std::string records(std::int64_t task_runs) {
+  return records_text(double(core::Executor::record_bytes(std::uint64_t(std::max<std::int64_t>(0, task_runs)))));
+}
+// The task records of the largest wafer of `m` (counted from its image, as apps::check_memory does).
+std::string records(const mapper::Mapping& m) {
+  std::uint64_t bytes = 0;
+  for (const auto& im : m.images) bytes = std::max(bytes, core::Executor::record_bytes(im));
+  return records_text(double(bytes));
 }
 
 // Zero-load network cycles of one allreduce of `wl` wavelets along a line of n tiles, as the meshgemv
@@ -188,7 +197,7 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
     try {
       check_memory(m);
     } catch (const hw::InputError&) {
-      c.skipped = fmt::format("not emulated: {} of task records, more than the memory available", records(c.task_runs));
+      c.skipped = fmt::format("not emulated: {} of task records, more than the memory available", records(m));
       continue;
     }
     left -= c.task_runs;

@@ -39,8 +39,6 @@ const char* to_string(Cause c) {
 }
 
 namespace {
-constexpr Cycle kNever = std::numeric_limits<Cycle>::max();
-static_assert(kNever == Executor::kNeverRan);
 // Timer tags: kind in the top byte.
 constexpr std::uint64_t kTimerReady = 1ull << 56;    // | tile << 16 | task
 constexpr std::uint64_t kTimerDeliver = 2ull << 56;  // | burst
@@ -144,7 +142,9 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   bursts_.reserve(sends);
   cores_.resize(n);
   for (std::size_t t = 0; t < n; ++t) cores_[t] = {0, kNone, slot0_[t], image_.tile_program[t]};
-  slots_.assign(slots, Slot{0, 0, kNever, kNever, kNone, kNone, 0, 0, 0, 0});
+  slots_.assign(slots, Slot{0, 0, kOpen, kOpen, kNone, kNone, 0, 0, 0, 0});
+  wide_ = streams;  // (see Slot)
+  if (wide_) hi_.assign(slots, SlotHigh{0, 0, kOpen, kOpen});
   done_tile_ = grid_.index(image_.done_tile);
   if (costs_.color_switch > 0) {
     // (the colors of the programs some tile runs)
@@ -287,7 +287,45 @@ void Executor::request_weights() {
   if (!warrivals_.empty()) net_.timer(warrivals_[0].at, kTimerWeights);
 }
 
-std::uint64_t Executor::record_bytes(std::uint64_t tasks) { return tasks * (sizeof(Slot) + sizeof(BurstRec)); }
+std::uint64_t Executor::record_bytes(std::uint64_t tasks, bool streams) {
+  return tasks * (sizeof(Slot) + (streams ? sizeof(SlotHigh) : 0) + sizeof(BurstRec));
+}
+
+std::uint64_t Executor::record_bytes(const firmware::Image& image) {
+  std::vector<std::uint64_t> tiles(image.programs.size(), 0);
+  for (std::uint32_t p : image.tile_program)
+    if (p != firmware::kIdle && p < tiles.size()) ++tiles[p];
+  std::uint64_t slots = 0, sends = image.start.size() + 1, groups = 0;
+  bool streams = false;
+  for (std::size_t p = 0; p < image.programs.size(); ++p) {
+    std::uint32_t colors = 0;  // its claim groups: one per trigger color (see group_of_)
+    std::vector<bool> seen;
+    for (const Task& t : image.programs[p].tasks) {
+      slots += tiles[p], sends += tiles[p] * t.sends.size();
+      for (const auto& op : t.ops) streams |= op.kind == OpKind::StreamIn && tiles[p] > 0;
+      if (t.trigger >= seen.size()) seen.resize(t.trigger + 1u, false);
+      if (!seen[t.trigger]) seen[t.trigger] = true, ++colors;
+    }
+    if (tiles[p] > 0) groups = std::max<std::uint64_t>(groups, colors);
+  }
+  // Per tile beside the records: the mesh's record and busy counters (noc/approx.h, 96 bytes), the core's
+  // record, and, reuse on (no weights streamed), per claim group a cursor and a word of up to seven in each of
+  // the two descriptions a cut compares (describe_tile).
+  const std::uint64_t per_tile = 96 + sizeof(Core) + (streams ? 0 : groups * (2 + 2 * 7 * 8));
+  // Reuse's jump keeps a layer's slots apart (reuse_cut: the template, its slot and tile lists and the copies'
+  // moves, 56 bytes a slot), a layer being about slots / layers.
+  const std::uint64_t jump = streams ? 0 : slots / std::max<std::size_t>(1, image.layer_names.size()) * 56;
+  return slots * (sizeof(Slot) + (streams ? sizeof(SlotHigh) : 0) + 1) + sends * sizeof(BurstRec) +
+         std::uint64_t(image.tile_program.size()) * per_tile + jump;
+}
+
+void Executor::too_long(Cycle at) const {
+  throw hw::InputError(fmt::format(
+      "the step runs past cycle {} ({} cycles from its start at {}): the cores' task records hold a step of up to "
+      "{} cycles when no weights stream (docs/timing.md); something in the wafer's parameters or the firmware makes "
+      "it far longer than a decode step",
+      at, at - opt_.start, opt_.start, kOpen - 1));
+}
 
 StepResult Executor::run() {
   if (ran_) throw std::logic_error("Executor::run called twice");
@@ -351,15 +389,15 @@ StepResult Executor::run() {
   Slot& sl = slots_[slot];
   if (ru_.on && !ru_.done) touch(slot, tile);
   const bool first = sl.crit == kNone;
-  if (first || when > sl.ready) sl.crit = burst, sl.ready = when;
-  if (first || tail > sl.tail) sl.tail = tail;
+  if (first || when > ready_of(slot)) sl.crit = burst, set_cycle<&Slot::ready, &SlotHigh::ready>(slot, when);
+  if (first || tail > tail_of(slot)) set_cycle<&Slot::tail, &SlotHigh::tail>(slot, tail);
   if (data) ++sl.count;
   if (sl.count == ti.arrivals && sl.wcount == ti.weight_arrivals) {
     // Due now (a mesh reporting arrivals at their tail): start at once rather than through a timer, which
     // a cycle-stepped mesh would only fire on the next cycle.
-    const Cycle now = net_.now();
-    if (sl.ready <= now) start_task(tile, k, now);
-    else net_.timer(sl.ready, kTimerReady | (std::uint64_t(tile) << 16) | k);
+    const Cycle now = net_.now(), ready = ready_of(slot);
+    if (ready <= now) start_task(tile, k, now);
+    else net_.timer(ready, kTimerReady | (std::uint64_t(tile) << 16) | k);
   }
 }
 
@@ -558,11 +596,11 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     // Armed in advance: activation, vector setup and the sends' fixed costs run while the core waits for
     // the stream's head. `ready` (head + stage) may lie before `now` when the mesh reported the burst at
     // its tail.
-    const Cycle ready = slots_[slot].ready;
+    const Cycle ready = ready_of(slot);
     const Cycle armed = core.free + costs_.task_overhead + ti.setup + fixed;
     s = ready;
     if (armed > ready) s = armed, slots_[slot].prev = core.last == kNone ? kStepStart : core.last;
-    e = std::max(s + ti.body, slots_[slot].tail + costs_.stream_stage_latency);
+    e = std::max(s + ti.body, tail_of(slot) + costs_.stream_stage_latency);
   }
   if (ru_.on && !ru_.done) {
     // (the runs are watched back to back from the step's start, so the starts seen here are all that
@@ -584,8 +622,8 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
       }
     }
   }
-  slots_[slot].start = s;
-  slots_[slot].end = e;
+  set_cycle<&Slot::end, &SlotHigh::end>(slot, e);  // (e >= s: it refuses the step first)
+  set_cycle<&Slot::start, &SlotHigh::start>(slot, s);
   slots_[slot].switches = switches;
   slots_[slot].syncs = syncs;
   {
@@ -713,7 +751,7 @@ void Executor::walk_critical_path(StepResult& r) {
       const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[tile]] + k];
       const bool stream = t.start == Task::Start::Stream;
       layer = t.layer, op = t.op;
-      const Cycle s = slots_[slot].start;
+      const Cycle s = start_of(slot);
       if (ref > s) {  // the task's own work [s, ref]: setup, op bodies, then the sends' fixed costs
         Cycle span = ref - s;
         if (!stream) {
@@ -741,14 +779,14 @@ void Executor::walk_critical_path(StepResult& r) {
           break;
         }
         slot = slots_[slot].prev;
-        ref = slots_[slot].end;
+        ref = end_of(slot);
         ref_switches = slots_[slot].switches, ref_syncs = slots_[slot].syncs;
         continue;
       }
       // Waited for its input.
       burst = slots_[slot].crit;
       sink = tile;
-      arrive = slots_[slot].ready;
+      arrive = ready_of(slot);
       to_tail = true;
       if (!stream) {
         add(Cause::TaskOverhead, costs_.task_overhead, layer, op);
@@ -1161,7 +1199,8 @@ void Executor::describe_tile(std::vector<std::uint64_t>& out, TileIndex t, Cycle
     const Slot& sl = slots_[s0 + list[i]];
     if (sl.count > 0) ru_.open.push_back(s0 + list[i]);
     if (sl.count > 0)
-      out.insert(out.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), sl.ready - now, sl.tail - now,
+      out.insert(out.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), opt_.start + sl.ready - now,
+                             opt_.start + sl.tail - now,
                              std::uint64_t(sl.crit) - nb});
     else
       out.push_back(5);
@@ -1277,7 +1316,8 @@ void Executor::reuse_cut() {
           ru_.open.push_back(slot0_[tile] + k);
           o.push_back(tile_ref(tile));
           describe_task(o, tile, k);
-          o.insert(o.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), sl.ready - now, sl.tail - now,
+          o.insert(o.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), opt_.start + sl.ready - now,
+                             opt_.start + sl.tail - now,
                              std::uint64_t(sl.crit) - nb});
         } else if (kind == kTimerDeliver) {
           describe_burst(o, std::uint32_t(tag & 0xFFFFFFFFull));
@@ -1408,9 +1448,15 @@ void Executor::reuse_cut() {
     if (slot == kNone || slot == kStepStart) return slot;
     return rename_in(slot, slot_tile(slot), m);
   };
+  // (Reuse is off when weights stream, so the slots hold 32-bit offsets here: Slot.)
+  auto shift = [&](std::uint32_t& v, Cycle by) {
+    const std::uint64_t x = std::uint64_t(v) + by;
+    if (x >= kOpen) [[unlikely]] too_long(opt_.start + x);
+    v = std::uint32_t(x);
+  };
   auto later = [&](Slot sl, std::uint64_t m) {  // a slot's cycles and critical burst, m layers on
-    if (sl.crit != kNone) sl.ready += m * D, sl.tail += m * D, sl.crit += std::uint32_t(m * NB);
-    if (sl.start != kNever) sl.start += m * D, sl.end += m * D;
+    if (sl.crit != kNone) shift(sl.ready, m * D), shift(sl.tail, m * D), sl.crit += std::uint32_t(m * NB);
+    if (sl.start != kOpen) shift(sl.start, m * D), shift(sl.end, m * D);
     return sl;
   };
   auto moved = [&](Slot sl, TileIndex t, std::uint64_t m) {  // a slot of tile t, m layers on
@@ -1435,7 +1481,7 @@ void Executor::reuse_cut() {
     std::vector<std::uint64_t> seen((grid_.size() + 63) / 64, 0);
     for (std::size_t i = 0; i < tmpl.size(); ++i) {
       const TileIndex t = where[i];
-      if (tmpl[i].start == kNever || (seen[t >> 6] >> (t & 63) & 1)) continue;
+      if (tmpl[i].start == kOpen || (seen[t >> 6] >> (t & 63) & 1)) continue;
       seen[t >> 6] |= std::uint64_t(1) << (t & 63);
       ran.push_back({t, cores_[t].free, cores_[t].last});
     }
@@ -1605,17 +1651,17 @@ void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32
   std::sort(critical_slots.begin(), critical_slots.end());
   std::size_t next_crit = 0;  // the first critical slot not passed yet
   auto pass = [&](TileIndex t, std::uint32_t s, bool crit) {
-    if (slots_[s].start == kNever) return;
+    if (!ran(s)) return;
     const Task& task = task_at(t, s - slot0_[t]);
-    f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, slots_[s].ready, slots_[s].start, slots_[s].end, crit});
+    f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, ready_of(s), start_of(s), end_of(s), crit});
   };
   for (TileIndex t = 0; t < grid_.size(); ++t) {
-    std::uint32_t ran = 0;
-    if (every) ran = slot0_[t + 1] - slot0_[t];
+    std::uint32_t runs = 0;
+    if (every) runs = slot0_[t + 1] - slot0_[t];
     else
-      for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) ran += slots_[s].start != kNever;
-    if (!ran) continue;
-    const bool all = keep_tile(t, ran);
+      for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) runs += this->ran(s);
+    if (!runs) continue;
+    const bool all = keep_tile(t, runs);
     while (next_crit < critical_slots.size() && critical_slots[next_crit] < slot0_[t]) ++next_crit;
     if (all) {
       for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) pass(t, s, !critical_.empty() && critical_[s] != 0);
@@ -1629,9 +1675,9 @@ void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32
 void Executor::for_each_run(const std::function<void(const TaskRun&)>& f) const {
   for (TileIndex t = 0; t < grid_.size(); ++t) {
     for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
-      if (slots_[s].start == kNever) continue;
+      if (!ran(s)) continue;
       const Task& task = task_at(t, s - slot0_[t]);
-      f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, slots_[s].ready, slots_[s].start, slots_[s].end,
+      f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, ready_of(s), start_of(s), end_of(s),
          !critical_.empty() && critical_[s] != 0});
     }
   }

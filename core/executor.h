@@ -176,7 +176,14 @@ class Executor final : public noc::NetworkClient {
 
   // The records a run keeps for `tasks` task slots (one Slot each, and about one BurstRec per task: most
   // tasks send one burst), in bytes: what a full run of that many tasks needs beyond the mesh and programs.
-  static std::uint64_t record_bytes(std::uint64_t tasks);
+  // `streams`: some task streams weights (the slots keep 64-bit cycles then: see Slot).
+  static std::uint64_t record_bytes(std::uint64_t tasks, bool streams = false);
+  // The same for the step of `image`, counted from it: a Slot (and a SlotHigh when it streams weights) per task
+  // of every tile, a BurstRec per send of every task and per start injection, the walk's flag per slot, and
+  // per tile the mesh's and the core's state and the reuse descriptions' bound (what a full-wafer run keeps
+  // beside its task records: about 1 GB on wse3, measured, where a count of the records alone let a run of
+  // the 8B's whole square start and be killed for memory).
+  static std::uint64_t record_bytes(const firmware::Image& image);
 
   // After run(): every task that ran (in tile order), for traces.
   std::vector<TaskRun> task_runs() const;
@@ -186,7 +193,6 @@ class Executor final : public noc::NetworkClient {
   // how many of the tile's tasks ran; asked once per tile that ran any, in tile order).
   void for_each_kept_run(const std::function<bool(hw::TileIndex, std::uint32_t)>& keep_tile,
                          const std::function<void(const TaskRun&)>& f) const;
-  static constexpr Cycle kNeverRan = std::numeric_limits<Cycle>::max();  // a slot's start while its task has not run
   // After run(): f(tile, first, last) for every tile that ran a task, in tile order, [first, last) holding
   // the (start, end) of each task it ran, in task order (start after task_overhead, as in TaskRun); inline
   // and without the task's names, for passes over millions of runs (a tile at a time: the caller's loop
@@ -198,13 +204,19 @@ class Executor final : public noc::NetworkClient {
     const Slot* const slots = slots_.data();  // (locals: the stores to buf cannot move them)
     const std::uint32_t* const slot0 = slot0_.data();
     const std::size_t tiles = slot0_.empty() ? 0 : slot0_.size() - 1;
+    const Cycle base = opt_.start;
     for (hw::TileIndex t = 0; t < tiles; ++t) {
       const std::uint32_t s0 = slot0[t], s1 = slot0[t + 1];
       if (buf.size() < s1 - s0) buf.resize(s1 - s0);
       Span* const first = buf.data();
       Span* last = first;
-      for (std::uint32_t s = s0; s < s1; ++s)
-        if (slots[s].start != kNeverRan) *last++ = {slots[s].start, slots[s].end};
+      if (!wide_) {
+        for (std::uint32_t s = s0; s < s1; ++s)
+          if (slots[s].start != kOpen) *last++ = {base + slots[s].start, base + slots[s].end};
+      } else {
+        for (std::uint32_t s = s0; s < s1; ++s)
+          if (ran(s)) *last++ = {start_of(s), end_of(s)};
+      }
       if (last != first) f(t, static_cast<const Span*>(first), static_cast<const Span*>(last));
     }
   }
@@ -231,12 +243,45 @@ class Executor final : public noc::NetworkClient {
     bool stream = false;
     std::uint16_t op = 0;               // Task::op
   };
-  struct Slot {           // one task of one tile: everything the event loop touches, in one place
-    Cycle ready, tail, start, end;  // trigger; latest input tail; start (after overhead); end
+  // One task of one tile: everything the event loop touches, in one place (32 bytes: two to a cache line;
+  // 48-byte slots with 64-bit cycles took 460 MB on a full wafer and ran the default decode 0.3 s slower,
+  // docs/timing.md "A run with every task emulated"). Its four cycles are offsets from the step's start
+  // (ExecOptions::start) in 32 bits, up to 2^32 - 2 cycles (3.9 s at 1.1 GHz: a step that runs longer is
+  // refused, naming it), start = kOpen while the task has not run. A step that streams weights may run far
+  // longer (a 405B streamed through one wafer takes some 6 G cycles): its slots keep the offsets' high
+  // halves in hi_ (wide_). Read and written through the accessors below, but in the loops that know which.
+  struct Slot {
+    std::uint32_t ready, tail, start, end;  // trigger; latest input tail; start (after overhead); end
     std::uint32_t crit, prev;       // critical input burst; core predecessor (kNone: input-bound)
     std::uint16_t count, wcount;    // colour arrivals; weight bursts arrived
     std::uint16_t switches, syncs;  // its sends' route switches and collective starts
   };
+  static_assert(sizeof(Slot) == 32);
+  struct SlotHigh {  // wide_: the high halves of a slot's offsets
+    std::uint32_t ready, tail, start, end;
+  };
+  static constexpr std::uint32_t kOpen = 0xFFFFFFFFu;  // Slot::start (and its high half) before the task runs
+  bool wide_ = false;
+  noc::BigArray<SlotHigh> hi_;  // (empty unless wide_)
+  template <std::uint32_t Slot::*Lo, std::uint32_t SlotHigh::*Hi>
+  Cycle cycle_of(std::uint32_t s) const {
+    std::uint64_t off = slots_[s].*Lo;
+    if (wide_) [[unlikely]] off |= std::uint64_t(hi_[s].*Hi) << 32;
+    return opt_.start + off;
+  }
+  template <std::uint32_t Slot::*Lo, std::uint32_t SlotHigh::*Hi>
+  void set_cycle(std::uint32_t s, Cycle v) {
+    const std::uint64_t off = v - opt_.start;
+    if (wide_) [[unlikely]] hi_[s].*Hi = std::uint32_t(off >> 32);
+    else if (off >= kOpen) [[unlikely]] too_long(v);
+    slots_[s].*Lo = std::uint32_t(off);
+  }
+  Cycle ready_of(std::uint32_t s) const { return cycle_of<&Slot::ready, &SlotHigh::ready>(s); }
+  Cycle tail_of(std::uint32_t s) const { return cycle_of<&Slot::tail, &SlotHigh::tail>(s); }
+  Cycle start_of(std::uint32_t s) const { return cycle_of<&Slot::start, &SlotHigh::start>(s); }
+  Cycle end_of(std::uint32_t s) const { return cycle_of<&Slot::end, &SlotHigh::end>(s); }
+  bool ran(std::uint32_t s) const { return slots_[s].start != kOpen || (wide_ && hi_[s].start != kOpen); }
+  [[noreturn]] void too_long(Cycle at) const;
   enum class BurstKind : std::uint8_t { Data, Injection, Weights };
   struct BurstRec {       // one per burst sent
     Cycle inject;

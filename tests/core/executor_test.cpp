@@ -149,6 +149,40 @@ TEST(Executor, AGemvBlockRunsOneVectorOpPerInput) {
   EXPECT_EQ(sum(c), r.r.latency());
 }
 
+// A task's cycles are kept as 32-bit offsets from the step's start (core/executor.h, Slot) when no weights
+// stream: OneGemvTileExactCycles' task ends at 3 + task_overhead + 22; with task_overhead 2^32 - 27 it ends
+// at offset 2^32 - 2, the last one a slot holds, and the step is exact; one cycle more and the step is
+// refused, naming the cycle. A step that starts late (ExecOptions::start) keeps the same offsets.
+TEST(Executor, AStepOfUpTo2To32Minus2CyclesFromItsStartIsKeptLongerOnesAreRefused) {
+  Image im = empty_image({8, 8});
+  Program p;
+  p.tasks.push_back(task(1, {{OpKind::Fmac, 64}}, {to(3, 0, 2)}));
+  place(im, {0, 0}, p);
+  im.start.push_back({{0, 0}, 1, 4});
+  im.done_tile = {3, 0}, im.done_color = 2;
+  const Cycle last = 0xFFFFFFFEull;  // the latest offset a slot holds
+  hw::WaferSpec spec = tiny();
+  spec.task_overhead = std::int64_t(last - 25);
+  for (Cycle start : {Cycle(0), Cycle(1) << 40}) {
+    ExecOptions opt;
+    opt.start = start;
+    Outcome r = run(spec, im, 1, opt);
+    ASSERT_TRUE(r.r.finished);
+    ASSERT_EQ(r.tasks.size(), 1u);
+    EXPECT_EQ(r.tasks[0].start, start + last - 22);
+    EXPECT_EQ(r.tasks[0].end, start + last);
+    EXPECT_EQ(r.r.latency(), last + 3);
+    EXPECT_EQ(sum(r.r.breakdown.cause), r.r.latency());
+  }
+  spec.task_overhead += 1;
+  try {
+    run(spec, im);
+    ADD_FAILURE() << "a step past 2^32 - 2 cycles was not refused";
+  } catch (const hw::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the step runs past cycle 4294967295"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Executor, RefusesAnOpWhoseVectorOpsDoNotDivideItsElements) {
   Image im = empty_image({8, 8});
   Program p;

@@ -252,6 +252,13 @@ TEST(MemoryX, StreamedWeightsCrossThePortThenTheFabric) {
   hw::WaferSpec slow = spec;
   slow.io_latency_ns = 4000;
   EXPECT_EQ(run(slow, im).latency, 2812u + 2200u);
+  // A port 4 s slower: a step of 4.4 G cycles, longer than the 2^32 - 2 a step without streamed weights may
+  // run (core/executor.h, Slot): its task records keep 64-bit cycles, and the step is exact.
+  slow.io_latency_ns = 2000 + 4'000'000'000;
+  const StepResult longest = run(slow, im);
+  EXPECT_EQ(longest.latency, 2812u + 4'400'000'000u);
+  EXPECT_EQ(sum(longest.breakdown.cause), longest.latency);
+  EXPECT_EQ(run_at(simulator().task_runs()[0], im.grid, {3, 3}, 0).start, 2591u + 4'400'000'000u);
   // A channel of 3 lanes (24 rows per channel on a 144-row edge): min(12.5, 13.2) = 12.5 GB/s ->
   // 120,000 ps on the channel (the lane's 340,909 ps binds) -> the same 2,340,909 ps -> 2575.0 -> 2575.
   hw::WaferSpec tall = spec;
