@@ -56,13 +56,13 @@ std::string records_shortfall(std::uint64_t need, std::optional<std::uint64_t> a
   return fmt::format("about {:.1f} GB of task records, more than the {:.1f} GB available", double(need) / 1e9,
                      double(*avail) / 1e9);
 }
-// Each wafer's task records, exactly (core::Executor::record_bytes of its image).
+}  // namespace
+
 std::vector<std::uint64_t> wafer_records(const mapper::Mapping& mapping) {
   std::vector<std::uint64_t> bytes;
   for (const auto& im : mapping.images) bytes.push_back(core::Executor::record_bytes(im));
   return bytes;
 }
-}  // namespace
 
 std::string memory_shortfall(std::int64_t tasks, std::optional<std::uint64_t> avail) {
   return records_shortfall(core::Executor::record_bytes(std::uint64_t(std::max<std::int64_t>(0, tasks))), avail);

@@ -50,6 +50,8 @@ std::optional<std::uint64_t> memory_available();
 // estimated from the task count) fit `avail` (or it is unknown), else "about X GB of task records, more than the
 // Y GB available".
 std::string memory_shortfall(std::int64_t tasks, std::optional<std::uint64_t> avail = memory_available());
+// Each wafer's task records in bytes, counted from its image (core::Executor::record_bytes).
+std::vector<std::uint64_t> wafer_records(const mapper::Mapping& mapping);
 // Refuses (hw::InputError, with the figures) a mapping whose full run would keep more task records than
 // memory_available() on some wafer (counted from its image: core::Executor::record_bytes), before anything is
 // allocated.

@@ -64,11 +64,10 @@ std::string records_text(double bytes) {
 std::string records(std::int64_t task_runs) {
   return records_text(double(core::Executor::record_bytes(std::uint64_t(std::max<std::int64_t>(0, task_runs)))));
 }
-// The task records of the largest wafer of `m` (counted from its image, as apps::check_memory does).
+// The task records of the largest wafer of `m` (as apps::check_memory counts them).
 std::string records(const mapper::Mapping& m) {
-  std::uint64_t bytes = 0;
-  for (const auto& im : m.images) bytes = std::max(bytes, core::Executor::record_bytes(im));
-  return records_text(double(bytes));
+  const std::vector<std::uint64_t> bytes = wafer_records(m);
+  return records_text(bytes.empty() ? 0.0 : double(*std::max_element(bytes.begin(), bytes.end())));
 }
 
 // Zero-load network cycles of one allreduce of `wl` wavelets along a line of n tiles, as the meshgemv

@@ -287,9 +287,7 @@ void Executor::request_weights() {
   if (!warrivals_.empty()) net_.timer(warrivals_[0].at, kTimerWeights);
 }
 
-std::uint64_t Executor::record_bytes(std::uint64_t tasks, bool streams) {
-  return tasks * (sizeof(Slot) + (streams ? sizeof(SlotHigh) : 0) + sizeof(BurstRec));
-}
+std::uint64_t Executor::record_bytes(std::uint64_t tasks) { return tasks * (sizeof(Slot) + sizeof(BurstRec)); }
 
 std::uint64_t Executor::record_bytes(const firmware::Image& image) {
   std::vector<std::uint64_t> tiles(image.programs.size(), 0);
@@ -389,13 +387,14 @@ StepResult Executor::run() {
   Slot& sl = slots_[slot];
   if (ru_.on && !ru_.done) touch(slot, tile);
   const bool first = sl.crit == kNone;
-  if (first || when > ready_of(slot)) sl.crit = burst, set_cycle<&Slot::ready, &SlotHigh::ready>(slot, when);
+  Cycle ready = ready_of(slot);
+  if (first || when > ready) sl.crit = burst, set_cycle<&Slot::ready, &SlotHigh::ready>(slot, when), ready = when;
   if (first || tail > tail_of(slot)) set_cycle<&Slot::tail, &SlotHigh::tail>(slot, tail);
   if (data) ++sl.count;
   if (sl.count == ti.arrivals && sl.wcount == ti.weight_arrivals) {
     // Due now (a mesh reporting arrivals at their tail): start at once rather than through a timer, which
     // a cycle-stepped mesh would only fire on the next cycle.
-    const Cycle now = net_.now(), ready = ready_of(slot);
+    const Cycle now = net_.now();
     if (ready <= now) start_task(tile, k, now);
     else net_.timer(ready, kTimerReady | (std::uint64_t(tile) << 16) | k);
   }

@@ -176,8 +176,8 @@ class Executor final : public noc::NetworkClient {
 
   // The records a run keeps for `tasks` task slots (one Slot each, and about one BurstRec per task: most
   // tasks send one burst), in bytes: what a full run of that many tasks needs beyond the mesh and programs.
-  // `streams`: some task streams weights (the slots keep 64-bit cycles then: see Slot).
-  static std::uint64_t record_bytes(std::uint64_t tasks, bool streams = false);
+  // (An estimate from the count alone: a step that streams weights keeps more, see Slot.)
+  static std::uint64_t record_bytes(std::uint64_t tasks);
   // The same for the step of `image`, counted from it: a Slot (and a SlotHigh when it streams weights) per task
   // of every tile, a BurstRec per send of every task and per start injection, the walk's flag per slot, and
   // per tile the mesh's and the core's state and the reuse descriptions' bound (what a full-wafer run keeps
