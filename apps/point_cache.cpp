@@ -75,7 +75,8 @@ std::shared_ptr<const mapper::Mapping> PointCache::map(const DecodePoint& p, std
   if (enabled_)
     for (auto it = maps_.begin(); it != maps_.end(); ++it)
       if (it->options == p.options && it->spec == p.spec && it->model == p.model &&
-          (it->fabric == fabric || *it->fabric == *fabric)) {
+          (it->fabric == fabric || *it->fabric == *fabric ||
+           (!mapper::mapping_reads_links(p.options) && it->fabric->same_routers(*fabric)))) {
         ++stats_.mappings_reused;
         if (reused) *reused = true;
         if (it != maps_.begin()) std::rotate(maps_.begin(), it, std::next(it));  // most recent first

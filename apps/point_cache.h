@@ -12,7 +12,9 @@
 //     same (sim::Simulator::keep_mesh);
 //   - the defect map, its repair and the fabric, while the wafer, the defect parameters, the seed and the
 //     repair scheme stay the same;
-//   - the mapping, while its inputs (wafer, model, options and fabric, compared whole) stay the same.
+//   - the mapping, while its inputs (wafer, model, options and fabric) stay the same; the fabric compared whole,
+//     or, for a placement that reads no links (mapper::mapping_reads_links), its grid and working routers
+//     alone, so that the defect maps of a study that repair completely share one mapping.
 //
 // Off (`--no-cache`), every point is built from scratch as `decode` builds it.
 #include <cstdint>
@@ -59,7 +61,8 @@ class PointCache {
   std::shared_ptr<const noc::Fabric> perfect(const hw::WaferSpec& spec, bool* reused = nullptr);
 
   // map_point(p, *fabric), or the mapping an earlier call made from equal inputs (p.spec, p.model, p.options
-  // and the fabric, each compared whole; the same fabric object is recognised at once). Nothing is copied:
+  // and the fabric, each compared whole, the fabric only in what the mapping reads of it: see the list above;
+  // the same fabric object is recognised at once). Nothing is copied:
   // the cache holds the mapping and the fabric by reference. Refusals are not kept (they throw again).
   std::shared_ptr<const mapper::Mapping> map(const DecodePoint& p, std::shared_ptr<const noc::Fabric> fabric,
                                              bool* reused = nullptr);

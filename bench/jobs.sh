@@ -4,7 +4,8 @@
 # emulation), tile tasks executed against represented, layers and wafers reused, and the answer's latency.
 # Jobs: the default decode (8B on wse3, layer-bands), the main job (no arguments: --placement auto),
 # Mixtral on 3 wafers, Llama-3.1-70B on 4, Llama-3.1-405B on 24, the whole-wafer and whole-square
-# mappings of the 8B (refused up front when their task records exceed the memory: the refusal is printed),
+# mappings of the 8B (refused up front when their task records exceed the memory: the refusal is printed; the
+# whole-wafer one fits a 24 GB machine and runs about 2 minutes, so those two run JOBS_LONG_RUNS times, default 1),
 # and the default decode at 0.1 defects per cm^2 (about 50 defects on wse3) and at 2 per cm^2 (about 1,000)
 # against the defect-free run. JOBS_ONLY=a,b picks jobs by name. With JOBS_CALLGRIND=1 (and valgrind
 # installed) also the instruction counts of the default decode and of the 50-defect one.
@@ -15,12 +16,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # job NAME ARGS...: the figures of `wafer-emu ARGS` over $runs runs.
+# (RUNS=N before the name: N runs instead of $runs)
 job() {
+  local n=$runs
+  if [[ $1 == RUNS=* ]]; then n=${1#RUNS=}; shift; fi
   local name=$1; shift
   if [ -n "${JOBS_ONLY:-}" ] && [[ ",${JOBS_ONLY}," != *",$name,"* ]]; then return; fi
-  echo "-- $name: wafer-emu $*"
+  echo "-- $name: wafer-emu $* ($n runs)"
   local times=() rss=0 t r
-  for i in $(seq "$runs"); do
+  for i in $(seq "$n"); do
     if ! /usr/bin/time -f '%e %M' -o "$tmp/time" "$WAFER_EMU" "$@" --json "$tmp/$name$i.json" >/dev/null 2>"$tmp/err"; then
       echo "  refused: $(tail -1 "$tmp/err")"
       return
@@ -28,7 +32,7 @@ job() {
     read -r t r < "$tmp/time"
     times+=("$t"); [ "$r" -gt "$rss" ] && rss=$r
   done
-  python3 - "$tmp" "$name" "$runs" "$rss" "${times[@]}" <<'PY'
+  python3 - "$tmp" "$name" "$n" "$rss" "${times[@]}" <<'PY'
 import json, statistics, sys
 d, name, n, rss = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 times = sorted(float(t) for t in sys.argv[5:])
@@ -50,8 +54,9 @@ job main decode --placement auto
 job mixtral decode --model mixtral-8x7b --wafers 3
 job 70b decode --model llama-3.1-70b --wafers 4
 job 405b decode --model llama-3.1-405b --wafers 24
-job whole_wafer decode --placement whole-wafer
-job whole_square decode --placement square --kernel meshgemv
+long_runs="${JOBS_LONG_RUNS:-1}"
+job "RUNS=$long_runs" whole_wafer decode --placement whole-wafer
+job "RUNS=$long_runs" whole_square decode --placement square --kernel meshgemv
 job defects_50 decode --density 0.1 --seed 1
 job defects_1000 decode --density 2 --seed 1
 

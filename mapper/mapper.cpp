@@ -181,6 +181,14 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
                  bool suggest);
 }  // namespace
 
+bool mapping_reads_links(const MapOptions& options) {
+  try {
+    return placement(options.placement).reads_links();
+  } catch (const InputError&) {
+    return true;
+  }
+}
+
 Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const ModelConfig& model,
                   const MapOptions& opt) {
   return map_impl(spec, fabric, model, opt, true);

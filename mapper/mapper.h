@@ -128,6 +128,12 @@ struct Mapping {
 // stage, how many bytes per tile against how many, what to try), an unknown placement.
 Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const ModelConfig& model,
                   const MapOptions& options);
+// Whether map_model's result with these options can depend on the fabric's links. map_model reads the
+// fabric's grid and, through the placement, what the placement reads (PlacementStrategy::reads_links); so
+// when this is false, two fabrics alike in grid and working routers (noc::Fabric::same_routers) get the
+// same Mapping, as the defect maps of a study that repair completely do. True for a placement map_model
+// does not know.
+bool mapping_reads_links(const MapOptions& options);
 
 // Encoded size of one program: 8 bytes per task header, 4 per op, 8 per send (the figure the SRAM budget
 // charges as `code`).

@@ -37,6 +37,9 @@ class PlacementStrategy {
   // One region per stage, inside fabric.grid(). Throws hw::InputError with a reason a person can act on
   // (e.g. fewer rows than stages, or a repair that left dead tiles where the strategy needs the whole array).
   virtual std::vector<Region> place(const std::vector<StageShape>& stages, const noc::Fabric& fabric) const = 0;
+  // Whether place() reads the fabric's links (their health or lengths). False: it reads only the grid and
+  // which routers work, so two fabrics alike in those (noc::Fabric::same_routers) get the same regions.
+  virtual bool reads_links() const { return true; }
 };
 
 // Every registered strategy; a test lists the names so none silently drops out of the build.

@@ -7,6 +7,7 @@ namespace {
 class LayerBands final : public PlacementStrategy {
  public:
   std::string_view name() const override { return "layer-bands"; }
+  bool reads_links() const override { return false; }  // (the grid and require_healthy only)
   std::string_view description() const override {
     return "one band of full-width rows per layer (embedding and head included), heights proportional to the "
            "bytes each holds; the residual stream runs down the east column";

@@ -12,6 +12,7 @@ namespace {
 class SerpentineBands final : public PlacementStrategy {
  public:
   std::string_view name() const override { return "serpentine-bands"; }
+  bool reads_links() const override { return false; }  // (the grid and require_healthy only)
   std::string_view description() const override {
     return "half-width bands in snake order whose data flow alternates direction (mirrored every other "
            "stage), so one layer's output lands next to the next layer's input";

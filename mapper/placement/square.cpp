@@ -10,6 +10,7 @@ namespace {
 class Square final : public PlacementStrategy {
  public:
   std::string_view name() const override { return "square"; }
+  bool reads_links() const override { return false; }  // (the grid and require_healthy only)
   std::string_view description() const override {
     return "every operator spread over the largest centred square of the array; the layers run one after "
            "another on the same tiles";

@@ -7,6 +7,7 @@ namespace {
 class WholeWafer final : public PlacementStrategy {
  public:
   std::string_view name() const override { return "whole-wafer"; }
+  bool reads_links() const override { return false; }  // (the grid and require_healthy only)
   std::string_view description() const override {
     return "every operator spread over the whole array; the layers run one after another on the same tiles";
   }

@@ -79,6 +79,14 @@ Fabric Fabric::from_repair(const hw::RepairResult& r) {
   return f;
 }
 
+bool Fabric::same_routers(const Fabric& other) const {
+  if (!(grid_ == other.grid_)) return false;
+  if (fault_free() && other.fault_free()) return true;  // (every router works in both)
+  for (TileIndex t = 0; t < grid_.size(); ++t)
+    if (router_ok(t) != other.router_ok(t)) return false;
+  return true;
+}
+
 bool Fabric::rows_alike(std::int32_t y, std::int32_t rows, std::int32_t dy) const {
   if (y < 0 || rows < 0 || dy <= 0 || y + dy + rows > grid_.height) return false;
   const std::size_t w = std::size_t(grid_.width), a = std::size_t(y) * w, n = std::size_t(rows) * w, d = std::size_t(dy) * w;

@@ -2,10 +2,11 @@
 """The points of one process share what does not change between them (apps/point_cache.h); nothing in the
 results may depend on it. docs/studies.md "Processes".
 
-cache_check.py sweep WAFER_EMU STUDY OUTDIR
+cache_check.py sweep WAFER_EMU STUDY OUTDIR [KIND=N ...]
     the study with the cache (one process, and --jobs 2) and with --no-cache: the same lines (wall time
     aside), the same summary.csv; with the cache every kind of reuse happens at least once (the study is
-    made for it: tests/cli/data/sweep_cache.json), without it none.
+    made for it: tests/cli/data/sweep_cache.json), without it none. KIND=N instead: in the one-process run
+    exactly N points keep KIND (repair, mapping, mesh) and no point keeps a kind not given.
 cache_check.py table WAFER_EMU OUTDIR
     `table` on the tiny wafer with and without --no-cache: every file of the folders byte for byte (but the
     time stamp in meta.yaml); with the cache the mesh model is reused, without it never.
@@ -37,23 +38,28 @@ def comparable(lines):
     return [json.dumps({k: v for k, v in l.items() if k != "wall_s"}, sort_keys=True) for l in lines]
 
 
-def mode_sweep(exe, study, out):
+def mode_sweep(exe, study, out, expect=None):
     runs = {"cache": [], "cache, --jobs 2": ["--jobs", "2"], "--no-cache": ["--no-cache"]}
     got = {}
     for name, extra in runs.items():
         d = fresh(os.path.join(out, re.sub(r"[^a-z0-9]+", "_", name)))
         run([exe, "sweep", "--spec", study, "--out", d, "--quiet"] + extra)
         lines = lines_of(d)
-        kept = set()
+        kept, counts = set(), {}
         for l in lines:
             w = l["wall_s"]
             for k in ("total", "repair", "mapping"):
                 if not isinstance(w.get(k), (int, float)):
                     raise SystemExit(f"FAIL: {name}: point {l['index']} has no wall_s.{k}")
             kept.update(w.get("kept", []))
+            for k in w.get("kept", []):
+                counts[k] = counts.get(k, 0) + 1
         if name == "--no-cache" and kept:
             raise SystemExit(f"FAIL: --no-cache kept {sorted(kept)}")
-        if name == "cache" and kept != {"repair", "mapping", "mesh"}:
+        if name == "cache" and expect is not None:
+            if counts != expect:
+                raise SystemExit(f"FAIL: with the cache, points kept {counts}; expected {expect}")
+        elif name == "cache" and kept != {"repair", "mapping", "mesh"}:
             raise SystemExit(f"FAIL: with the cache, points kept {sorted(kept)}; the study should keep repair, mapping and mesh")
         got[name] = (comparable(lines), open(os.path.join(d, "summary.csv")).read())
         print(f"{name}: {len(lines)} points, kept {sorted(kept)}")
@@ -98,7 +104,8 @@ def mode_table(exe, out):
 def main():
     mode = sys.argv[1]
     if mode == "sweep":
-        mode_sweep(sys.argv[2], sys.argv[3], sys.argv[4])
+        expect = dict((k, int(n)) for k, n in (a.split("=", 1) for a in sys.argv[5:])) if len(sys.argv) > 5 else None
+        mode_sweep(sys.argv[2], sys.argv[3], sys.argv[4], expect)
     elif mode == "table":
         mode_table(sys.argv[2], sys.argv[3])
     else:

@@ -108,6 +108,13 @@ add_test(NAME cli.sweep_auto_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} $
 add_test(NAME cli.sweep_cache COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cache_check.py sweep ${WAFER_EMU}
   ${DATA}/sweep_cache.json ${OUT}/sweep_cache)
 add_test(NAME cli.sweep_cache_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${DATA}/sweep_cache.json ${OUT}/sweep_cache_decode)
+# Defect maps that differ by seed and repair completely share one mapping on a placement that reads no links
+# (mapper::mapping_reads_links): layer-bands' three later seeds keep the first one's, defect-aware's none, and
+# no repair or mesh is kept (every fabric differs); the lines equal --no-cache's and each equals `decode`.
+add_test(NAME cli.sweep_cache_seeds COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cache_check.py sweep ${WAFER_EMU}
+  ${DATA}/sweep_cache_seeds.json ${OUT}/sweep_cache_seeds mapping=3)
+add_test(NAME cli.sweep_cache_seeds_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${DATA}/sweep_cache_seeds.json
+  ${OUT}/sweep_cache_seeds_decode)
 # Pipelines in a study: a whole run gives each point's wafers the CPUs (side by side, as decode does), --point
 # one thread; the same lines either way, and decode's numbers (data/sweep_wafers_tiny.json).
 add_test(NAME cli.sweep_wafers_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${DATA}/sweep_wafers_tiny.json ${OUT}/sweep_wafers)

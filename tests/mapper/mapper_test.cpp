@@ -364,6 +364,58 @@ TEST(Mapper, EightBitWeightsHalveTheWeightBytesAndContextGrowsTheKvCache) {
   EXPECT_GT(c.wafers[0].sram_max, a.wafers[0].sram_max);
 }
 
+// apps::PointCache shares one mapping between the defect maps of a study when the placement reads no links:
+// every placement that says so (PlacementStrategy::reads_links) maps fabrics whose links differ (lengths from
+// a complete repair, lengths and a failed link set by hand) but whose grid and routers are alike exactly as
+// it maps the perfect fabric; the placements that read links say so.
+TEST(Mapper, PlacementsThatReadNoLinksMapFabricsWithTheSameRoutersAlike) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  const noc::Fabric f = perfect(tiny);
+  const hw::Grid& g = f.grid();
+  std::vector<noc::Fabric> others;
+  for (std::uint64_t seed = 1; seed <= 40 && others.empty(); ++seed) {
+    hw::DefectGenParams gp;
+    gp.density_per_cm2 = 100;
+    hw::RepairResult rep = hw::repair_scheme("row-shift").repair(tiny, hw::generate_defects(tiny, gp, seed));
+    noc::Fabric r = noc::Fabric::from_repair(rep);
+    if (rep.complete && !(r == f)) others.push_back(std::move(r));
+  }
+  ASSERT_FALSE(others.empty()) << "no seed gave a complete repair with longer links";
+  noc::Fabric by_hand = f;
+  by_hand.set_hops(g.index({2, 3}), hw::Dir::East, 3);
+  by_hand.set_hops(g.index({5, 1}), hw::Dir::South, 2);
+  by_hand.fail_link(g.index({6, 6}), hw::Dir::East);
+  others.push_back(by_hand);
+  ModelConfig m = load_model("tiny-llama");
+  int without_links = 0;
+  for (const auto& name : placement_names()) {
+    MapOptions o;
+    o.placement = name;
+    o.context = 64;
+    EXPECT_EQ(mapping_reads_links(o), placement(name).reads_links()) << name;
+    if (mapping_reads_links(o)) continue;
+    ++without_links;
+    const Mapping a = map_model(tiny, f, m, o);
+    for (const noc::Fabric& other : others) {
+      ASSERT_TRUE(other.same_routers(f));
+      ASSERT_FALSE(other == f);
+      const Mapping b = map_model(tiny, other, m, o);
+      EXPECT_TRUE(a.images == b.images) << name;
+      ASSERT_EQ(a.stages.size(), b.stages.size());
+      for (std::size_t i = 0; i < a.stages.size(); ++i) EXPECT_EQ(a.stages[i].region, b.stages[i].region) << name;
+      EXPECT_EQ(a.notes, b.notes) << name;
+    }
+  }
+  EXPECT_EQ(without_links, 4);  // layer-bands, serpentine-bands, whole-wafer, square
+  MapOptions o;
+  o.placement = "defect-aware";
+  EXPECT_TRUE(mapping_reads_links(o));
+  o.placement = "auto";  // (decode's search, not a placement map_model knows: it emulates candidates)
+  EXPECT_TRUE(mapping_reads_links(o));
+  o.placement = "no-such-placement";
+  EXPECT_TRUE(mapping_reads_links(o));
+}
+
 TEST(Mapper, DefectAwareMapsAroundAnIncompleteRepair) {
   hw::WaferSpec small = hw::preset("small");
   hw::DefectGenParams gp;
