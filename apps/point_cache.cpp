@@ -72,11 +72,12 @@ std::shared_ptr<const noc::Fabric> PointCache::perfect(const hw::WaferSpec& spec
 std::shared_ptr<const mapper::Mapping> PointCache::map(const DecodePoint& p, std::shared_ptr<const noc::Fabric> fabric,
                                                        bool* reused) {
   if (reused) *reused = false;
+  // (what the mapping reads of the fabric: all of it, or only its grid and working routers)
+  const bool links = enabled_ && mapper::mapping_reads_links(p.options);
   if (enabled_)
     for (auto it = maps_.begin(); it != maps_.end(); ++it)
       if (it->options == p.options && it->spec == p.spec && it->model == p.model &&
-          (it->fabric == fabric || *it->fabric == *fabric ||
-           (!mapper::mapping_reads_links(p.options) && it->fabric->same_routers(*fabric)))) {
+          (it->fabric == fabric || (links ? *it->fabric == *fabric : it->fabric->same_routers(*fabric)))) {
         ++stats_.mappings_reused;
         if (reused) *reused = true;
         if (it != maps_.begin()) std::rotate(maps_.begin(), it, std::next(it));  // most recent first
