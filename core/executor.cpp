@@ -144,6 +144,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   for (std::size_t t = 0; t < n; ++t) cores_[t] = {0, kNone, slot0_[t], image_.tile_program[t]};
   slots_.assign(slots, Slot{0, 0, kOpen, kOpen, kNone, kNone, 0, 0, 0, 0});
   wide_ = streams;  // (see Slot)
+  if (wide_) burst_hi_.reserve(sends);
   if (wide_) hi_.assign(slots, SlotHigh{0, 0, kOpen, kOpen});
   done_tile_ = grid_.index(image_.done_tile);
   if (costs_.color_switch > 0) {
@@ -261,7 +262,7 @@ void Executor::request_weights() {
   // One shared record stands for every streamed-weight arrival: the critical path only needs its kind (its
   // time is the receiving task's `ready`).
   weight_burst_ = std::uint32_t(bursts_.size());
-  bursts_.push_back({opt_.start, kNone, 0, 0, noc::Color(0), BurstKind::Weights});
+  add_burst(opt_.start, 0, 0, noc::Color(0), BurstKind::Weights);
   for (const Req& r : reqs) {
     const Coord c = grid_.coord(r.tile);
     const std::uint32_t ch = channel_of(c);
@@ -313,7 +314,8 @@ std::uint64_t Executor::record_bytes(const firmware::Image& image) {
   // Reuse's jump keeps a layer's slots apart (reuse_cut: the template, its slot and tile lists and the copies'
   // moves, 56 bytes a slot), a layer being about slots / layers.
   const std::uint64_t jump = streams ? 0 : slots / std::max<std::size_t>(1, image.layer_names.size()) * 56;
-  return slots * (sizeof(Slot) + (streams ? sizeof(SlotHigh) : 0) + 1) + sends * sizeof(BurstRec) +
+  return slots * (sizeof(Slot) + (streams ? sizeof(SlotHigh) : 0) + 1) +
+         sends * (sizeof(BurstRec) + (streams ? sizeof(std::uint32_t) : 0)) +
          std::uint64_t(image.tile_program.size()) * per_tile + jump;
 }
 
@@ -325,6 +327,16 @@ void Executor::too_long(Cycle at) const {
       at, at - opt_.start, opt_.start, kOpen - 1));
 }
 
+std::uint32_t Executor::add_burst(Cycle inject, std::uint32_t who, std::uint32_t lag, noc::Color color, BurstKind kind,
+                                  std::uint32_t vshift, std::uint16_t switches, std::uint16_t syncs) {
+  const std::uint64_t off = inject - opt_.start;
+  if (wide_) [[unlikely]] burst_hi_.push_back(std::uint32_t(off >> 32));
+  else if (off >= kOpen) [[unlikely]] too_long(inject);
+  const std::uint32_t id = std::uint32_t(bursts_.size());
+  bursts_.push_back({std::uint32_t(off), who, lag, vshift, switches, syncs, color, kind, false});
+  return id;
+}
+
 StepResult Executor::run() {
   if (ran_) throw std::logic_error("Executor::run called twice");
   ran_ = true;
@@ -333,9 +345,8 @@ StepResult Executor::run() {
   net_.set_client(this);
   if (weights_ && streams_) request_weights();  // (a scan of every task: only when something streams)
   for (const auto& inj : image_.start) {
-    std::uint32_t id = std::uint32_t(bursts_.size());
-    TileIndex t = grid_.index(inj.tile);
-    bursts_.push_back({opt_.start, kNone, t, std::max<std::uint32_t>(1, inj.wavelets) - 1, inj.color, BurstKind::Injection});
+    const std::uint32_t id =
+        add_burst(opt_.start, grid_.index(inj.tile), std::max<std::uint32_t>(1, inj.wavelets) - 1, inj.color, BurstKind::Injection);
     net_.timer(opt_.start, kTimerDeliver | id);
   }
   auto* mesh = opt_.sample ? dynamic_cast<noc::Mesh*>(&net_) : nullptr;
@@ -415,13 +426,16 @@ void Executor::on_timer(std::uint64_t tag, Cycle now) {
   } else if (kind == kTimerDeliver) {
     std::uint32_t id = std::uint32_t(tag & 0xFFFFFFFFull);
     const BurstRec& b = bursts_[id];
-    deliver(id, b.src, now, now + b.lag);
+    deliver(id, src_of(b), now, now + b.lag);
   }
 }
 
 void Executor::on_arrival(std::uint64_t tag, TileIndex sink, Cycle head, Cycle tail) {
   const BurstRec& b = bursts_[std::uint32_t(tag)];
-  if (b.self && sink == b.src) return;  // already delivered by the sender itself
+  if (b.self) {  // already delivered by the sender itself when the sink is its tile (the sender's slot is the sink's)
+    const Core& c = cores_[sink];  // (deliver reads it next: no slot0_ read here)
+    if (c.program != firmware::kIdle && b.who - c.slot0 < prog0_[c.program + 1] - prog0_[c.program]) return;
+  }
   deliver(std::uint32_t(tag), sink, head, tail);
 }
 
@@ -650,8 +664,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     const Cycle at = std::max(vat, now);  // when the mesh can take it
     std::uint32_t lag = snd.wavelets - 1;
     if (stream) lag = std::uint32_t(std::max<Cycle>(lag, vat + std::max<Cycle>(lag, e - s) - at));
-    std::uint32_t id = std::uint32_t(bursts_.size());
-    bursts_.push_back({vat, slot, tile, lag, snd.color, BurstKind::Data, false, std::uint32_t(at - vat), sc_switches, sc_syncs});
+    const std::uint32_t id = add_burst(vat, slot, lag, snd.color, BurstKind::Data, std::uint32_t(at - vat), sc_switches, sc_syncs);
     noc::BurstSpec b;
     b.src = tile;
     b.dest = destination(snd.dest, here);
@@ -675,11 +688,11 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   send_top_ = base;
 }
 
-Executor::Ideal Executor::ideal_latency(const BurstRec& b, TileIndex sink, bool to_tail) const {
+Executor::Ideal Executor::ideal_latency(const BurstRec& b, TileIndex src, TileIndex sink, bool to_tail) const {
   std::uint64_t hops = 0;
   Cycle ramps = 0;
-  if (b.src != sink) {  // (a burst to the sender itself, or its own copy of a segment multicast: no ramps)
-    Coord s = grid_.coord(b.src), d = grid_.coord(sink);
+  if (src != sink) {  // (a burst to the sender itself, or its own copy of a segment multicast: no ramps)
+    Coord s = grid_.coord(src), d = grid_.coord(sink);
     hops = noc::route(fabric_, s, d).hops;
     ramps = 2 * Cycle(spec_.ramp_latency);
   }
@@ -712,14 +725,14 @@ void Executor::walk_critical_path(StepResult& r) {
   bool to_tail = true;
   std::uint16_t layer = 0, op = 0;
   {
-    const BurstRec& b = bursts_[burst];
+    const BurstRec b = burst_at(burst);
     if (b.kind == BurstKind::Data) {
-      const Task& st = task_at(slot_tile(b.sender), b.sender - slot0_[slot_tile(b.sender)]);
+      const Task& st = task_at(slot_tile(b.who), b.who - slot0_[slot_tile(b.who)]);
       layer = st.layer, op = st.op;
     }
   }
   for (std::uint64_t guard = 0; guard <= slots_.size() + bursts_.size() + 1; ++guard) {
-    const BurstRec& b = bursts_[burst];
+    const BurstRec b = burst_at(burst);
     ++bd.path_bursts;
     if (b.kind == BurstKind::Weights) {
       add(Cause::WeightStreaming, arrive - opt_.start, layer, op);
@@ -729,16 +742,17 @@ void Executor::walk_critical_path(StepResult& r) {
       add(Cause::NetworkTransfer, arrive - opt_.start, layer, op);
       return;
     }
-    const Cycle net = arrive - b.inject;
-    const Ideal zero = ideal_latency(b, sink, to_tail);
+    const Cycle inject = inject_of(b, burst);
+    const Cycle net = arrive - inject;
+    const Ideal zero = ideal_latency(b, slot_tile(b.who), sink, to_tail);
     const Cycle ideal = std::min(net, zero.total);
     const Cycle ramps = std::min(ideal, zero.ramps);
     add(Cause::Ramp, ramps, layer, op);
     add(Cause::NetworkTransfer, ideal - ramps, layer, op);
     add(Cause::NetworkWait, net - ideal, layer, op);
     // The sending task, from the moment it sent (after the fixed costs of its sends up to this one).
-    std::uint32_t slot = b.sender;
-    Cycle ref = b.inject;
+    std::uint32_t slot = b.who;
+    Cycle ref = inject;
     std::uint16_t ref_switches = b.switches, ref_syncs = b.syncs;
     bool ended = false;
     for (;;) {
@@ -791,7 +805,7 @@ void Executor::walk_critical_path(StepResult& r) {
         add(Cause::TaskOverhead, costs_.task_overhead, layer, op);
         // A mesh that reported the input late (after its tail): the gap is the network's.
         if (s - costs_.task_overhead > arrive) add(Cause::NetworkWait, s - costs_.task_overhead - arrive, layer, op);
-      } else if (bursts_[burst].kind != BurstKind::Weights) {
+      } else if (burst_at(burst).kind != BurstKind::Weights) {
         add(Cause::Compute, costs_.stream_stage_latency, layer, op);
         arrive -= costs_.stream_stage_latency;
         to_tail = false;
@@ -805,6 +819,21 @@ void Executor::walk_critical_path(StepResult& r) {
 
 TileIndex Executor::slot_tile(std::uint32_t slot) const {
   return TileIndex(std::upper_bound(slot0_.begin(), slot0_.end(), slot) - slot0_.begin() - 1);
+}
+
+// Burst `id` as a full run writes it: from bursts_, or, in a stretch of copies a jump did not write, from its
+// template record moved as the copy would have moved it (reuse_cut).
+Executor::BurstRec Executor::burst_at(std::uint64_t id) const {
+  for (auto v = vcopies_.rbegin(); v != vcopies_.rend(); ++v) {
+    if (id >= v->first + v->copies * v->nb) break;  // (after every stretch from this one on)
+    if (id < v->first) continue;
+    const std::uint64_t m = (id - v->first) / v->nb + 1, i = (id - v->first) % v->nb;
+    BurstRec b = bursts_[v->tmpl + i];
+    b.inject += std::uint32_t(m * v->D);  // (the jump checked the last copy's offsets)
+    b.who += std::uint32_t(m) * v->dsender[i];
+    return b;
+  }
+  return bursts_[id];
 }
 
 // ---- Reuse of repeated layers ------------------------------------------------------------------------
@@ -1143,17 +1172,18 @@ void Executor::describe_task(std::vector<std::uint64_t>& out, TileIndex tile, st
 // A burst record the state still reads (in flight, or a pending self-delivery): relative to the cut.
 void Executor::describe_burst(std::vector<std::uint64_t>& out, std::uint32_t id) {
   const Cycle now = net_.now();
-  const BurstRec& b = bursts_[id];
+  const BurstRec b = burst_at(id);
+  ru_.min_flight = std::min<std::uint64_t>(ru_.min_flight, id);
   out.push_back(std::uint64_t(id) - std::uint64_t(bursts_.size()));
-  out.push_back(b.inject - now);
+  out.push_back(inject_of(b, id) - now);
   if (b.kind != BurstKind::Data) {
     ru_.bad = true;
     return;
   }
-  const TileIndex t = slot_tile(b.sender);
+  const TileIndex t = slot_tile(b.who);
   out.push_back(tile_ref(t));
-  describe_task(out, t, b.sender - slot0_[t]);
-  out.insert(out.end(), {tile_ref(b.src), std::uint64_t(b.lag), std::uint64_t(b.color), std::uint64_t(b.self),
+  describe_task(out, t, b.who - slot0_[t]);
+  out.insert(out.end(), {std::uint64_t(b.lag), std::uint64_t(b.color), std::uint64_t(b.self),
                          std::uint64_t(b.vshift), std::uint64_t(b.switches), std::uint64_t(b.syncs)});
 }
 
@@ -1295,6 +1325,7 @@ void Executor::reuse_cut() {
   auto& out = ru_.desc;
   out.clear();
   ru_.state_max = ru_.layer;
+  ru_.min_flight = std::numeric_limits<std::uint64_t>::max();
   ru_.bad = false;
   ru_.open.clear();
   // (In space, a fresh tile's core, free since the step start, must be past mattering.)
@@ -1388,13 +1419,16 @@ void Executor::reuse_cut() {
       where.push_back(t);
       touched_max = std::max<std::uint32_t>(touched_max, run_layer(p, k));
       const Slot& sl = slots_[s];
-      if (sl.crit != kNone && bursts_[sl.crit].kind != BurstKind::Data) {
+      if (sl.crit != kNone && burst_at(sl.crit).kind != BurstKind::Data) {
         jump = false;
         break;
       }
     }
     for (std::uint64_t id = ru_.prev_bursts; id < nb && jump; ++id)
       if (bursts_[id].kind != BurstKind::Data) jump = false;
+    // (the template's bursts are written: a jump's unwritten copies lie before any later template)
+    if (!vcopies_.empty() && ru_.prev_bursts < vcopies_.back().first + vcopies_.back().copies * vcopies_.back().nb)
+      jump = false;
     // (The slots the state holds lie in the run: one outside it would have changed in the template, so it
     // was touched, and the loop above refused that already. Checked all the same: it is renamed below.)
     for (std::uint32_t s : ru_.open) {
@@ -1448,11 +1482,12 @@ void Executor::reuse_cut() {
     return rename_in(slot, slot_tile(slot), m);
   };
   // (Reuse is off when weights stream, so the slots hold 32-bit offsets here: Slot.)
-  auto shift = [&](std::uint32_t& v, Cycle by) {
+  auto shift_check = [&](std::uint32_t v, Cycle by) {
     const std::uint64_t x = std::uint64_t(v) + by;
     if (x >= kOpen) [[unlikely]] too_long(opt_.start + x);
-    v = std::uint32_t(x);
+    return std::uint32_t(x);
   };
+  auto shift = [&](std::uint32_t& v, Cycle by) { v = shift_check(v, by); };
   auto later = [&](Slot sl, std::uint64_t m) {  // a slot's cycles and critical burst, m layers on
     if (sl.crit != kNone) shift(sl.ready, m * D), shift(sl.tail, m * D), sl.crit += std::uint32_t(m * NB);
     if (sl.start != kOpen) shift(sl.start, m * D), shift(sl.end, m * D);
@@ -1494,11 +1529,29 @@ void Executor::reuse_cut() {
     dto[i] = ru_.space ? slot0_[where[i] + S] - slot0_[where[i]] : step[i];
     dprev[i] = rename_in(tmpl[i].prev, where[i], 1) - tmpl[i].prev;
   }
-  for (std::uint64_t i = 0; i < NB; ++i) {
-    const BurstRec& b = bursts_[ru_.prev_bursts + i];
-    dsender[i] = rename_in(b.sender, b.src, 1) - b.sender;  // (a data burst's source is its sender's tile)
+  {
+    // (a data burst's source is its sender's tile; a task's bursts follow one another, so the sender's tile is
+    // looked up once per task)
+    TileIndex t = 0;
+    for (std::uint64_t i = 0; i < NB; ++i) {
+      const BurstRec& b = bursts_[ru_.prev_bursts + i];
+      if (i == 0 || !holds_slot(t, b.who)) t = slot_tile(b.who);
+      dsender[i] = rename_in(b.who, t, 1) - b.who;
+      shift_check(b.inject, K * D);  // (the last copy's offset: every copy's fits, written or not)
+    }
   }
-  bursts_.reserve(bursts_.size() + K * NB);
+  // The copies' bursts: the mesh's events name only bursts in flight at this cut (renamed K copies on: the
+  // last copies), so the copies before those are not written but read through burst_at, and their ids grown
+  // over (no page touched). The lowest id the state names is ru_.min_flight: the last `written` copies hold
+  // every burst it may name.
+  const std::uint64_t written =
+      ru_.min_flight < nb && NB > 0 ? (nb - ru_.min_flight + NB - 1) / NB : 0;
+  const std::uint64_t unwritten = NB > 0 && K > written ? K - written : 0;
+  if (unwritten > 0) {
+    vcopies_.push_back({nb, unwritten, NB, ru_.prev_bursts, D, dsender});
+    bursts_.resize(bursts_.size() + unwritten * NB);  // (capacity for every send is reserved: in place)
+  }
+  bursts_.reserve(bursts_.size() + (K - unwritten) * NB);
   for (std::uint64_t m = 1; m <= K; ++m) {
     const Cycle mD = m * D;
     const std::uint32_t m32 = std::uint32_t(m);
@@ -1507,11 +1560,10 @@ void Executor::reuse_cut() {
       sl.prev += m32 * dprev[i];
       slots_[ru_.touched[i] + m32 * dto[i]] = sl;
     }
-    for (std::uint64_t i = 0; i < NB; ++i) {
+    for (std::uint64_t i = 0; i < NB && m > unwritten; ++i) {
       BurstRec b = bursts_[ru_.prev_bursts + i];
-      b.inject += mD;
-      b.sender += m32 * dsender[i];
-      b.src += TileIndex(m) * S;
+      b.inject += std::uint32_t(mD);  // (checked above)
+      b.who += m32 * dsender[i];
       bursts_.push_back(b);
     }
     for (const Core& c : ran) {

@@ -59,6 +59,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -283,17 +284,31 @@ class Executor final : public noc::NetworkClient {
   bool ran(std::uint32_t s) const { return slots_[s].start != kOpen || (wide_ && hi_[s].start != kOpen); }
   [[noreturn]] void too_long(Cycle at) const;
   enum class BurstKind : std::uint8_t { Data, Injection, Weights };
-  struct BurstRec {       // one per burst sent
-    Cycle inject;
-    std::uint32_t sender;  // slot of the sending task (Data) / kNone (Injection, Weights)
-    hw::TileIndex src;
+  // One per burst sent, 24 bytes (every field written at the send: bursts_ grows without writing). Its
+  // source tile is the sender's (Data: src_of).
+  struct BurstRec {
+    std::uint32_t inject;  // offset from the step's start, like a Slot's cycles (wide_: its high half in burst_hi_)
+    std::uint32_t who;     // Data: the sending task's slot; Injection, Weights: the source tile
     std::uint32_t lag;
+    std::uint32_t vshift;  // a stream sent after its (back-dated) start: head delay from `inject`
+    std::uint16_t switches, syncs;  // Data: the sender's route switches and syncs up to this send
     noc::Color color;
     BurstKind kind;
-    bool self = false;  // a segment multicast holding its source: the core delivered it to itself
-    std::uint32_t vshift = 0;  // a stream sent after its (back-dated) start: head delay from `inject`
-    std::uint16_t switches = 0, syncs = 0;  // Data: the sender's route switches and syncs up to this send
+    bool self;  // a segment multicast holding its source: the core delivered it to itself
   };
+  static_assert(sizeof(BurstRec) == 24 && std::is_trivially_default_constructible_v<BurstRec>);
+  noc::RecordArray<std::uint32_t> burst_hi_;  // wide_: per burst the high half of its inject offset
+  // A burst record's fields as cycles and tiles (`id` its index, for the high half of a wide step's offset).
+  Cycle inject_of(const BurstRec& b, std::uint64_t id) const {
+    std::uint64_t off = b.inject;
+    if (wide_) [[unlikely]] off |= std::uint64_t(burst_hi_[id]) << 32;
+    return opt_.start + off;
+  }
+  hw::TileIndex src_of(const BurstRec& b) const { return b.kind == BurstKind::Data ? slot_tile(b.who) : b.who; }
+  bool holds_slot(hw::TileIndex t, std::uint32_t slot) const { return slot >= slot0_[t] && slot < slot0_[t + 1]; }
+  // Appends a burst record sent at cycle `inject` (the step refused past the slots' limit, as too_long).
+  std::uint32_t add_burst(Cycle inject, std::uint32_t who, std::uint32_t lag, noc::Color color, BurstKind kind,
+                          std::uint32_t vshift = 0, std::uint16_t switches = 0, std::uint16_t syncs = 0);
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
   void validate() const;
@@ -310,7 +325,7 @@ class Executor final : public noc::NetworkClient {
     Cycle total;  // zero-load cycles from the send to the head (or tail) at the sink's core
     Cycle ramps;  // of which the two ramps (0 for a burst to the sender itself)
   };
-  Ideal ideal_latency(const BurstRec& b, hw::TileIndex sink, bool to_tail) const;
+  Ideal ideal_latency(const BurstRec& b, hw::TileIndex src, hw::TileIndex sink, bool to_tail) const;
   const firmware::Task& task_at(hw::TileIndex tile, std::uint32_t k) const;
 
   const hw::WaferSpec& spec_;
@@ -353,8 +368,21 @@ class Executor final : public noc::NetworkClient {
   noc::BigArray<Core> cores_;
   // Per task slot.
   noc::BigArray<Slot> slots_;  // (huge pages: hundreds of MB on a full wafer, read in scattered order)
-  // Per burst.
-  noc::BigArray<BurstRec> bursts_;
+  // Per burst, by id (its index). Reuse's copies of a template's bursts are not all written out: those no
+  // event of the mesh can name after the jump lie in stretches of bursts_ grown over and never written (no
+  // page touched: noc::RecordArray) and are read through burst_at, which computes each from its template
+  // record as the copy would have written it (reuse_cut). The event loop reads bursts_ directly: it only
+  // meets bursts in flight, which are written.
+  noc::RecordArray<BurstRec> bursts_;
+  struct VirtualCopies {      // copies 1 .. copies of the template bursts [tmpl, tmpl + nb), not written
+    std::uint64_t first;      // the first copy's first id (copy m, template burst i: first + (m - 1) nb + i)
+    std::uint64_t copies, nb, tmpl;
+    Cycle D;                  // each copy's shift in cycles ...
+    std::vector<std::uint32_t> dsender;  // ... and per template burst its sender's slot move (its source moves
+                                         // with the sender)
+  };
+  std::vector<VirtualCopies> vcopies_;  // in id order
+  BurstRec burst_at(std::uint64_t id) const;
   // Done detection.
   hw::TileIndex done_tile_;
   std::uint32_t done_count_ = 0, done_crit_ = kNone;
@@ -418,6 +446,7 @@ class Executor final : public noc::NetworkClient {
     std::vector<std::uint16_t> cursor;   // per tile and claim group: the first slot not yet full
     std::vector<std::uint32_t> open;     // while describing: slots the state holds (partly full, timer due)
     std::uint32_t state_max = 0;         // while describing: the latest layer the state names
+    std::uint64_t min_flight = 0;        // while describing: the lowest burst id the state names (in flight)
     bool bad = false;                    // while describing: something that cannot be renamed
     std::uint64_t skipped_tasks = 0;
     std::uint32_t skipped_layers = 0;

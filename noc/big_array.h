@@ -11,6 +11,7 @@
 #include <mutex>
 #include <utility>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #if defined(__linux__)
@@ -154,5 +155,27 @@ struct HugePageAllocator {
 
 template <class T>
 using BigArray = std::vector<T, HugePageAllocator<T>>;
+
+// The same blocks for records that are written before they are read (the cores' burst records): growing the
+// array does not write its new elements (default-, not value-initialised), so a stretch that is grown over and
+// never written (a reuse jump's copies read through a rule, core/executor.h) costs no page and no store.
+template <class T>
+struct UninitHugePageAllocator : HugePageAllocator<T> {
+  using value_type = T;
+  UninitHugePageAllocator() = default;
+  template <class U>
+  UninitHugePageAllocator(const UninitHugePageAllocator<U>&) {}
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+
+template <class T>
+using RecordArray = std::vector<T, UninitHugePageAllocator<T>>;
 
 }  // namespace wafer::noc

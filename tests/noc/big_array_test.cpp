@@ -47,6 +47,31 @@ TEST(BigArrayPool, NothingIsKeptWhenKeepingIsOff) {
   EXPECT_EQ(huge_blocks_kept(), kept0);
 }
 
+// A RecordArray grows without writing its new elements: a kept block's old contents are still there after a
+// resize (a BigArray zeroes them, above), so the pages of a stretch grown over and never written are never touched.
+TEST(BigArrayPool, ARecordArrayGrowsWithoutWritingItsNewElements) {
+  keep_huge_blocks(true);
+  const std::uint8_t* first = nullptr;
+  {
+    BigArray<std::uint8_t> a(5 * kMiB, 7);
+    first = a.data();
+  }
+  {
+    RecordArray<std::uint8_t> r;
+    r.reserve(5 * kMiB);
+    ASSERT_EQ(r.data(), first);  // (the kept block)
+    r.push_back(1);
+    r.resize(4 * kMiB);
+    EXPECT_EQ(r[0], 1);
+    EXPECT_EQ(r[1], 7);
+    EXPECT_EQ(r[4 * kMiB - 1], 7);
+    r.push_back(2);  // (after the stretch, in place)
+    EXPECT_EQ(r[4 * kMiB], 2);
+    EXPECT_EQ(r.data(), first);
+  }
+  keep_huge_blocks(false);
+}
+
 // Below the huge-page size the array comes from the C library's allocator; an over-aligned element (the
 // executor's per-tile record is half a cache line) keeps its alignment there too.
 TEST(BigArray, SmallArraysOfOverAlignedElementsAreAligned) {
