@@ -586,16 +586,20 @@ void prepare_dir(const std::filesystem::path& dir, const Study& study) {
   namespace fs = std::filesystem;
   const fs::path spec = dir / "spec.json";
   std::error_code ec;
-  if (fs::exists(spec, ec)) {
+  auto same_study = [&] {
     const Study old = read_dir_study(dir);
     if (old.hash != study.hash)
       throw InputError(fmt::format("{}: holds study {} ({}), not this one ({}: {}); never mixed (use another --out)",
                                    dir.string(), old.hash, old.path, study.path, study.hash));
-    return;
-  }
-  if (fs::exists(dir / "points.jsonl", ec))
+  };
+  if (fs::exists(spec, ec)) return same_study();
+  // (a rank of the same study may have written spec.json and its first points since the test above: the
+  // spec is always in place before any point, so points without it now are another study's)
+  if (fs::exists(dir / "points.jsonl", ec)) {
+    if (fs::exists(spec, ec)) return same_study();
     throw InputError(fmt::format("{}: has points.jsonl but no spec.json: points of an unknown study (use another --out)",
                                  dir.string()));
+  }
   // Ranks of one study start together: another may create the directory between the test and the
   // creation, which is as good as creating it.
   if (!fs::create_directory(dir, ec) && !fs::is_directory(dir))
