@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -327,8 +328,9 @@ void Executor::too_long(Cycle at) const {
       at, at - opt_.start, opt_.start, kOpen - 1));
 }
 
-std::uint32_t Executor::add_burst(Cycle inject, std::uint32_t who, std::uint32_t lag, noc::Color color, BurstKind kind,
-                                  std::uint32_t vshift, std::uint16_t switches, std::uint16_t syncs) {
+[[gnu::always_inline]] inline std::uint32_t Executor::add_burst(Cycle inject, std::uint32_t who, std::uint32_t lag, noc::Color color, BurstKind kind,
+                                                                 std::uint32_t vshift, std::uint16_t switches,
+                                                                 std::uint16_t syncs) {
   const std::uint64_t off = inject - opt_.start;
   if (wide_) [[unlikely]] burst_hi_.push_back(std::uint32_t(off >> 32));
   else if (off >= kOpen) [[unlikely]] too_long(inject);
@@ -1402,11 +1404,7 @@ void Executor::reuse_cut() {
   bool jump = usable && ru_.have && ru_.prev_layer + ru_.p == ru_.layer && out == ru_.prev_desc && routes_same &&
               unclaimed_ == ru_.prev_unclaimed && done_count_ == ru_.prev_done && warrivals_.empty();
   std::uint32_t touched_max = 0;
-  std::vector<std::uint32_t> step;  // per touched slot: how far its copies move per layer (slots, in time)
-  std::vector<TileIndex> where;     // ... and its tile
   if (jump) {
-    step.reserve(ru_.touched.size());
-    where.reserve(ru_.touched.size());
     for (std::size_t i = 0; i < ru_.touched.size(); ++i) {
       const std::uint32_t s = ru_.touched[i];
       const TileIndex t = ru_.touched_tile[i];
@@ -1415,8 +1413,6 @@ void Executor::reuse_cut() {
         jump = false;
         break;
       }
-      step.push_back(ru_.space ? 0 : ru_.len[p]);
-      where.push_back(t);
       touched_max = std::max<std::uint32_t>(touched_max, run_layer(p, k));
       const Slot& sl = slots_[s];
       if (sl.crit != kNone && burst_at(sl.crit).kind != BurstKind::Data) {
@@ -1498,9 +1494,24 @@ void Executor::reuse_cut() {
     sl.prev = rename_in(sl.prev, t, m);
     return sl;
   };
+  // The template's slots in slot order (so that each copy writes memory in one ascending sweep), from the
+  // touched bitmap, with their tiles.
+  std::vector<std::uint32_t> order;
+  std::vector<TileIndex> where;
+  if (!ru_.touched.empty()) {
+    order.reserve(ru_.touched.size()), where.reserve(ru_.touched.size());
+    const auto [lo, hi] = std::minmax_element(ru_.touched.begin(), ru_.touched.end());
+    TileIndex t = slot_tile(*lo);
+    for (std::size_t w = *lo >> 6; w <= (*hi >> 6); ++w)
+      for (std::uint64_t bits = ru_.touched_bits[w]; bits != 0; bits &= bits - 1) {
+        const std::uint32_t slot = std::uint32_t(w * 64 + unsigned(__builtin_ctzll(bits)));
+        while (slot >= slot0_[t + 1]) ++t;
+        order.push_back(slot), where.push_back(t);
+      }
+  }
   // The template's slots as they are at this cut, and the ones the state holds (the copies overwrite them).
-  std::vector<Slot> tmpl(ru_.touched.size());
-  for (std::size_t i = 0; i < tmpl.size(); ++i) tmpl[i] = slots_[ru_.touched[i]];
+  std::vector<Slot> tmpl(order.size());
+  for (std::size_t i = 0; i < tmpl.size(); ++i) tmpl[i] = slots_[order[i]];
   std::vector<std::pair<std::uint32_t, Slot>> held;
   for (std::uint32_t s : ru_.open) held.push_back({s, slots_[s]});
   // In space, the cores as they are at this cut: of the tiles whose tasks ran in the template (each copy
@@ -1526,7 +1537,7 @@ void Executor::reuse_cut() {
   // alike tile by tile; in time: the block's length), so the copies add multiples of what one copy adds.
   std::vector<std::uint32_t> dto(tmpl.size()), dprev(tmpl.size()), dsender(NB);
   for (std::size_t i = 0; i < tmpl.size(); ++i) {
-    dto[i] = ru_.space ? slot0_[where[i] + S] - slot0_[where[i]] : step[i];
+    dto[i] = ru_.space ? slot0_[where[i] + S] - slot0_[where[i]] : ru_.len[image_.tile_program[where[i]]];
     dprev[i] = rename_in(tmpl[i].prev, where[i], 1) - tmpl[i].prev;
   }
   {
@@ -1552,14 +1563,46 @@ void Executor::reuse_cut() {
     bursts_.resize(bursts_.size() + unwritten * NB);  // (capacity for every send is reserved: in place)
   }
   bursts_.reserve(bursts_.size() + (K - unwritten) * NB);
+  // The copies' slots. Their cycles checked once, for the last copy (every earlier one's are smaller); then in
+  // blocks of the template in descending slot order, each block's copies in ascending order: a slot that two
+  // copies reach (copy m of one template slot and copy m' < m of the slot m - m' groups on, which lies higher)
+  // keeps copy m's, as when each copy is written whole before the next, and a block stays in the caches while
+  // its K copies are written.
+  for (const Slot& sl : tmpl) {
+    if (sl.crit != kNone) shift_check(std::max(sl.ready, sl.tail), K * D);
+    if (sl.start != kOpen) shift_check(std::max(sl.start, sl.end), K * D);
+  }
+  // A copy adds to a slot's 32-bit words what one copy adds (its cycles D, its critical burst NB ids, its
+  // predecessor dprev slots; nothing to the counts in the last two words): each block keeps its slots as the
+  // last copy wrote them and adds that again, word by word (a loop the compiler vectorises).
+  struct Words {
+    std::uint32_t w[8];
+  };
+  static_assert(sizeof(Words) == sizeof(Slot) && offsetof(Slot, count) == 6 * sizeof(std::uint32_t));
+  constexpr std::size_t kBlock = 2048;
+  std::vector<Words> cur(std::min(kBlock, tmpl.size())), add(cur.size());
+  std::vector<std::uint32_t> dst(cur.size());
+  const std::uint32_t D32 = std::uint32_t(D), NB32 = std::uint32_t(NB);
+  for (std::size_t end = tmpl.size(); end > 0;) {
+    const std::size_t begin = end > kBlock ? end - kBlock : 0, n = end - begin;
+    for (std::size_t j = 0; j < n; ++j) {
+      const Slot& sl = tmpl[begin + j];
+      std::memcpy(&cur[j], &sl, sizeof(Slot));
+      const std::uint32_t in = sl.crit != kNone ? D32 : 0, run = sl.start != kOpen ? D32 : 0;
+      add[j] = {{in, in, run, run, sl.crit != kNone ? NB32 : 0, dprev[begin + j], 0, 0}};
+      dst[j] = order[begin + j];
+    }
+    for (std::uint64_t m = 1; m <= K; ++m)
+      for (std::size_t j = 0; j < n; ++j) {
+        for (int w = 0; w < 8; ++w) cur[j].w[w] += add[j].w[w];
+        dst[j] += dto[begin + j];
+        std::memcpy(&slots_[dst[j]], &cur[j], sizeof(Slot));
+      }
+    end = begin;
+  }
   for (std::uint64_t m = 1; m <= K; ++m) {
     const Cycle mD = m * D;
     const std::uint32_t m32 = std::uint32_t(m);
-    for (std::size_t i = 0; i < tmpl.size(); ++i) {
-      Slot sl = later(tmpl[i], m);
-      sl.prev += m32 * dprev[i];
-      slots_[ru_.touched[i] + m32 * dto[i]] = sl;
-    }
     for (std::uint64_t i = 0; i < NB && m > unwritten; ++i) {
       BurstRec b = bursts_[ru_.prev_bursts + i];
       b.inject += std::uint32_t(mD);  // (checked above)
