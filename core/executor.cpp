@@ -103,14 +103,17 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
     if (tasks.size() > 0xFFFF) throw hw::InputError(fmt::format("firmware: program {} has more than 65535 tasks", p));
     pgroup0_[p] = std::uint32_t(groups_.size());
     std::uint16_t* gof = group_of_.data() + p * trigger_colors_;
+    std::uint32_t longs = 0;
     for (const Task& t : tasks) {
       if (gof[t.trigger] != kNoGroup) continue;
       gof[t.trigger] = std::uint16_t(groups_.size() - pgroup0_[p]);
       const std::uint32_t begin = std::uint32_t(group_tasks_.size());
       for (std::size_t k = 0; k < tasks.size(); ++k)
         if (tasks[k].trigger == t.trigger) group_tasks_.push_back(std::uint16_t(k));
-      groups_.push_back({begin, std::uint32_t(group_tasks_.size()) - begin});
+      const std::uint32_t size = std::uint32_t(group_tasks_.size()) - begin;
+      groups_.push_back({begin, size, size > kScanMax ? longs++ : kNone});
     }
+    long_max_ = std::max(long_max_, longs);
   }
   streams_ = streams;
   if (streams && !weights_)
@@ -143,6 +146,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   bursts_.reserve(sends);
   cores_.resize(n);
   for (std::size_t t = 0; t < n; ++t) cores_[t] = {0, kNone, slot0_[t], image_.tile_program[t]};
+  claim_cursor_.assign(n * long_max_, 0);
   slots_.assign(slots, Slot{0, 0, kOpen, kOpen, kNone, kNone, 0, 0, 0, 0});
   wide_ = streams;  // (see Slot)
   if (wide_) burst_hi_.reserve(sends);
@@ -295,23 +299,24 @@ std::uint64_t Executor::record_bytes(const firmware::Image& image) {
   std::vector<std::uint64_t> tiles(image.programs.size(), 0);
   for (std::uint32_t p : image.tile_program)
     if (p != firmware::kIdle && p < tiles.size()) ++tiles[p];
-  std::uint64_t slots = 0, sends = image.start.size() + 1, groups = 0;
+  std::uint64_t slots = 0, sends = image.start.size() + 1, groups = 0, longs = 0;
   bool streams = false;
   for (std::size_t p = 0; p < image.programs.size(); ++p) {
-    std::uint32_t colors = 0;  // its claim groups: one per trigger color (see group_of_)
-    std::vector<bool> seen;
+    std::uint32_t colors = 0, lists = 0;  // its claim groups (one per trigger color, see group_of_), the long ones
+    std::vector<std::uint32_t> seen;      // per trigger color: its tasks
     for (const Task& t : image.programs[p].tasks) {
       slots += tiles[p], sends += tiles[p] * t.sends.size();
       for (const auto& op : t.ops) streams |= op.kind == OpKind::StreamIn && tiles[p] > 0;
-      if (t.trigger >= seen.size()) seen.resize(t.trigger + 1u, false);
-      if (!seen[t.trigger]) seen[t.trigger] = true, ++colors;
+      if (t.trigger >= seen.size()) seen.resize(t.trigger + 1u, 0);
+      if (seen[t.trigger]++ == 0) ++colors;
+      if (seen[t.trigger] == kScanMax + 1) ++lists;
     }
-    if (tiles[p] > 0) groups = std::max<std::uint64_t>(groups, colors);
+    if (tiles[p] > 0) groups = std::max<std::uint64_t>(groups, colors), longs = std::max<std::uint64_t>(longs, lists);
   }
   // Per tile beside the records: the mesh's record and busy counters (noc/approx.h, 96 bytes), the core's
-  // record, and, reuse on (no weights streamed), per claim group a cursor and a word of up to seven in each of
-  // the two descriptions a cut compares (describe_tile).
-  const std::uint64_t per_tile = 96 + sizeof(Core) + (streams ? 0 : groups * (2 + 2 * 7 * 8));
+  // record, per long claim list its cursor, and, reuse on (no weights streamed), per claim group a cursor and a
+  // word of up to seven in each of the two descriptions a cut compares (describe_tile).
+  const std::uint64_t per_tile = 96 + sizeof(Core) + longs * 2 + (streams ? 0 : groups * (2 + 2 * 7 * 8));
   // Reuse's jump keeps a layer's slots apart (reuse_cut: the template, its slot and tile lists and the copies'
   // moves, 56 bytes a slot), a layer being about slots / layers.
   const std::uint64_t jump = streams ? 0 : slots / std::max<std::size_t>(1, image.layer_names.size()) * 56;
@@ -453,7 +458,10 @@ void Executor::expect_arrival(std::uint64_t tag, TileIndex sink, noc::Color colo
   if (g == kNoGroup) return;
   const Group& gr = groups_[pgroup0_[p] + g];
   const Slot* s0 = slots_.data() + core.slot0;
-  for (std::uint32_t i = 0; i < gr.size; ++i) {
+  std::uint32_t i0 = 0, i1 = gr.size;
+  if (gr.size > kScanMax) [[unlikely]]  // (from the cursor: the arrival lands there or, rarely, a task on)
+    i0 = claim_cursor_[std::size_t(sink) * long_max_ + gr.cursor], i1 = std::min(gr.size, i0 + 2);
+  for (std::uint32_t i = i0; i < i1; ++i) {
     const char* slot = reinterpret_cast<const char*>(s0 + group_tasks_[gr.begin + i]);
     __builtin_prefetch(slot, 1);
     __builtin_prefetch(slot + sizeof(Slot) - 1, 1);  // (a slot may straddle two lines)
@@ -479,7 +487,10 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
       const Group& gr = groups_[pgroup0_[p] + g];
       const std::uint16_t* list = group_tasks_.data() + gr.begin;
       std::uint32_t i = 0;
+      std::uint16_t* cursor = nullptr;
+      if (gr.size > kScanMax) [[unlikely]] cursor = &claim_cursor_[std::size_t(sink) * long_max_ + gr.cursor], i = *cursor;
       while (i < gr.size && slots_[s0 + list[i]].count >= ti[list[i]].arrivals) ++i;
+      if (cursor) *cursor = std::uint16_t(i);
       if (i < gr.size) {
         const std::uint32_t k = list[i];
         Cycle when = ti[k].stream ? head - b.vshift + costs_.stream_stage_latency : tail;

@@ -345,9 +345,19 @@ class Executor final : public noc::NetworkClient {
   // arrival walks its color's list to the first task that still needs arrivals (in the default wse3 job a
   // program has up to 24 tasks, a color's list up to 4; a cursor per tile and group, an array of its own,
   // was measured slower there: one more cache miss per arrival, docs/timing.md).
+  // A long list (more than kScanMax tasks: a program holding many layers, as on a whole-wafer or square
+  // region, has a list per color of every layer's tasks) keeps per tile a cursor, the first of its tasks that
+  // may still need arrivals (tasks fill in list order, so the ones before it are full: a lower bound that the
+  // claim and the hint start from), in claim_cursor_[tile x long_max_ + Group::cursor]. Without it a claim
+  // walked the list from its start: quadratic in the layers per tile (the 8B's whole square on wse3 ran its
+  // 49 M tasks at some 4 us each).
   struct Group {
     std::uint32_t begin, size;  // in group_tasks_
+    std::uint32_t cursor;       // size > kScanMax: its index among its program's long lists
   };
+  static constexpr std::uint32_t kScanMax = 8;
+  std::uint32_t long_max_ = 0;  // most long lists of one program
+  std::vector<std::uint16_t> claim_cursor_;
   static constexpr std::uint16_t kNoGroup = 0xFFFF;
   std::uint32_t trigger_colors_ = 0;
   std::vector<std::uint16_t> group_of_;
