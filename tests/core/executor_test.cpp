@@ -279,6 +279,41 @@ TEST(Executor, ArrivalsAreCreditedInProgramOrder) {
   EXPECT_EQ(r.r.unclaimed, 1u);  // the color-5 burst: (0,1) has no task for it
 }
 
+// A claim list of more than 8 tasks (Executor::kScanMax: a program holding many layers) is claimed from a
+// cursor per tile; arrivals still fill its tasks in program order. Tile (0,0): 12 tasks on color 1 needing
+// 1, 2, 3, 1, 2, 3, ... arrivals, a task on color 3 among them (position 5); 24 injections on color 1 of 1, 2,
+// ..., 24 wavelets, delivered at cycle 0 in order (tails 0, 1, ..., 23), and one on color 3. Task k of the
+// list takes the next a_k injections, so it triggers at the tail of its last: (arrivals up to it) - 1.
+TEST(Executor, ALongClaimListFillsItsTasksInProgramOrder) {
+  Image im = empty_image({8, 8});
+  Program p;
+  std::vector<std::uint16_t> need;
+  for (int k = 0; k < 12; ++k) {
+    if (k == 5) p.tasks.push_back(task(3, {}, {}, 1));
+    need.push_back(std::uint16_t(1 + k % 3));
+    p.tasks.push_back(task(1, {}, k == 11 ? std::vector<Send>{to(0, 1, 2)} : std::vector<Send>{}, need.back()));
+  }
+  place(im, {0, 0}, p);
+  for (std::uint32_t w = 1; w <= 24; ++w) im.start.push_back({{0, 0}, 1, w});
+  im.start.push_back({{0, 0}, 3, 1});
+  im.done_tile = {0, 1}, im.done_color = 2;
+  Outcome r = run(tiny(), im);
+  ASSERT_TRUE(r.r.finished);
+  ASSERT_EQ(r.tasks.size(), 13u);
+  EXPECT_EQ(r.r.unclaimed, 0u);
+  Cycle filled = 0;
+  std::size_t k = 0;
+  for (const TaskRun& t : r.tasks) {
+    if (t.task == 5) {
+      EXPECT_EQ(t.trigger, 0u);  // (its own color: the one-wavelet injection)
+      continue;
+    }
+    filled += need[k++];
+    EXPECT_EQ(t.trigger, filled - 1) << "task " << t.task;
+  }
+  EXPECT_EQ(filled, 24u);
+}
+
 // A reduce-and-forward chain of Stream tasks costs about N x (hop + stage) + w, not N x w: a streaming
 // task is armed in advance (activation + vector setup while its core waits), then forwards the stream
 // stream_stage_latency after its head.
