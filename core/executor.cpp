@@ -468,6 +468,18 @@ void Executor::expect_arrival(std::uint64_t tag, TileIndex sink, noc::Color colo
   }
 }
 
+// A long list's claim (Group::cursor): its first task that still needs arrivals, from the tile's cursor on (out
+// of the short lists' inlined path).
+[[gnu::noinline]] std::uint32_t Executor::claim_long(TileIndex sink, const Group& gr, std::uint32_t s0,
+                                                     const TaskInfo* ti) {
+  const std::uint16_t* list = group_tasks_.data() + gr.begin;
+  std::uint16_t& cursor = claim_cursor_[std::size_t(sink) * long_max_ + gr.cursor];
+  std::uint32_t i = cursor;
+  while (i < gr.size && slots_[s0 + list[i]].count >= ti[list[i]].arrivals) ++i;
+  cursor = std::uint16_t(i);
+  return i;
+}
+
 void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail) {
   const BurstRec& b = bursts_[id];
   bool claimed = false;
@@ -487,10 +499,10 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
       const Group& gr = groups_[pgroup0_[p] + g];
       const std::uint16_t* list = group_tasks_.data() + gr.begin;
       std::uint32_t i = 0;
-      std::uint16_t* cursor = nullptr;
-      if (gr.size > kScanMax) [[unlikely]] cursor = &claim_cursor_[std::size_t(sink) * long_max_ + gr.cursor], i = *cursor;
-      while (i < gr.size && slots_[s0 + list[i]].count >= ti[list[i]].arrivals) ++i;
-      if (cursor) *cursor = std::uint16_t(i);
+      if (gr.size <= kScanMax) [[likely]]
+        while (i < gr.size && slots_[s0 + list[i]].count >= ti[list[i]].arrivals) ++i;
+      else
+        i = claim_long(sink, gr, s0, ti);
       if (i < gr.size) {
         const std::uint32_t k = list[i];
         Cycle when = ti[k].stream ? head - b.vshift + costs_.stream_stage_latency : tail;

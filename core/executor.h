@@ -358,6 +358,7 @@ class Executor final : public noc::NetworkClient {
   static constexpr std::uint32_t kScanMax = 8;
   std::uint32_t long_max_ = 0;  // most long lists of one program
   std::vector<std::uint16_t> claim_cursor_;
+  std::uint32_t claim_long(hw::TileIndex sink, const Group& gr, std::uint32_t s0, const TaskInfo* ti);
   static constexpr std::uint16_t kNoGroup = 0xFFFF;
   std::uint32_t trigger_colors_ = 0;
   std::vector<std::uint16_t> group_of_;
