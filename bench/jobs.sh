@@ -4,8 +4,8 @@
 # emulation), tile tasks executed against represented, layers and wafers reused, and the answer's latency.
 # Jobs: the default decode (8B on wse3, layer-bands), the main job (no arguments: --placement auto),
 # Mixtral on 3 wafers, Llama-3.1-70B on 4, Llama-3.1-405B on 24, the whole-wafer and whole-square
-# mappings of the 8B (refused up front when their task records exceed the memory: the refusal is printed; the
-# whole-wafer one fits a 24 GB machine and runs about 2 minutes, so those two run JOBS_LONG_RUNS times, default 1),
+# mappings of the 8B (refused up front when their task records exceed the memory: the refusal is printed; both
+# fit a 24 GB machine and run about 1 and 1.5-2 minutes, so those two run JOBS_LONG_RUNS times, default 1),
 # and the default decode at 0.1 defects per cm^2 (about 50 defects on wse3) and at 2 per cm^2 (about 1,000)
 # against the defect-free run. JOBS_ONLY=a,b picks jobs by name. With JOBS_CALLGRIND=1 (and valgrind
 # installed) also the instruction counts of the default decode and of the 50-defect one.

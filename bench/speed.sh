@@ -69,12 +69,13 @@ square_job() {
   local wafer=$1 model=$2 side=$3 centre=$4
   local sq=(decode --wafer "$wafer" --model "$model" --placement square --kernel meshgemv)
   echo "-- wafer-emu ${sq[*]}"
-  # Memory: the cores keep a 32-byte record per task slot and a 32-byte one per burst (about one per task),
-  # for every task of the step, reuse or not (the copied layers are written out; core::Executor::record_bytes).
+  # Memory: the cores keep a 32-byte record per task slot and a 24-byte one per burst (about one per task),
+  # for every task of the step without reuse (core::Executor::record_bytes; with reuse the copies' slots are
+  # written out, most of their bursts not).
   local per_tile tiles need avail
   per_tile=$("$WAFER_EMU" "${sq[@]}" --dump-firmware "$centre" | awk 'NR == 1 {for (i = 1; i <= NF; ++i) if ($i ~ /^tasks;?$/) print $(i - 1)}')
   tiles=$((side * side))
-  need=$((per_tile * tiles * 64 / 1048576))
+  need=$((per_tile * tiles * 56 / 1048576))
   avail=$(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo)
   echo "  about $((per_tile * tiles)) tasks ($per_tile on the centre tile x $tiles tiles): about $need MiB of task and burst records; $avail MiB available"
   if [ "$need" -gt $((avail * 8 / 10)) ]; then

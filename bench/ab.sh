@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Two builds of wafer-emu on the same jobs, in interleaved pairs (old, new, old, new, ...: this VM drifts by
+# tens of percent over minutes, so only runs taken side by side compare): per job the medians of wall, user and
+# system time, the largest peak RSS of each, the wall and user ratios, and whether the two answers are the same
+# (the --json results compared whole but for wall_time).
+# AB_OLD: the other binary (required; e.g. a build of main in a worktree); the new one is WAFER_EMU (bench/run).
+# AB_RUNS: pairs per job (default 5). AB_JOBS: jobs separated by ';', each the arguments of one wafer-emu
+# command (default: the default decode; the 50-defect decode; Llama-3.1-70B on 4 wafers, one thread).
+# Example: AB_OLD=/tmp/base/build/release/apps/wafer-emu AB_JOBS='decode;decode --density 0.1 --seed 1' bench/run ab
+set -euo pipefail
+: "${WAFER_EMU:?set by bench/run}"
+: "${AB_OLD:?AB_OLD: the binary to compare against}"
+runs="${AB_RUNS:-5}"
+jobs="${AB_JOBS:-decode;decode --density 0.1 --seed 1;decode --model llama-3.1-70b --wafers 4 --threads 1}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+IFS=';' read -ra list <<< "$jobs"
+for j in "${list[@]}"; do
+  read -ra args <<< "$j"
+  echo "-- wafer-emu ${args[*]} ($runs interleaved pairs, old = $AB_OLD)"
+  : > "$tmp/old.t"; : > "$tmp/new.t"
+  for i in $(seq "$runs"); do
+    for which in old new; do
+      bin=$AB_OLD; [ "$which" = new ] && bin=$WAFER_EMU
+      if ! /usr/bin/time -f '%e %U %S %M' -o "$tmp/t" "$bin" "${args[@]}" --json "$tmp/$which.json" >/dev/null 2>"$tmp/err"; then
+        echo "  $which failed: $(tail -1 "$tmp/err")"
+        continue 3
+      fi
+      cat "$tmp/t" >> "$tmp/$which.t"
+    done
+  done
+  python3 - "$tmp" <<'PY'
+import json, statistics, sys
+d = sys.argv[1]
+def load(w):
+    rows = [list(map(float, l.split())) for l in open(f"{d}/{w}.t") if l.strip()]
+    return {k: statistics.median(r[i] for r in rows) for i, k in enumerate(("wall", "user", "sys"))}, max(r[3] for r in rows)
+(o, orss), (n, nrss) = load("old"), load("new")
+for w, m, rss in (("old", o, orss), ("new", n, nrss)):
+    print(f"  {w}: wall {m['wall']:.3f} s, user {m['user']:.3f} s, system {m['sys']:.3f} s (medians), peak RSS {rss / 1024:.0f} MiB")
+print(f"  new / old: wall {n['wall'] / o['wall']:.3f}, user {n['user'] / o['user']:.3f}")
+res = []
+for w in ("old", "new"):
+    j = json.load(open(f"{d}/{w}.json"))
+    j.pop("wall_time", None)
+    res.append(j)
+print("  answers: " + ("the same" if res[0] == res[1] else "DIFFER"))
+PY
+done
