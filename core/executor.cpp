@@ -439,10 +439,7 @@ void Executor::on_timer(std::uint64_t tag, Cycle now) {
 
 void Executor::on_arrival(std::uint64_t tag, TileIndex sink, Cycle head, Cycle tail) {
   const BurstRec& b = bursts_[std::uint32_t(tag)];
-  if (b.self) {  // already delivered by the sender itself when the sink is its tile (the sender's slot is the sink's)
-    const Core& c = cores_[sink];  // (deliver reads it next: no slot0_ read here)
-    if (c.program != firmware::kIdle && b.who - c.slot0 < prog0_[c.program + 1] - prog0_[c.program]) return;
-  }
+  if (b.self && holds_slot(sink, b.who)) return;  // already delivered by the sender itself
   deliver(std::uint32_t(tag), sink, head, tail);
 }
 
@@ -752,7 +749,8 @@ void Executor::walk_critical_path(StepResult& r) {
   {
     const BurstRec b = burst_at(burst);
     if (b.kind == BurstKind::Data) {
-      const Task& st = task_at(slot_tile(b.who), b.who - slot0_[slot_tile(b.who)]);
+      const TileIndex t = slot_tile(b.who);
+      const Task& st = task_at(t, b.who - slot0_[t]);
       layer = st.layer, op = st.op;
     }
   }
@@ -769,7 +767,9 @@ void Executor::walk_critical_path(StepResult& r) {
     }
     const Cycle inject = inject_of(b, burst);
     const Cycle net = arrive - inject;
-    const Ideal zero = ideal_latency(b, slot_tile(b.who), sink, to_tail);
+    // (the sending task's tile: its source, and the tile of every core predecessor the walk goes back through)
+    const TileIndex tile = slot_tile(b.who);
+    const Ideal zero = ideal_latency(b, tile, sink, to_tail);
     const Cycle ideal = std::min(net, zero.total);
     const Cycle ramps = std::min(ideal, zero.ramps);
     add(Cause::Ramp, ramps, layer, op);
@@ -783,7 +783,6 @@ void Executor::walk_critical_path(StepResult& r) {
     for (;;) {
       ++bd.path_tasks;
       if (!critical_[slot]) critical_[slot] = 1, critical_slots_.push_back(slot);
-      const TileIndex tile = slot_tile(slot);
       const std::uint32_t k = slot - slot0_[tile];
       const Task& t = task_at(tile, k);
       const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[tile]] + k];
@@ -853,10 +852,7 @@ Executor::BurstRec Executor::burst_at(std::uint64_t id) const {
     if (id >= v->first + v->copies * v->nb) break;  // (after every stretch from this one on)
     if (id < v->first) continue;
     const std::uint64_t m = (id - v->first) / v->nb + 1, i = (id - v->first) % v->nb;
-    BurstRec b = bursts_[v->tmpl + i];
-    b.inject += std::uint32_t(m * v->D);  // (the jump checked the last copy's offsets)
-    b.who += std::uint32_t(m) * v->dsender[i];
-    return b;
+    return burst_copy(bursts_[v->tmpl + i], m, v->D, v->dsender[i]);
   }
   return bursts_[id];
 }
@@ -1624,14 +1620,8 @@ void Executor::reuse_cut() {
     end = begin;
   }
   for (std::uint64_t m = 1; m <= K; ++m) {
-    const Cycle mD = m * D;
-    const std::uint32_t m32 = std::uint32_t(m);
-    for (std::uint64_t i = 0; i < NB && m > unwritten; ++i) {
-      BurstRec b = bursts_[ru_.prev_bursts + i];
-      b.inject += std::uint32_t(mD);  // (checked above)
-      b.who += m32 * dsender[i];
-      bursts_.push_back(b);
-    }
+    for (std::uint64_t i = 0; i < NB && m > unwritten; ++i)
+      bursts_.push_back(burst_copy(bursts_[ru_.prev_bursts + i], m, D, dsender[i]));
     for (const Core& c : ran) {
       cores_[c.t + TileIndex(m) * S].free = c.free + m * D;
       cores_[c.t + TileIndex(m) * S].last = rename_in(c.last, c.t, m);

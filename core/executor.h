@@ -305,7 +305,18 @@ class Executor final : public noc::NetworkClient {
     return opt_.start + off;
   }
   hw::TileIndex src_of(const BurstRec& b) const { return b.kind == BurstKind::Data ? slot_tile(b.who) : b.who; }
-  bool holds_slot(hw::TileIndex t, std::uint32_t slot) const { return slot >= slot0_[t] && slot < slot0_[t + 1]; }
+  // Whether `slot` is one of tile t's (from the tile's core record, which an arrival reads anyway).
+  bool holds_slot(hw::TileIndex t, std::uint32_t slot) const {
+    const Core& c = cores_[t];
+    return c.program != firmware::kIdle && slot - c.slot0 < prog0_[c.program + 1] - prog0_[c.program];
+  }
+  // Template burst record b as copy m of a reuse jump writes it (or burst_at computes it): D cycles and its
+  // sender `dsender` slots on per copy (the jump checks the last copy's offsets).
+  static BurstRec burst_copy(BurstRec b, std::uint64_t m, Cycle D, std::uint32_t dsender) {
+    b.inject += std::uint32_t(m * D);
+    b.who += std::uint32_t(m) * dsender;
+    return b;
+  }
   // Appends a burst record sent at cycle `inject` (the step refused past the slots' limit, as too_long).
   std::uint32_t add_burst(Cycle inject, std::uint32_t who, std::uint32_t lag, noc::Color color, BurstKind kind,
                           std::uint32_t vshift = 0, std::uint16_t switches = 0, std::uint16_t syncs = 0);
