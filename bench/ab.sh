@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Two builds of wafer-emu on the same jobs, in interleaved pairs (old, new, old, new, ...: this VM drifts by
-# tens of percent over minutes, so only runs taken side by side compare): per job the medians of wall, user and
+# Two builds of wafer-emu on the same jobs, in interleaved pairs (old, new, new, old, old, new, ...: this VM
+# drifts by tens of percent over minutes, so only runs taken side by side compare; and the first run of a pair
+# pays more system time, the pages the second finds freed by the first, so the order alternates): per job the medians of wall, user and
 # system time, the largest peak RSS of each, the wall and user ratios, and whether the two answers are the same
 # (the --json results compared whole but for wall_time).
 # AB_OLD: the other binary (required; e.g. a build of main in a worktree); the new one is WAFER_EMU (bench/run).
@@ -21,7 +22,8 @@ for j in "${list[@]}"; do
   echo "-- wafer-emu ${args[*]} ($runs interleaved pairs, old = $AB_OLD)"
   : > "$tmp/old.t"; : > "$tmp/new.t"
   for i in $(seq "$runs"); do
-    for which in old new; do
+    order="old new"; [ $((i % 2)) = 0 ] && order="new old"
+    for which in $order; do
       bin=$AB_OLD; [ "$which" = new ] && bin=$WAFER_EMU
       if ! /usr/bin/time -f '%e %U %S %M' -o "$tmp/t" "$bin" "${args[@]}" --json "$tmp/$which.json" >/dev/null 2>"$tmp/err"; then
         echo "  $which failed: $(tail -1 "$tmp/err")"
