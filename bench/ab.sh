@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Two builds of wafer-emu on the same jobs, in interleaved pairs (old, new, new, old, old, new, ...: this VM
 # drifts by tens of percent over minutes, so only runs taken side by side compare; and the first run of a pair
-# pays more system time, the pages the second finds freed by the first, so the order alternates): per job the medians of wall, user and
-# system time, the largest peak RSS of each, the wall and user ratios, and whether the two answers are the same
-# (the --json results compared whole but for wall_time).
+# pays more system time, the pages the second finds freed by the first, so the order alternates): per job the
+# medians of wall, user and system time, the largest peak RSS of each, the wall and user ratios, the same pair by
+# pair with a sign test (whether the new build won more pairs than chance would give), and whether the two
+# answers are the same (the --json results compared whole but for wall_time).
 # AB_OLD: the other binary (required; e.g. a build of main in a worktree); the new one is WAFER_EMU (bench/run).
 # AB_RUNS: pairs per job (default 5). AB_JOBS: jobs separated by ';', each the arguments of one wafer-emu
 # command (default: the default decode; the 50-defect decode; Llama-3.1-70B on 4 wafers, one thread).
@@ -42,6 +43,22 @@ def load(w):
 for w, m, rss in (("old", o, orss), ("new", n, nrss)):
     print(f"  {w}: wall {m['wall']:.3f} s, user {m['user']:.3f} s, system {m['sys']:.3f} s (medians), peak RSS {rss / 1024:.0f} MiB")
 print(f"  new / old: wall {n['wall'] / o['wall']:.3f}, user {n['user'] / o['user']:.3f}")
+# Pair by pair (the two runs of a pair side by side in time, so the drift mostly cancels): the median of the
+# ratios, and how many pairs the new build won, with the two-sided sign test's p (the chance of a split at
+# least that lopsided between two builds of equal speed). Below 0.05 is a difference; above, noise.
+from math import comb
+oldr = [list(map(float, l.split())) for l in open(f"{d}/old.t") if l.strip()]
+newr = [list(map(float, l.split())) for l in open(f"{d}/new.t") if l.strip()]
+def paired(i):
+    pairs = [(a[i], b[i]) for a, b in zip(oldr, newr) if a[i] != b[i]]
+    wins, m = sum(b < a for a, b in pairs), len(pairs)
+    p = min(1.0, 2 * sum(comb(m, k) for k in range(min(wins, m - wins) + 1)) / 2 ** m) if m else 1.0
+    ratio = statistics.median(b[i] / a[i] for a, b in zip(oldr, newr) if a[i] > 0) if oldr else float("nan")
+    return ratio, wins, m, p
+for i, k in ((0, "wall"), (1, "user")):
+    ratio, wins, m, p = paired(i)
+    verdict = "a difference" if p < 0.05 else "within the noise"
+    print(f"  {k}, pair by pair: median ratio {ratio:.3f}, new faster in {wins} of {m} pairs (sign test p = {p:.2f}: {verdict})")
 res = []
 for w in ("old", "new"):
     j = json.load(open(f"{d}/{w}.json"))
