@@ -4,7 +4,10 @@
 # with one (DEFECT_LOCALITY_DEFECT, default "router,25,138": physical x, y), each with a Chrome trace whose
 # per-tile tracks cover a window of rows around it (DEFECT_LOCALITY_WINDOWS, default the west and the east
 # 100 columns of rows 100-199), and prints per row of each window how its tiles' task runs compare with the
-# defect-free run's: "shift D" when every task of the tile starts and ends D cycles later, else "varied".
+# defect-free run's: "shift D" when every task of the tile starts and ends D cycles later, else "varied"; and
+# per window the tiles of each kind in all. DEFECT_LOCALITY_ARGS: the defective run's decode options instead of
+# the one defect (e.g. "--density 0.1 --seed 1", the wafer's 50 defects: how much of a realistic defective step
+# is the defect-free one shifted, the bound on what reuse by rows could copy).
 # Run through bench/run (or set WAFER_EMU).
 set -euo pipefail
 emu="${WAFER_EMU:?run through bench/run}"
@@ -13,11 +16,13 @@ read -r -a windows <<<"${DEFECT_LOCALITY_WINDOWS:-0:98,100:199 662:761,100:199}"
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 printf 'kind,x,y,dir\n%s\n' "$defect" >"$dir/one.csv"
+read -r -a bad <<<"${DEFECT_LOCALITY_ARGS:---defects $dir/one.csv}"
+what="${DEFECT_LOCALITY_ARGS:-one defect ($defect)}"
 for w in "${windows[@]}"; do
   "$emu" decode --trace "$dir/clean-$w.json" --trace-window "$w" >/dev/null
-  "$emu" decode --defects "$dir/one.csv" --trace "$dir/defect-$w.json" --trace-window "$w" >/dev/null
+  "$emu" decode "${bad[@]}" --trace "$dir/defect-$w.json" --trace-window "$w" >/dev/null
 done
-python3 - "$dir" "$defect" "${windows[@]}" <<'PY'
+python3 - "$dir" "$what" "${windows[@]}" <<'PY'
 import json, re, sys
 from collections import Counter, defaultdict
 d, defect, windows = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -31,7 +36,7 @@ def runs(path):
             out[name[e["tid"]]].append((round(e["ts"] * 1100), round((e["ts"] + e["dur"]) * 1100)))
     return out
 
-print(f"one defect ({defect}) against none, per row: how the tiles' task runs moved (cycles)")
+print(f"{defect} against no defect, per row: how the tiles' task runs moved (cycles)")
 for w in windows:
     clean, bad = runs(f"{d}/clean-{w}.json"), runs(f"{d}/defect-{w}.json")
     rows = defaultdict(Counter)
@@ -43,7 +48,12 @@ for w in windows:
             continue
         shifts = {q[0] - p[0] for p, q in zip(a, b)} | {q[1] - p[1] for p, q in zip(a, b)}
         rows[y][f"shift {shifts.pop()}" if len(shifts) == 1 else "varied"] += 1
-    print(f"window {w}: {len(clean)} tiles")
+    kinds = Counter()
+    for c in rows.values():
+        for n, k in c.items():
+            kinds["shifted (or not moved)" if n.startswith("shift") else n] += k
+    total = sum(kinds.values())
+    print(f"window {w}: {len(clean)} tiles; " + ", ".join(f"{n} {k} ({100 * k / total:.1f} %)" for n, k in sorted(kinds.items())))
     last = None
     for y in sorted(rows):  # runs of rows alike printed once
         k = ", ".join(f"{n} {c}" for n, c in sorted(rows[y].items()))
