@@ -5,7 +5,8 @@
 # per-tile tracks cover a window of rows around it (DEFECT_LOCALITY_WINDOWS, default the west and the east
 # 100 columns of rows 100-199), and prints per row of each window how its tiles' task runs compare with the
 # defect-free run's: "shift D" when every task of the tile starts and ends D cycles later, else "varied"; and
-# per window the tiles of each kind in all. DEFECT_LOCALITY_ARGS: the defective run's decode options instead of
+# per window the tiles of each kind in all, and the varied tiles' commonest delays task by task ("62x1 64x7": the
+# first task 62 cycles late, the next seven 64). DEFECT_LOCALITY_ARGS: the defective run's decode options instead of
 # the one defect (e.g. "--density 0.1 --seed 1", the wafer's 50 defects: how much of a realistic defective step
 # is the defect-free one shifted, the bound on what reuse by rows could copy).
 # Run through bench/run (or set WAFER_EMU).
@@ -40,6 +41,7 @@ print(f"{defect} against no defect, per row: how the tiles' task runs moved (cyc
 for w in windows:
     clean, bad = runs(f"{d}/clean-{w}.json"), runs(f"{d}/defect-{w}.json")
     rows = defaultdict(Counter)
+    phases = Counter()  # varied tiles: their tasks' start delays in task order, runs of one delay merged
     for tile, a in clean.items():
         y = int(re.findall(r"\d+", tile)[1])
         a, b = sorted(a), sorted(bad.get(tile, []))
@@ -48,6 +50,13 @@ for w in windows:
             continue
         shifts = {q[0] - p[0] for p, q in zip(a, b)} | {q[1] - p[1] for p, q in zip(a, b)}
         rows[y][f"shift {shifts.pop()}" if len(shifts) == 1 else "varied"] += 1
+        if len(shifts) > 1:
+            seq = []
+            for p, q in zip(a, b):
+                if not seq or seq[-1][0] != q[0] - p[0]:
+                    seq.append([q[0] - p[0], 0])
+                seq[-1][1] += 1
+            phases[" ".join(f"{dl}x{n}" for dl, n in seq)] += 1
     kinds = Counter()
     for c in rows.values():
         for n, k in c.items():
@@ -60,4 +69,6 @@ for w in windows:
         if k != last:
             print(f"  from row {y}: {k} tiles")
             last = k
+    for seq, n in phases.most_common(3):  # (a delay D for N tasks in a row: DxN)
+        print(f"  varied: {n} tiles start their tasks late by {seq}")
 PY
