@@ -5,6 +5,8 @@
 # medians of wall, user and system time, the largest peak RSS of each, the wall and user ratios, the same pair by
 # pair with a sign test (whether the new build won more pairs than chance would give), and whether the two
 # answers are the same (the --json results compared whole but for wall_time).
+# AB_CALLGRIND=1 (valgrind installed): also each build's instruction count on each job, the one figure this VM
+# repeats exactly (a minute or more per job and build under callgrind).
 # AB_OLD: the other binary (required; e.g. a build of main in a worktree); the new one is WAFER_EMU (bench/run).
 # AB_RUNS: pairs per job (default 5). AB_JOBS: jobs separated by ';', each the arguments of one wafer-emu
 # command (default: the default decode; the 50-defect decode; Llama-3.1-70B on 4 wafers, one thread).
@@ -66,4 +68,12 @@ for w in ("old", "new"):
     res.append(j)
 print("  answers: " + ("the same" if res[0] == res[1] else "DIFFER"))
 PY
+  if [ "${AB_CALLGRIND:-0}" = 1 ] && command -v valgrind >/dev/null; then
+    for which in old new; do
+      bin=$AB_OLD; [ "$which" = new ] && bin=$WAFER_EMU
+      valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$bin" "${args[@]}" >/dev/null 2>"$tmp/cg.err"
+      sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/cg.err" > "$tmp/$which.ir"
+    done
+    python3 -c "import sys; o, n = (int(open(f).read()) for f in sys.argv[1:]); print(f'  instructions (callgrind): old {o / 1e9:.3f} G, new {n / 1e9:.3f} G, new / old {n / o:.4f}')" "$tmp/old.ir" "$tmp/new.ir"
+  fi
 done
