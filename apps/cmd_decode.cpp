@@ -261,6 +261,8 @@ int run_decode(const std::vector<std::string>& args) {
       ("defects", po::value<std::string>()->value_name("FILE"), "defect map (CSV or JSON, physical coordinates)")
       ("density", po::value<double>()->value_name("D"), "generate defects at D per cm^2 (Poisson) instead of a file")
       ("seed", po::value<std::uint64_t>()->default_value(1)->value_name("S"), "seed of the generated defect map")
+      ("defects-out", po::value<std::string>()->value_name("FILE"),
+       "write the defect map used (--defects or --density) as .csv or .json, as read by --defects")
       ("repair", po::value<std::string>()->default_value("row-shift")->value_name("SCHEME"), "repair scheme")
       ("fidelity", po::value<std::string>()->default_value("approx")->value_name("approx|cycle"), "mesh timing model")
       ("weights", po::value<std::string>()->default_value("resident")->value_name("resident|stream"),
@@ -341,6 +343,11 @@ int run_decode(const std::vector<std::string>& args) {
   if (mo.weight_bits != 16 && mo.weight_bits != 8)
     throw hw::InputError(fmt::format("--weight-bits {} must be 16 or 8", mo.weight_bits));
   if (vm.count("defects") && vm.count("density")) throw hw::InputError("give --defects FILE or --density D, not both");
+  if (vm.count("defects-out")) {
+    if (!vm.count("defects") && !vm.count("density")) throw hw::InputError("--defects-out needs --defects FILE or --density D");
+    check_map_path(vm["defects-out"].as<std::string>(), "--defects-out");
+    traces::check_writable(vm["defects-out"].as<std::string>());
+  }
   if (vm.count("trace")) traces::check_writable(vm["trace"].as<std::string>());
   TileTracks tile_tracks;
   tile_tracks.grid = spec.logical();
@@ -378,6 +385,8 @@ int run_decode(const std::vector<std::string>& args) {
       defects_desc = fmt::format("generated: {} per cm^2, seed {} ({} defects)", gp.density_per_cm2,
                                  vm["seed"].as<std::uint64_t>(), map.size());
     }
+    // (before the repair, so that a map the repair refuses can be looked at)
+    if (vm.count("defects-out")) hw::write_defects(vm["defects-out"].as<std::string>(), map);
     repair = hw::repair_scheme(vm["repair"].as<std::string>()).repair(spec, map);
     defect_map = std::move(map);
     fabric = noc::Fabric::from_repair(*repair);

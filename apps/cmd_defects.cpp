@@ -62,16 +62,6 @@ MapFigures measure(const hw::DefectMap& map, const hw::RepairResult& r) {
 
 std::string rect_text(const hw::Rect& r) { return fmt::format("{} x {} at ({}, {})", r.w, r.h, r.x0, r.y0); }
 
-void check_map_path(const std::string& path, const char* option) {
-  const std::string ext = [&] {
-    std::string e = std::filesystem::path(path).extension().string();
-    std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return e;
-  }();
-  if (ext != ".csv" && ext != ".json")
-    throw hw::InputError(fmt::format("{} {}: a defect map file ends in .csv or .json", option, path));
-}
-
 int run_defects(const std::vector<std::string>& args) {
   po::options_description opts("defects options");
   opts.add_options()                                                                                  //
@@ -228,4 +218,15 @@ int run_defects(const std::vector<std::string>& args) {
 const Registrar reg{{"defects", "generate defect maps, repair them with spare tiles, yield and extra hops", run_defects, 10}};
 
 }  // namespace
+
+void check_map_path(const std::string& path, const char* option) {
+  const std::string ext = [&] {
+    std::string e = std::filesystem::path(path).extension().string();
+    std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return e;
+  }();
+  if (ext != ".csv" && ext != ".json")
+    throw hw::InputError(fmt::format("{} {}: a defect map file ends in .csv or .json", option, path));
+}
+
 }  // namespace wafer::apps

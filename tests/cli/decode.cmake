@@ -10,6 +10,13 @@ wafer_cli_test(decode_tiny_batch --stdout "batch +4 sequences" -- ${WAFER_EMU} d
 wafer_cli_test(decode_tiny_8bit --stdout "weight_bits +8 bits" -- ${WAFER_EMU} decode ${TINY} --weight-bits 8)
 wafer_cli_test(decode_tiny_stream --stdout "weights +stream" -- ${WAFER_EMU} decode ${TINY} --weights stream)
 wafer_cli_test(decode_tiny_defects --stdout "defects +generated" -- ${WAFER_EMU} decode ${TINY} --density 20 --seed 3)
+# --defects-out: the generated map written out and read back decodes the same; bad input.
+add_test(NAME cli.decode_defects_out COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/defects_out_check.py ${WAFER_EMU}
+  ${OUT}/defects_out -- ${TINY} --density 100 --seed 3)
+wafer_cli_test(decode_defects_out_alone --exit 2 --one-line-error --stderr "--defects-out needs --defects FILE or --density D"
+  --no-file ${OUT}/do_alone.csv -- ${WAFER_EMU} decode ${TINY} --defects-out ${OUT}/do_alone.csv)
+wafer_cli_test(decode_defects_out_ext --exit 2 --one-line-error --stderr "--defects-out .*do.txt: a defect map file ends in .csv or .json"
+  --no-file ${OUT}/do.txt -- ${WAFER_EMU} decode ${TINY} --density 20 --defects-out ${OUT}/do.txt)
 wafer_cli_test(decode_trace --file ${OUT}/decode_trace.json --no-file ${OUT}/decode_trace.json.tmp
   -- ${WAFER_EMU} decode ${TINY} --trace ${OUT}/decode_trace.json)
 # The trace checked against the results (valid JSON, X events complete, spans nest, a layer's spans sum to
