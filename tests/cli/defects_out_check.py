@@ -4,7 +4,7 @@ in CSV and in JSON; a map copied from a file is written out as read.
 
 Usage: defects_out_check.py WAFER_EMU OUTDIR -- DECODE_ARGS...
 """
-import json, os, re, sys
+import os, re, sys
 
 from decode_pair import differences, run
 
