@@ -38,10 +38,12 @@ for j in "${list[@]}"; do
   python3 - "$tmp" <<'PY'
 import json, statistics, sys
 d = sys.argv[1]
-def load(w):
-    rows = [list(map(float, l.split())) for l in open(f"{d}/{w}.t") if l.strip()]
-    return {k: statistics.median(r[i] for r in rows) for i, k in enumerate(("wall", "user", "sys"))}, max(r[3] for r in rows)
-(o, orss), (n, nrss) = load("old"), load("new")
+def rows(w):  # per run: wall, user, system, peak RSS (KiB)
+    return [list(map(float, l.split())) for l in open(f"{d}/{w}.t") if l.strip()]
+def load(rs):
+    return {k: statistics.median(r[i] for r in rs) for i, k in enumerate(("wall", "user", "sys"))}, max(r[3] for r in rs)
+oldr, newr = rows("old"), rows("new")
+(o, orss), (n, nrss) = load(oldr), load(newr)
 for w, m, rss in (("old", o, orss), ("new", n, nrss)):
     print(f"  {w}: wall {m['wall']:.3f} s, user {m['user']:.3f} s, system {m['sys']:.3f} s (medians), peak RSS {rss / 1024:.0f} MiB")
 print(f"  new / old: wall {n['wall'] / o['wall']:.3f}, user {n['user'] / o['user']:.3f}")
@@ -49,8 +51,6 @@ print(f"  new / old: wall {n['wall'] / o['wall']:.3f}, user {n['user'] / o['user
 # ratios, and how many pairs the new build won, with the two-sided sign test's p (the chance of a split at
 # least that lopsided between two builds of equal speed). Below 0.05 is a difference; above, noise.
 from math import comb
-oldr = [list(map(float, l.split())) for l in open(f"{d}/old.t") if l.strip()]
-newr = [list(map(float, l.split())) for l in open(f"{d}/new.t") if l.strip()]
 def paired(i):
     pairs = [(a[i], b[i]) for a, b in zip(oldr, newr) if a[i] != b[i]]
     wins, m = sum(b < a for a, b in pairs), len(pairs)

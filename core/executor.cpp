@@ -457,7 +457,7 @@ void Executor::expect_arrival(std::uint64_t tag, TileIndex sink, noc::Color colo
   const Slot* s0 = slots_.data() + core.slot0;
   std::uint32_t i0 = 0, i1 = gr.size;
   if (gr.size > kScanMax) [[unlikely]]  // (from the cursor: the arrival lands there or, rarely, a task on)
-    i0 = claim_cursor_[std::size_t(sink) * long_max_ + gr.cursor], i1 = std::min(gr.size, i0 + 2);
+    i0 = cursor_of(sink, gr), i1 = std::min(gr.size, i0 + 2);
   for (std::uint32_t i = i0; i < i1; ++i) {
     const char* slot = reinterpret_cast<const char*>(s0 + group_tasks_[gr.begin + i]);
     __builtin_prefetch(slot, 1);
@@ -470,7 +470,7 @@ void Executor::expect_arrival(std::uint64_t tag, TileIndex sink, noc::Color colo
 [[gnu::noinline]] std::uint32_t Executor::claim_long(TileIndex sink, const Group& gr, std::uint32_t s0,
                                                      const TaskInfo* ti) {
   const std::uint16_t* list = group_tasks_.data() + gr.begin;
-  std::uint16_t& cursor = claim_cursor_[std::size_t(sink) * long_max_ + gr.cursor];
+  std::uint16_t& cursor = cursor_of(sink, gr);
   std::uint32_t i = cursor;
   while (i < gr.size && slots_[s0 + list[i]].count >= ti[list[i]].arrivals) ++i;
   cursor = std::uint16_t(i);
@@ -1503,13 +1503,9 @@ void Executor::reuse_cut() {
     return std::uint32_t(x);
   };
   auto shift = [&](std::uint32_t& v, Cycle by) { v = shift_check(v, by); };
-  auto later = [&](Slot sl, std::uint64_t m) {  // a slot's cycles and critical burst, m layers on
+  auto moved = [&](Slot sl, TileIndex t, std::uint64_t m) {  // a slot of tile t, m layers on
     if (sl.crit != kNone) shift(sl.ready, m * D), shift(sl.tail, m * D), sl.crit += std::uint32_t(m * NB);
     if (sl.start != kOpen) shift(sl.start, m * D), shift(sl.end, m * D);
-    return sl;
-  };
-  auto moved = [&](Slot sl, TileIndex t, std::uint64_t m) {  // a slot of tile t, m layers on
-    sl = later(sl, m);
     sl.prev = rename_in(sl.prev, t, m);
     return sl;
   };

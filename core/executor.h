@@ -369,6 +369,7 @@ class Executor final : public noc::NetworkClient {
   static constexpr std::uint32_t kScanMax = 8;
   std::uint32_t long_max_ = 0;  // most long lists of one program
   std::vector<std::uint16_t> claim_cursor_;
+  std::uint16_t& cursor_of(hw::TileIndex t, const Group& gr) { return claim_cursor_[std::size_t(t) * long_max_ + gr.cursor]; }
   std::uint32_t claim_long(hw::TileIndex sink, const Group& gr, std::uint32_t s0, const TaskInfo* ti);
   static constexpr std::uint16_t kNoGroup = 0xFFFF;
   std::uint32_t trigger_colors_ = 0;
