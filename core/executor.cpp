@@ -344,11 +344,29 @@ void Executor::too_long(Cycle at) const {
   return id;
 }
 
+// Adds to work_ what the tasks run since the last fold cost alike on every run (start_task counts them in runs_):
+// the task overhead, the vector setup and, but for Stream tasks, the op bodies (a Complete task's end less its
+// start, setup and fixed costs).
+void Executor::fold_runs() {
+  for (std::size_t p = 0; p + 1 < prog0_.size(); ++p)
+    for (std::uint32_t i = prog0_[p]; i < prog0_[p + 1]; ++i) {
+      const std::uint64_t n = runs_[i];
+      if (n == 0) continue;
+      const TaskInfo& ti = tinfo_[i];
+      auto& w = work_[ti.op];
+      w[std::size_t(Cause::TaskOverhead)] += n * costs_.task_overhead;
+      w[std::size_t(Cause::VectorSetup)] += n * ti.setup;
+      if (!ti.stream) w[std::size_t(Cause::Compute)] += n * ti.body;
+      runs_[i] = 0;
+    }
+}
+
 StepResult Executor::run() {
   if (ran_) throw std::logic_error("Executor::run called twice");
   ran_ = true;
   for (Core& c : cores_) c.free = opt_.start;
   work_.assign(image_.op_names.size(), CauseCycles{});
+  runs_.assign(tinfo_.size(), 0);
   net_.set_client(this);
   if (weights_ && streams_) request_weights();  // (a scan of every task: only when something streams)
   for (const auto& inj : image_.start) {
@@ -393,6 +411,7 @@ StepResult Executor::run() {
   r.done_received = done_count_;
   if (r.finished) walk_critical_path(r);
   std::reverse(r.path.begin(), r.path.end());
+  fold_runs();
   r.breakdown.work_per_op = work_;
   r.color_switches = switches_run_;
   r.collective_starts = syncs_run_;
@@ -661,14 +680,13 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   set_cycle<&Slot::start, &SlotHigh::start>(slot, s);
   slots_[slot].switches = switches;
   slots_[slot].syncs = syncs;
-  {
+  // The work: what every run of this task costs alike is counted (fold_runs multiplies it out), the rest added.
+  ++runs_[prog0_[p] + k];
+  if (stream) work_[ti.op][std::size_t(Cause::Compute)] += e - s;  // (not stream: e - s - setup - fixed = body)
+  if (switches | syncs) [[unlikely]] {
     auto& w = work_[ti.op];
-    const Cycle sw = Cycle(switches) * costs_.color_switch, sy = Cycle(syncs) * costs_.collective_sync;
-    w[std::size_t(Cause::TaskOverhead)] += costs_.task_overhead;
-    w[std::size_t(Cause::VectorSetup)] += ti.setup;
-    w[std::size_t(Cause::ColorSwitch)] += sw;
-    w[std::size_t(Cause::CollectiveSync)] += sy;
-    w[std::size_t(Cause::Compute)] += e - s - (ti.stream ? 0 : ti.setup + sw + sy);
+    w[std::size_t(Cause::ColorSwitch)] += Cycle(switches) * costs_.color_switch;
+    w[std::size_t(Cause::CollectiveSync)] += Cycle(syncs) * costs_.collective_sync;
     switches_run_ += switches;
     syncs_run_ += syncs;
   }
@@ -1342,6 +1360,7 @@ void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
 void Executor::reuse_cut() {
   ru_.pending = false;
   if (ru_.done) return;
+  fold_runs();  // (work_ is compared with, and copied from, the previous cut's)
   const Cycle now = net_.now();
   auto& out = ru_.desc;
   out.clear();

@@ -416,6 +416,10 @@ class Executor final : public noc::NetworkClient {
   // a reuse jump, as tasks_run_), so that no pass over every represented slot is needed at the end.
   std::vector<CauseCycles> work_;
   std::uint64_t switches_run_ = 0, syncs_run_ = 0;
+  // Per task of every program (tinfo_'s index): its runs since the last fold_runs, which adds to work_ the costs
+  // every run of it pays alike (cheaper per task than adding them as it starts).
+  std::vector<std::uint64_t> runs_;
+  void fold_runs();
   std::uint32_t weight_burst_ = kNone;  // the one BurstRec standing for every streamed-weight arrival
   struct WeightArrival {  // one StreamIn op's weights reaching its tile (their tail)
     Cycle at;
