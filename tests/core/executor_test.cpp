@@ -499,6 +499,54 @@ TEST(Executor, ColorSwitchWhenARouteMustChange) {
   }
 }
 
+// The work per operator (Breakdown::work_per_op) adds up every task run by cause, whatever the critical path:
+// a task's overhead and vector setup on every run, a Complete task's op bodies, a Stream task's whole span
+// (start to end, its output trailing its input), and the fixed costs its sends paid. A chain: (0,0) a Complete
+// task of op 0 starting a collective, three Stream relays of op 2, and (4,0) a Complete task of op 1.
+TEST(Executor, WorkPerOperatorAddsEveryRunByCause) {
+  Image im = empty_image({8, 8});
+  Program first;
+  Send s = to(1, 0, 3, 8);
+  s.collective = true;
+  first.tasks.push_back(task(1, {{OpKind::Add, 64}}, {s}, 1, Task::Start::Complete, 0));
+  place(im, {0, 0}, first);
+  Program relay;
+  relay.tasks.push_back(task(3, {{OpKind::Add, 64}}, {to(1, 0, 3, 8)}, 1, Task::Start::Stream, 2));
+  for (int x = 1; x <= 3; ++x) place(im, {x, 0}, relay);
+  Program last;
+  last.tasks.push_back(task(3, {{OpKind::Silu, 64}, {OpKind::Add, 64}}, {}, 1, Task::Start::Complete, 1));
+  place(im, {4, 0}, last);
+  im.start.push_back({{0, 0}, 1, 1});
+  im.done_tile = {4, 0}, im.done_color = 3;
+  hw::WaferSpec spec = tiny();
+  spec.collective_sync = 3;
+  Outcome r = run(spec, im);
+  ASSERT_TRUE(r.r.finished);
+  ASSERT_EQ(r.tasks.size(), 5u);
+  const CostModel c(spec);
+  const Cycle add = c.body({OpKind::Add, 64}), silu = c.body({OpKind::Silu, 64});
+  auto cause = [&](std::size_t op, Cause k) { return r.r.breakdown.work_per_op.at(op)[std::size_t(k)]; };
+  // op 0: one run, its body and the collective's synchronisation.
+  EXPECT_EQ(cause(0, Cause::TaskOverhead), 10u);
+  EXPECT_EQ(cause(0, Cause::VectorSetup), 6u);
+  EXPECT_EQ(cause(0, Cause::Compute), add);
+  EXPECT_EQ(cause(0, Cause::CollectiveSync), 3u);
+  // op 1: one run of two vector ops.
+  EXPECT_EQ(cause(1, Cause::TaskOverhead), 10u);
+  EXPECT_EQ(cause(1, Cause::VectorSetup), 12u);
+  EXPECT_EQ(cause(1, Cause::Compute), silu + add);
+  EXPECT_EQ(cause(1, Cause::CollectiveSync), 0u);
+  // op 2: three Stream runs, each its span from start to end as Compute.
+  Cycle spans = 0;
+  for (const TaskRun& t : r.tasks)
+    if (t.op == 2) spans += t.end - t.start;
+  EXPECT_EQ(cause(2, Cause::TaskOverhead), 30u);
+  EXPECT_EQ(cause(2, Cause::VectorSetup), 18u);
+  EXPECT_EQ(cause(2, Cause::Compute), spans);
+  EXPECT_GE(spans, 3 * add);
+  for (std::size_t op = 0; op < 3; ++op) EXPECT_EQ(cause(op, Cause::ColorSwitch), 0u) << op;
+}
+
 // Multicast along a row: every tile of the segment receives the burst.
 TEST(Executor, RowMulticastReachesEveryTile) {
   Image im = empty_image({8, 8});
