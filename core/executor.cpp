@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "hw/error.h"
+#include "noc/approx.h"
 #include "noc/mesh.h"
 #include "noc/route_step.h"
 #include "noc/routing/route.h"
@@ -67,6 +68,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       image_(image),
       fabric_(fabric),
       net_(network),
+      approx_(dynamic_cast<noc::ApproxMesh*>(&network)),
       weights_(weights),
       opt_(options),
       costs_(spec, options.weight_bytes),
@@ -419,10 +421,13 @@ StepResult Executor::run() {
 }
 
 // Inlined in deliver (once per arrival); `data`: an arrival of a burst (else a streamed weights' tail).
+// kWatched: reuse watches the step (ru_.on && !ru_.done), the slot is noted. Ends in tail calls only: with
+// kWatched false a delivery calls nothing it must come back from, and saves no registers.
+template <bool kWatched>
 [[gnu::always_inline]] inline void Executor::credit(std::uint32_t slot, TileIndex tile, std::uint32_t k, const TaskInfo& ti,
                                                     Cycle when, Cycle tail, std::uint32_t burst, bool data) {
   Slot& sl = slots_[slot];
-  if (ru_.on && !ru_.done) touch(slot, tile);
+  if constexpr (kWatched) touch(slot, tile);
   const bool first = sl.crit == kNone;
   Cycle ready = ready_of(slot);
   if (first || when > ready) sl.crit = burst, set_cycle<&Slot::ready, &SlotHigh::ready>(slot, when), ready = when;
@@ -431,22 +436,36 @@ StepResult Executor::run() {
   if (sl.count == ti.arrivals && sl.wcount == ti.weight_arrivals) {
     // Due now (a mesh reporting arrivals at their tail): start at once rather than through a timer, which
     // a cycle-stepped mesh would only fire on the next cycle.
-    const Cycle now = net_.now();
-    if (ready <= now) start_task(tile, k, now);
-    else net_.timer(ready, kTimerReady | (std::uint64_t(tile) << 16) | k);
+    if (!approx_) [[unlikely]] return start_or_wait(tile, k, ready);
+    const Cycle now = approx_->now();
+    if (ready <= now) return start_task(tile, k, now);
+    return approx_->timer(ready, kTimerReady | (std::uint64_t(tile) << 16) | k);
   }
 }
 
+// A full task's start, at once or by a timer, on any network (credit's path on the approx mesh, inlined there).
+[[gnu::noinline]] void Executor::start_or_wait(TileIndex tile, std::uint32_t k, Cycle ready) {
+  const Cycle now = net_.now();
+  if (ready <= now) start_task(tile, k, now);
+  else net_.timer(ready, kTimerReady | (std::uint64_t(tile) << 16) | k);
+}
+
 void Executor::on_timer(std::uint64_t tag, Cycle now) {
+  // (a task's start, the bulk, as a tail call: the other kinds out of line, so this saves no registers)
+  if ((tag & kKindMask) == kTimerReady) return start_task(TileIndex((tag >> 16) & 0xFFFFFFFFull), std::uint32_t(tag & 0xFFFF), now);
+  other_timer(tag, now);
+}
+
+[[gnu::noinline]] void Executor::other_timer(std::uint64_t tag, Cycle now) {
   const std::uint64_t kind = tag & kKindMask;
-  if (kind == kTimerReady) {
-    start_task(TileIndex((tag >> 16) & 0xFFFFFFFFull), std::uint32_t(tag & 0xFFFF), now);
-  } else if (kind == kTimerWeights) {
+  if (kind == kTimerWeights) {
     while (wnext_ < warrivals_.size() && warrivals_[wnext_].at <= now) {
       const WeightArrival w = warrivals_[wnext_++];
       const std::uint32_t slot = slot0_[w.tile] + w.k;
       ++slots_[slot].wcount;
-      credit(slot, w.tile, w.k, tinfo_[prog0_[image_.tile_program[w.tile]] + w.k], now, now, weight_burst_, false);
+      const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[w.tile]] + w.k];
+      if (ru_.on && !ru_.done) credit<true>(slot, w.tile, w.k, ti, now, now, weight_burst_, false);
+      else credit<false>(slot, w.tile, w.k, ti, now, now, weight_burst_, false);
     }
     if (wnext_ < warrivals_.size()) net_.timer(warrivals_[wnext_].at, kTimerWeights);
   } else if (kind == kTimerDeliver) {
@@ -478,16 +497,13 @@ void Executor::expect_arrival(std::uint64_t tag, TileIndex sink, noc::Color colo
   if (gr.size > kScanMax) [[unlikely]]  // (from the cursor: the arrival lands there or, rarely, a task on)
     i0 = cursor_of(sink, gr), i1 = std::min(gr.size, i0 + 2);
   for (std::uint32_t i = i0; i < i1; ++i) {
-    const char* slot = reinterpret_cast<const char*>(s0 + group_tasks_[gr.begin + i]);
-    __builtin_prefetch(slot, 1);
-    __builtin_prefetch(slot + sizeof(Slot) - 1, 1);  // (a slot may straddle two lines)
+    __builtin_prefetch(s0 + group_tasks_[gr.begin + i], 1);  // (one line: Slot is aligned to its size)
   }
 }
 
-// A long list's claim (Group::cursor): its first task that still needs arrivals, from the tile's cursor on (out
-// of the short lists' inlined path).
-[[gnu::noinline]] std::uint32_t Executor::claim_long(TileIndex sink, const Group& gr, std::uint32_t s0,
-                                                     const TaskInfo* ti) {
+// A long list's claim (Group::cursor): its first task that still needs arrivals, from the tile's cursor on.
+[[gnu::always_inline]] inline std::uint32_t Executor::claim_long(TileIndex sink, const Group& gr, std::uint32_t s0,
+                                                                 const TaskInfo* ti) {
   const std::uint16_t* list = group_tasks_.data() + gr.begin;
   std::uint16_t& cursor = cursor_of(sink, gr);
   std::uint32_t i = cursor;
@@ -496,7 +512,8 @@ void Executor::expect_arrival(std::uint64_t tag, TileIndex sink, noc::Color colo
   return i;
 }
 
-void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail) {
+template <bool kWatched>
+[[gnu::always_inline]] inline void Executor::deliver_to(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail) {
   const BurstRec& b = bursts_[id];
   bool claimed = false;
   if (sink == done_tile_ && b.color == image_.done_color) {
@@ -522,12 +539,20 @@ void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail)
       if (i < gr.size) {
         const std::uint32_t k = list[i];
         Cycle when = ti[k].stream ? head - b.vshift + costs_.stream_stage_latency : tail;
-        credit(s0 + k, sink, k, ti[k], when, tail, id, true);
-        claimed = true;
+        return credit<kWatched>(s0 + k, sink, k, ti[k], when, tail, id, true);
       }
     }
   }
   if (!claimed) ++unclaimed_;
+}
+
+// (the watched delivery out of line: its calls to note the slot would make the unwatched one save registers)
+void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail) {
+  if (ru_.on && !ru_.done) [[unlikely]] return deliver_watched(id, sink, head, tail);
+  deliver_to<false>(id, sink, head, tail);
+}
+[[gnu::noinline]] void Executor::deliver_watched(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail) {
+  deliver_to<true>(id, sink, head, tail);
 }
 
 bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {

@@ -73,6 +73,7 @@
 
 namespace wafer::noc {
 class Mesh;
+class ApproxMesh;
 }
 
 namespace wafer::core {
@@ -251,13 +252,13 @@ class Executor final : public noc::NetworkClient {
   // refused, naming it), start = kOpen while the task has not run. A step that streams weights may run far
   // longer (a 405B streamed through one wafer takes some 6 G cycles): its slots keep the offsets' high
   // halves in hi_ (wide_). Read and written through the accessors below, but in the loops that know which.
-  struct Slot {
+  struct alignas(32) Slot {  // (aligned: a slot never straddles two cache lines, the arrival hint fetches one)
     std::uint32_t ready, tail, start, end;  // trigger; latest input tail; start (after overhead); end
     std::uint32_t crit, prev;       // critical input burst; core predecessor (kNone: input-bound)
     std::uint16_t count, wcount;    // colour arrivals; weight bursts arrived
     std::uint16_t switches, syncs;  // its sends' route switches and collective starts
   };
-  static_assert(sizeof(Slot) == 32);
+  static_assert(sizeof(Slot) == 32 && alignof(Slot) == 32);
   struct SlotHigh {  // wide_: the high halves of a slot's offsets
     std::uint32_t ready, tail, start, end;
   };
@@ -323,10 +324,16 @@ class Executor final : public noc::NetworkClient {
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
   void validate() const;
+  template <bool kWatched>
   void credit(std::uint32_t slot, hw::TileIndex tile, std::uint32_t k, const TaskInfo& ti, Cycle when, Cycle tail,
               std::uint32_t burst, bool data);
+  void start_or_wait(hw::TileIndex tile, std::uint32_t k, Cycle ready);
   void start_task(hw::TileIndex tile, std::uint32_t k, Cycle now);
+  void other_timer(std::uint64_t tag, Cycle now);  // on_timer's kinds but a task's start
   void deliver(std::uint32_t burst, hw::TileIndex sink, Cycle head, Cycle tail);
+  void deliver_watched(std::uint32_t burst, hw::TileIndex sink, Cycle head, Cycle tail);
+  template <bool kWatched>
+  void deliver_to(std::uint32_t burst, hw::TileIndex sink, Cycle head, Cycle tail);
   void request_weights();
   // Whether sending on color `c` to `d` from `src` reconfigures some router's route (and records the new
   // routes). Only with color_switch > 0.
@@ -343,6 +350,7 @@ class Executor final : public noc::NetworkClient {
   const firmware::Image& image_;
   const noc::Fabric& fabric_;
   noc::Network& net_;
+  noc::ApproxMesh* approx_ = nullptr;  // net_ when it is the approx mesh (a final class: direct calls), else null
   memory::StreamPort* weights_;
   ExecOptions opt_;
   CostModel costs_;

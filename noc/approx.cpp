@@ -109,27 +109,17 @@ std::uint32_t ApproxMesh::alloc_burst() {
   return std::uint32_t(bursts_.size() - 1);
 }
 
-void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
-  // (every router of a fabric without faults works: its health is not looked up, which would be a cache
-  // miss here, in the tile's record or the Fabric's)
-  if (spec.src >= tiles_.size() || (!fault_free_ && !fabric_->router_ok(spec.src)))
-    throw hw::InputError(fmt::format("burst source tile {} is outside the mesh or has a failed router", spec.src));
-  if (spec.wavelets == 0) throw hw::InputError("a burst needs at least one wavelet");
-  const Coord d = spec.dest.first;
-  std::uint32_t b;
-  if (spec.dest.kind == Destination::Kind::Tile && std::uint32_t(d.x) < width_ && std::uint32_t(d.y) < height_ &&
-      (fault_free_ || fabric_->router_ok(TileIndex(d.y) * width_ + TileIndex(d.x)))) {  // the common case
-    b = alloc_burst();
-    Target& t = bursts_[b].target;  // (what a unicast's routing reads)
+// A burst's record, every field set here (no zeroing of the whole record first; `unicast`: its target too, a
+// tile inside the grid, else the caller set it), and its injection's event.
+[[gnu::always_inline]] inline void ApproxMesh::launch(std::uint32_t b, const BurstSpec& spec, Cycle at, bool unicast) {
+  Burst& br = bursts_[b];
+  if (unicast) {
+    Target& t = br.target;  // (what a unicast's routing reads)
+    const Coord d = spec.dest.first;
     t.kind = Destination::Kind::Tile;
     t.dst = TileIndex(d.y) * width_ + TileIndex(d.x);
     t.dst_c = d;
-  } else {
-    const Target t = resolve(*fabric_, spec.src, spec.dest);  // throws on a bad destination
-    b = alloc_burst();
-    bursts_[b].target = t;
   }
-  Burst& br = bursts_[b];  // every field set here (no zeroing of the whole record first)
   br.lag = std::max(spec.lag, spec.wavelets - 1);
   br.wavelets = spec.wavelets;
   br.refs = 1;
@@ -141,6 +131,38 @@ void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
   br.hops = 0;
   br.color = spec.color;
   queue_.push(std::max(at, queue_.now()), Event{b, 0, spec.src, Kind::Inject, Dir::Ramp});
+}
+
+void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
+  // The common case, with no call left in it (so it saves no registers): a unicast inside a fabric without
+  // faults (every router works: its health is not looked up, which would be a cache miss here, in the tile's
+  // record or the Fabric's), its record recycled. The rest, and every error, in send_slow.
+  const Coord d = spec.dest.first;
+  if (fault_free_ && spec.src < tiles_.size() && spec.wavelets != 0 && spec.dest.kind == Destination::Kind::Tile &&
+      std::uint32_t(d.x) < width_ && std::uint32_t(d.y) < height_ && !free_bursts_.empty()) [[likely]] {
+    const std::uint32_t b = free_bursts_.back();
+    free_bursts_.pop_back();
+    return launch(b, spec, at, true);
+  }
+  send_slow(spec, at);
+}
+
+[[gnu::noinline]] void ApproxMesh::send_slow(const BurstSpec& spec, Cycle at) {
+  if (spec.src >= tiles_.size() || (!fault_free_ && !fabric_->router_ok(spec.src)))
+    throw hw::InputError(fmt::format("burst source tile {} is outside the mesh or has a failed router", spec.src));
+  if (spec.wavelets == 0) throw hw::InputError("a burst needs at least one wavelet");
+  const Coord d = spec.dest.first;
+  std::uint32_t b;
+  if (spec.dest.kind == Destination::Kind::Tile && std::uint32_t(d.x) < width_ && std::uint32_t(d.y) < height_ &&
+      (fault_free_ || fabric_->router_ok(TileIndex(d.y) * width_ + TileIndex(d.x)))) {
+    b = alloc_burst();
+    launch(b, spec, at, true);
+  } else {
+    const Target t = resolve(*fabric_, spec.src, spec.dest);  // throws on a bad destination
+    b = alloc_burst();
+    bursts_[b].target = t;
+    launch(b, spec, at, false);
+  }
 }
 
 void ApproxMesh::timer(Cycle at, std::uint64_t tag) {
@@ -414,7 +436,9 @@ template <bool kHint>
 [[gnu::always_inline]] inline void ApproxMesh::node(Cycle now, std::uint32_t b, Coord here, Dir in, std::uint32_t path) {
   // (a unicast's step inlined: route_step as a whole is not)
   const Target& tg = bursts_[b].target;
-  const Step st = tg.kind == Destination::Kind::Tile ? unicast_step(*fabric_, tg, here, in) : route_step(*fabric_, tg, here, in);
+  const Step st = tg.kind == Destination::Kind::Tile ? unicast_step(*fabric_, tg, here, in)
+                  : tg.along                          ? along_step(tg, here, in)
+                                                      : route_step(*fabric_, tg, here, in);
   const TileIndex t = TileIndex(here.y) * width_ + TileIndex(here.x);
   for (unsigned m = st.ports; m != 0; m &= m - 1) {  // the set port bits, lowest (North) first
     const unsigned k = unsigned(__builtin_ctz(m));

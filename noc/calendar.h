@@ -34,12 +34,11 @@ class Calendar {
 
   // `t` must be >= now().
   [[gnu::always_inline]] void push(hw::Cycle t, const Event& e) {
-    if (t < now_ + kBuckets) {
-      ring_[t & kMask].push(e);
+    if (t < now_ + kBuckets) [[likely]] {
       ++in_window_;
+      ring_[t & kMask].push(e);  // (last: its growth is a tail call, nothing kept across it)
     } else {
-      overflow_.push_back({t, far_seq_++, e});
-      std::push_heap(overflow_.begin(), overflow_.end());
+      push_far(t, e);
     }
   }
 
@@ -134,6 +133,11 @@ class Calendar {
     // std::push_heap keeps the greatest on top: "greater" is the earlier (t, seq).
     bool operator<(const Far& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
+  // Out of line: the heap's push inlined in every caller of push() made them save registers on the near path.
+  [[gnu::noinline]] void push_far(hw::Cycle t, const Event& e) {
+    overflow_.push_back({t, far_seq_++, e});
+    std::push_heap(overflow_.begin(), overflow_.end());
+  }
   // Moves every overflow event that now fits the window into its bucket, in time then push order. The
   // overflow is a binary heap: a far event costs log(n) twice, and no sweep scans the others.
   void sweep() {
@@ -150,14 +154,15 @@ class Calendar {
     std::unique_ptr<Event[]> data;
     std::uint32_t size = 0, cap = 0;
     void push(const Event& e) {
-      if (size == cap) [[unlikely]] grow();
+      if (size == cap) [[unlikely]] return grow_and_push(e);
       data[size++] = e;
     }
-    [[gnu::noinline]] void grow() {
+    [[gnu::noinline]] void grow_and_push(const Event& e) {
       const std::uint32_t c = cap ? 2 * cap : 64;
       std::unique_ptr<Event[]> d(new Event[c]);
       std::copy(data.get(), data.get() + size, d.get());
       data = std::move(d), cap = c;
+      data[size++] = e;
     }
   };
   Bucket ring_[kBuckets];

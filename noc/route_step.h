@@ -44,22 +44,25 @@ struct Step {
   else s.ports = std::uint8_t(1u << unsigned(d));
   return s;
 }
+// A segment multicast's step when the segment holds its source (Target::along): region_ports in short, the
+// source sends both ways along the segment, every other tile receives the burst and passes it on in the
+// direction it travels. (Inlined in a model's hop, as unicast_step.)
+[[gnu::always_inline]] inline Step along_step(const Target& t, Coord here, Dir in) {
+  Step s;
+  const bool row = t.kind == Destination::Kind::RowSegment;
+  const std::int32_t v = row ? here.x : here.y;
+  const std::int32_t lo = row ? t.region.x0 : t.region.y0;
+  const std::int32_t hi = lo + (row ? t.region.w : t.region.h) - 1;
+  const Dir back = row ? Dir::West : Dir::North, fwd = row ? Dir::East : Dir::South;
+  if (v > lo && (in == Dir::Ramp || in == back)) s.ports |= std::uint8_t(1u << unsigned(back));
+  if (v < hi && (in == Dir::Ramp || in == fwd)) s.ports |= std::uint8_t(1u << unsigned(fwd));
+  s.deliver = in != Dir::Ramp;
+  return s;
+}
 inline Step route_step(const Fabric& fabric, const Target& t, Coord here, Dir in) {
   if (t.kind == Destination::Kind::Tile) return unicast_step(fabric, t, here, in);
+  if (t.along) return along_step(t, here, in);
   Step s;
-  if (t.along) {
-    // region_ports for a segment holding its source, in short: the source sends both ways along the
-    // segment, every other tile receives the burst and passes it on in the direction it travels.
-    const bool row = t.kind == Destination::Kind::RowSegment;
-    const std::int32_t v = row ? here.x : here.y;
-    const std::int32_t lo = row ? t.region.x0 : t.region.y0;
-    const std::int32_t hi = lo + (row ? t.region.w : t.region.h) - 1;
-    const Dir back = row ? Dir::West : Dir::North, fwd = row ? Dir::East : Dir::South;
-    if (v > lo && (in == Dir::Ramp || in == back)) s.ports |= std::uint8_t(1u << unsigned(back));
-    if (v < hi && (in == Dir::Ramp || in == fwd)) s.ports |= std::uint8_t(1u << unsigned(fwd));
-    s.deliver = in != Dir::Ramp;
-    return s;
-  }
   const noc::Fanout f = region_ports(here, t.src, t.region, in);
   s.ports = f.ports;
   s.deliver = f.deliver;
