@@ -346,21 +346,20 @@ void Executor::too_long(Cycle at) const {
   return id;
 }
 
-// Adds to work_ what the tasks run since the last fold cost alike on every run (start_task counts them in runs_):
+// Adds to work_ what the tasks run since the last fold cost alike on every run (start_task counts them in
+// TaskInfo::runs):
 // the task overhead, the vector setup and, but for Stream tasks, the op bodies (a Complete task's end less its
 // start, setup and fixed costs).
 void Executor::fold_runs() {
-  for (std::size_t p = 0; p + 1 < prog0_.size(); ++p)
-    for (std::uint32_t i = prog0_[p]; i < prog0_[p + 1]; ++i) {
-      const std::uint64_t n = runs_[i];
-      if (n == 0) continue;
-      const TaskInfo& ti = tinfo_[i];
-      auto& w = work_[ti.op];
-      w[std::size_t(Cause::TaskOverhead)] += n * costs_.task_overhead;
-      w[std::size_t(Cause::VectorSetup)] += n * ti.setup;
-      if (!ti.stream) w[std::size_t(Cause::Compute)] += n * ti.body;
-      runs_[i] = 0;
-    }
+  for (TaskInfo& ti : tinfo_) {
+    const std::uint64_t n = ti.runs;
+    if (n == 0) continue;
+    auto& w = work_[ti.op];
+    w[std::size_t(Cause::TaskOverhead)] += n * costs_.task_overhead;
+    w[std::size_t(Cause::VectorSetup)] += n * ti.setup;
+    if (!ti.stream) w[std::size_t(Cause::Compute)] += n * ti.body;
+    ti.runs = 0;
+  }
 }
 
 StepResult Executor::run() {
@@ -368,7 +367,6 @@ StepResult Executor::run() {
   ran_ = true;
   for (Core& c : cores_) c.free = opt_.start;
   work_.assign(image_.op_names.size(), CauseCycles{});
-  runs_.assign(tinfo_.size(), 0);
   net_.set_client(this);
   if (weights_ && streams_) request_weights();  // (a scan of every task: only when something streams)
   for (const auto& inj : image_.start) {
@@ -637,7 +635,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   const std::uint32_t slot = core.slot0 + k;
   const std::uint32_t p = core.program;
   const Task& t = image_.programs[p].tasks[k];
-  const TaskInfo& ti = tinfo_[prog0_[p] + k];
+  TaskInfo& ti = tinfo_[prog0_[p] + k];  // (not const: counts its runs)
   const bool stream = t.start == Task::Start::Stream;
   const Coord here = grid_.coord(tile);
   // The fixed costs before each send: a collective's synchronisation, a route switch.
@@ -706,7 +704,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   slots_[slot].switches = switches;
   slots_[slot].syncs = syncs;
   // The work: what every run of this task costs alike is counted (fold_runs multiplies it out), the rest added.
-  ++runs_[prog0_[p] + k];
+  ++ti.runs;
   if (stream) work_[ti.op][std::size_t(Cause::Compute)] += e - s;  // (not stream: e - s - setup - fixed = body)
   if (switches | syncs) [[unlikely]] {
     auto& w = work_[ti.op];

@@ -244,7 +244,11 @@ class Executor final : public noc::NetworkClient {
     noc::Color trigger = 0;
     bool stream = false;
     std::uint16_t op = 0;               // Task::op
+    // Runs since the last fold_runs, which adds to work_ the costs every run of this task pays alike (cheaper
+    // per task than adding them as it starts; kept here, in the record start_task reads, not in an array apart).
+    std::uint32_t runs = 0;
   };
+  static_assert(sizeof(TaskInfo) == 40);
   // One task of one tile: everything the event loop touches, in one place (32 bytes: two to a cache line;
   // 48-byte slots with 64-bit cycles took 460 MB on a full wafer and ran the default decode 0.3 s slower,
   // docs/timing.md "A run with every task emulated"). Its four cycles are offsets from the step's start
@@ -424,10 +428,7 @@ class Executor final : public noc::NetworkClient {
   // a reuse jump, as tasks_run_), so that no pass over every represented slot is needed at the end.
   std::vector<CauseCycles> work_;
   std::uint64_t switches_run_ = 0, syncs_run_ = 0;
-  // Per task of every program (tinfo_'s index): its runs since the last fold_runs, which adds to work_ the costs
-  // every run of it pays alike (cheaper per task than adding them as it starts).
-  std::vector<std::uint64_t> runs_;
-  void fold_runs();
+  void fold_runs();  // (TaskInfo::runs)
   std::uint32_t weight_burst_ = kNone;  // the one BurstRec standing for every streamed-weight arrival
   struct WeightArrival {  // one StreamIn op's weights reaching its tile (their tail)
     Cycle at;
