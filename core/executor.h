@@ -424,8 +424,9 @@ class Executor final : public noc::NetworkClient {
   Cycle done_end_ = 0;
   std::uint64_t unclaimed_ = 0, tasks_run_ = 0, weight_bytes_ = 0, weight_bursts_ = 0;
   // The work of the tasks run so far, per operator (Breakdown::work_per_op), and their color switches and
-  // collective starts: added as each task starts, its cycles being fixed then (and K times the template's at
-  // a reuse jump, as tasks_run_), so that no pass over every represented slot is needed at the end.
+  // collective starts: added as each task starts, its cycles being fixed then, but for what every run of a task
+  // pays alike, counted in TaskInfo::runs and added by fold_runs at each reuse cut and at the end (and K times the
+  // template's at a reuse jump, as tasks_run_), so that no pass over every represented slot is needed at the end.
   std::vector<CauseCycles> work_;
   std::uint64_t switches_run_ = 0, syncs_run_ = 0;
   void fold_runs();  // (TaskInfo::runs)
