@@ -109,17 +109,18 @@ std::uint32_t ApproxMesh::alloc_burst() {
   return std::uint32_t(bursts_.size() - 1);
 }
 
-// A burst's record, every field set here (no zeroing of the whole record first; `unicast`: its target too, a
-// tile inside the grid, else the caller set it), and its injection's event.
-[[gnu::always_inline]] inline void ApproxMesh::launch(std::uint32_t b, const BurstSpec& spec, Cycle at, bool unicast) {
+// A unicast's target: a tile inside the grid (what its routing reads).
+[[gnu::always_inline]] inline void ApproxMesh::unicast_target(std::uint32_t b, Coord d) {
+  Target& t = bursts_[b].target;
+  t.kind = Destination::Kind::Tile;
+  t.dst = TileIndex(d.y) * width_ + TileIndex(d.x);
+  t.dst_c = d;
+}
+
+// A burst's record but its target (set before), every field set here (no zeroing of the whole record first),
+// and its injection's event.
+[[gnu::always_inline]] inline void ApproxMesh::launch(std::uint32_t b, const BurstSpec& spec, Cycle at) {
   Burst& br = bursts_[b];
-  if (unicast) {
-    Target& t = br.target;  // (what a unicast's routing reads)
-    const Coord d = spec.dest.first;
-    t.kind = Destination::Kind::Tile;
-    t.dst = TileIndex(d.y) * width_ + TileIndex(d.x);
-    t.dst_c = d;
-  }
   br.lag = std::max(spec.lag, spec.wavelets - 1);
   br.wavelets = spec.wavelets;
   br.refs = 1;
@@ -136,13 +137,15 @@ std::uint32_t ApproxMesh::alloc_burst() {
 void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
   // The common case, with no call left in it (so it saves no registers): a unicast inside a fabric without
   // faults (every router works: its health is not looked up, which would be a cache miss here, in the tile's
-  // record or the Fabric's), its record recycled. The rest, and every error, in send_slow.
+  // record or the Fabric's), its record recycled (alloc_burst's first case). The rest, and every error, in
+  // send_slow.
   const Coord d = spec.dest.first;
   if (fault_free_ && spec.src < tiles_.size() && spec.wavelets != 0 && spec.dest.kind == Destination::Kind::Tile &&
       std::uint32_t(d.x) < width_ && std::uint32_t(d.y) < height_ && !free_bursts_.empty()) [[likely]] {
     const std::uint32_t b = free_bursts_.back();
     free_bursts_.pop_back();
-    return launch(b, spec, at, true);
+    unicast_target(b, d);
+    return launch(b, spec, at);
   }
   send_slow(spec, at);
 }
@@ -156,13 +159,13 @@ void ApproxMesh::send(const BurstSpec& spec, Cycle at) {
   if (spec.dest.kind == Destination::Kind::Tile && std::uint32_t(d.x) < width_ && std::uint32_t(d.y) < height_ &&
       (fault_free_ || fabric_->router_ok(TileIndex(d.y) * width_ + TileIndex(d.x)))) {
     b = alloc_burst();
-    launch(b, spec, at, true);
+    unicast_target(b, d);
   } else {
     const Target t = resolve(*fabric_, spec.src, spec.dest);  // throws on a bad destination
     b = alloc_burst();
     bursts_[b].target = t;
-    launch(b, spec, at, false);
   }
+  launch(b, spec, at);
 }
 
 void ApproxMesh::timer(Cycle at, std::uint64_t tag) {

@@ -114,7 +114,8 @@ class ApproxMesh final : public Mesh {
   void plan_chain(Cycle now, std::uint32_t b, std::uint32_t j, LinkId link);
   // Occupies link (tile, d) from `now`; returns when the head reaches the next router.
   Cycle cross(Cycle now, Burst& br, TileIndex tile, Dir d);
-  void launch(std::uint32_t b, const BurstSpec& spec, Cycle at, bool unicast);
+  void unicast_target(std::uint32_t b, Coord d);
+  void launch(std::uint32_t b, const BurstSpec& spec, Cycle at);
   void send_slow(const BurstSpec& spec, Cycle at);
   void deliver(Cycle now, std::uint32_t b, TileIndex tile, std::uint32_t path);
   // NetworkClient::expect_arrival for a head about to reach `next` (a unicast's sink, any multicast tile).
