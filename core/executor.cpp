@@ -1380,6 +1380,30 @@ void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
   ru_.fresh_band = f;
 }
 
+// A jump in time (tile t's tasks K blocks on): its long lists' claim cursors moved to the first task not yet
+// full, which is the one the cut found (tile_class, in ru_.cursor) renamed K blocks on, since the copies fill
+// every task of the list between the two. Left where they were, the first claim of each list after the jump
+// walked the copied tasks' slots one by one, a cache miss each (on the 8B's whole square some 28 layers of
+// them per tile and list). A lower bound all the same: a task the search does not find leaves it at the cut's.
+void Executor::advance_cursors(TileIndex t, std::uint64_t K) {
+  if (long_max_ == 0) return;
+  const std::uint32_t p = image_.tile_program[t];
+  const std::uint32_t g0 = pgroup0_[p], g1 = p + 1 < image_.programs.size() ? pgroup0_[p + 1] : std::uint32_t(groups_.size());
+  for (std::uint32_t g = g0; g < g1; ++g) {
+    const Group& gr = groups_[g];
+    if (gr.size <= kScanMax) continue;
+    const std::uint16_t* list = group_tasks_.data() + gr.begin;
+    std::uint32_t i = ru_.cursor[std::size_t(t) * ru_.max_groups + (g - g0)];
+    if (i < gr.size && in_range(p, list[i])) {
+      const std::uint64_t k = list[i] + K * ru_.len[p];
+      const std::uint16_t* at = std::lower_bound(list + i, list + gr.size, k);
+      if (at != list + gr.size && *at == k) i = std::uint32_t(at - list);
+    }
+    std::uint16_t& cursor = cursor_of(t, gr);
+    cursor = std::max(cursor, std::uint16_t(i));
+  }
+}
+
 void Executor::reuse_cut() {
   ru_.pending = false;
   if (ru_.done) return;
@@ -1692,6 +1716,7 @@ void Executor::reuse_cut() {
       if (p == firmware::kIdle) continue;
       if (cores_[t].free + ru_.margin >= now) cores_[t].free += K * D;
       cores_[t].last = rename_in(cores_[t].last, t, K);
+      advance_cursors(t, K);
     }
   }
   if (sampled_) sample_copies(D, K, now);

@@ -522,6 +522,7 @@ class Executor final : public noc::NetworkClient {
   void start_watching();
   void reuse_arm();
   void reuse_release();
+  void advance_cursors(hw::TileIndex t, std::uint64_t K);  // (a jump in time: the long lists' claim cursors)
   static std::pair<std::size_t, std::size_t> longest_run(const std::vector<std::uint8_t>& ok);
   static constexpr std::size_t kMinSpaceGroups = 4;  // reuse in space: the shortest run armed (space_setup)
   std::uint32_t run_layer(std::uint32_t p, std::uint32_t k) const;
