@@ -491,12 +491,13 @@ void Executor::expect_arrival(std::uint64_t tag, TileIndex sink, noc::Color colo
   if (g == kNoGroup) return;
   const Group& gr = groups_[pgroup0_[p] + g];
   const Slot* s0 = slots_.data() + core.slot0;
-  std::uint32_t i0 = 0, i1 = gr.size;
-  if (gr.size > kScanMax) [[unlikely]]  // (from the cursor: the arrival lands there or, rarely, a task on)
-    i0 = cursor_of(sink, gr), i1 = std::min(gr.size, i0 + 2);
-  for (std::uint32_t i = i0; i < i1; ++i) {
-    __builtin_prefetch(s0 + group_tasks_[gr.begin + i], 1);  // (one line: Slot is aligned to its size)
+  const std::uint16_t* list = group_tasks_.data() + gr.begin;
+  // (one line a slot: Slot is aligned to its size; two loops, the short lists' without a bound to compute)
+  if (gr.size > kScanMax) [[unlikely]] {  // (from the cursor: the arrival lands there or, rarely, a task on)
+    for (std::uint32_t i = cursor_of(sink, gr), i1 = std::min(gr.size, i + 2); i < i1; ++i) __builtin_prefetch(s0 + list[i], 1);
+    return;
   }
+  for (std::uint32_t i = 0; i < gr.size; ++i) __builtin_prefetch(s0 + list[i], 1);
 }
 
 // A long list's claim (Group::cursor): its first task that still needs arrivals, from the tile's cursor on.
