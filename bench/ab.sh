@@ -7,6 +7,11 @@
 # answers are the same (the --json results compared whole but for wall_time).
 # AB_CALLGRIND=1 (valgrind installed): also each build's instruction count on each job, the one figure this VM
 # repeats exactly (a minute or more per job and build under callgrind).
+# AB_CACHEGRIND=1: also each build's last-level data misses under cachegrind's cache simulation (as exact a
+# figure, for changes that move memory rather than instructions; AB_CACHEGRIND_LL=size,assoc,line sets the
+# simulated last level, e.g. 33554432,16,64 for a 32 MiB L3, else cachegrind's own guess). The simulation models
+# no prefetching, hardware or software: a miss a prefetch hides is counted all the same, so a change that only
+# prefetches earlier shows nothing here, and one that reads less shows its full worth.
 # AB_OLD: the other binary (required; e.g. a build of main in a worktree); the new one is WAFER_EMU (bench/run).
 # AB_RUNS: pairs per job (default 5). AB_JOBS: jobs separated by ';', each the arguments of one wafer-emu
 # command (default: the default decode; the 50-defect decode; Llama-3.1-70B on 4 wafers, one thread).
@@ -46,7 +51,8 @@ oldr, newr = rows("old"), rows("new")
 (o, orss), (n, nrss) = load(oldr), load(newr)
 for w, m, rss in (("old", o, orss), ("new", n, nrss)):
     print(f"  {w}: wall {m['wall']:.3f} s, user {m['user']:.3f} s, system {m['sys']:.3f} s (medians), peak RSS {rss / 1024:.0f} MiB")
-print(f"  new / old: wall {n['wall'] / o['wall']:.3f}, user {n['user'] / o['user']:.3f}")
+ratio = lambda a, b: f"{a / b:.3f}" if b else "-"  # (a job too short for the clock: no ratio)
+print(f"  new / old: wall {ratio(n['wall'], o['wall'])}, user {ratio(n['user'], o['user'])}")
 # Pair by pair (the two runs of a pair side by side in time, so the drift mostly cancels): the median of the
 # ratios, and how many pairs the new build won, with the two-sided sign test's p (the chance of a split at
 # least that lopsided between two builds of equal speed). Below 0.05 is a difference; above, noise.
@@ -55,7 +61,8 @@ def paired(i):
     pairs = [(a[i], b[i]) for a, b in zip(oldr, newr) if a[i] != b[i]]
     wins, m = sum(b < a for a, b in pairs), len(pairs)
     p = min(1.0, 2 * sum(comb(m, k) for k in range(min(wins, m - wins) + 1)) / 2 ** m) if m else 1.0
-    ratio = statistics.median(b[i] / a[i] for a, b in zip(oldr, newr) if a[i] > 0) if oldr else float("nan")
+    rs = [b[i] / a[i] for a, b in zip(oldr, newr) if a[i] > 0]
+    ratio = statistics.median(rs) if rs else float("nan")
     return ratio, wins, m, p
 for i, k in ((0, "wall"), (1, "user")):
     ratio, wins, m, p = paired(i)
@@ -75,5 +82,25 @@ PY
       sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/cg.err" > "$tmp/$which.ir"
     done
     python3 -c "import sys; o, n = (int(open(f).read()) for f in sys.argv[1:]); print(f'  instructions (callgrind): old {o / 1e9:.3f} G, new {n / 1e9:.3f} G, new / old {n / o:.4f}')" "$tmp/old.ir" "$tmp/new.ir"
+  fi
+  if [ "${AB_CACHEGRIND:-0}" = 1 ] && command -v valgrind >/dev/null; then
+    read -ra ll <<< "${AB_CACHEGRIND_LL:+--LL=$AB_CACHEGRIND_LL}"
+    for which in old new; do
+      bin=$AB_OLD; [ "$which" = new ] && bin=$WAFER_EMU
+      valgrind --tool=cachegrind --cache-sim=yes "${ll[@]}" --cachegrind-out-file=/dev/null "$bin" "${args[@]}" >/dev/null 2>"$tmp/$which.cg"
+    done
+    python3 - "$tmp" <<'PY'
+import re, sys
+def misses(path):  # the summary's last-level data misses: reads, writes
+    t = open(path).read()
+    m = re.search(r"LLd misses:\s+([\d,]+)\s+\(\s*([\d,]+) rd\s+\+\s+([\d,]+) wr", t)
+    if not m:
+        sys.exit(f"  cachegrind: no summary in {path}: {t.strip().splitlines()[-1] if t.strip() else 'no output'}")
+    return [int(x.replace(",", "")) for x in m.groups()[1:]]
+(orr, ow), (nr, nw) = misses(f"{sys.argv[1]}/old.cg"), misses(f"{sys.argv[1]}/new.cg")
+ratio = lambda n, o: f"{n / o:.3f}" if o else "-"
+print(f"  last-level data misses (cachegrind): reads old {orr / 1e6:.2f} M, new {nr / 1e6:.2f} M ({ratio(nr, orr)}); "
+      f"writes old {ow / 1e6:.2f} M, new {nw / 1e6:.2f} M ({ratio(nw, ow)})")
+PY
   fi
 done
