@@ -533,9 +533,7 @@ Output from_study(const std::filesystem::path& dir) {
     std::string rest;
     for (auto it = s.begin(); it != s.end(); ++it) {
       if (it.key() == "seed" || it.key() == "placement" || it.key() == "density") continue;
-      bool axis = false;
-      for (const auto& [k, v] : st.axes) axis |= k == it.key();
-      if (!axis) continue;
+      if (st.axis_of(it.key()).empty()) continue;  // (not swept: by an axis of its own or a joint one)
       std::string v = it.value().dump();
       v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
       rest += (rest.empty() ? "" : ", ") + it.key() + " " + v;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -100,8 +101,22 @@ ojson Study::settings(std::int64_t index) const {
     pick[a] = std::size_t(index % n);
     index /= n;
   }
-  for (std::size_t a = 0; a < axes.size(); ++a) s[axes[a].first] = axes[a].second[pick[a]];
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    const ojson& v = axes[a].second[pick[a]];
+    if (joint(axes[a].first))
+      for (auto it = v.begin(); it != v.end(); ++it) s[it.key()] = *it;
+    else
+      s[axes[a].first] = v;
+  }
   return s;
+}
+
+bool Study::joint(const std::string& axis) { return !is_key(axis) && !param(axis); }
+
+std::string Study::axis_of(const std::string& setting) const {
+  for (const auto& [k, vs] : axes)
+    if (k == setting || (joint(k) && !vs.empty() && vs[0].contains(setting))) return k;
+  return {};
 }
 
 Study parse_study(const ojson& j, const std::string& where, const std::filesystem::path& dir) {
@@ -138,13 +153,57 @@ Study parse_study(const ojson& j, const std::string& where, const std::filesyste
       st.fixed.emplace_back(it.key(), *it);
     }
   }
+  // Every setting swept, with the axis that sweeps it (a setting in two axes, or in an axis and under "fixed", is
+  // an error naming the second place).
+  std::vector<std::pair<std::string, std::string>> swept;
+  auto sweep_once = [&](const std::string& path, const std::string& k) {
+    for (const auto& [f, v] : st.fixed)
+      if (f == k) fail(where, path, "is also under \"fixed\" (give it in one place)");
+    for (const auto& [w, by] : swept)
+      if (w == k) fail(where, path, fmt::format("is swept by axis '{}' already (give it in one place)", by));
+  };
   if (auto a = j.find("axes"); a != j.end()) {
     if (!a->is_object()) fail(where, "axes", "must be a JSON object {\"setting\": [values]}");
     for (auto it = a->begin(); it != a->end(); ++it) {
       const std::string path = "axes." + it.key();
-      key_ok(path, it.key());
-      for (const auto& [k, v] : st.fixed)
-        if (k == it.key()) fail(where, path, "is also under \"fixed\" (give it in one place)");
+      // A joint axis: a name that is no setting, over objects of settings that change together.
+      if (Study::joint(it.key()) && it->is_array() && !it->empty() && (*it)[0].is_object()) {
+        std::vector<std::string> keys;
+        for (std::size_t i = 0; i < it->size(); ++i) {
+          const ojson& v = (*it)[i];
+          const std::string at = fmt::format("{}[{}]", path, i);
+          if (!v.is_object() || v.empty())
+            fail(where, at, fmt::format("{} must be an object of settings, as the axis's first value is", v.dump()));
+          std::vector<std::string> ks;
+          for (auto m = v.begin(); m != v.end(); ++m) {
+            const std::string mp = at + "." + m.key();
+            key_ok(mp, m.key());
+            if (m->is_array() || m->is_object()) fail(where, mp, "a setting of a joint axis's value is one value");
+            check_type(where, mp, m.key(), *m);
+            ks.push_back(m.key());
+          }
+          if (i == 0) {
+            for (const auto& k : ks) sweep_once(at + "." + k, k);
+            keys = ks;
+          } else if (ks != keys) {
+            fail(where, at, fmt::format("sets {} where the axis's first value sets {} (every value sets the same settings)",
+                                        fmt::join(ks, ", "), fmt::join(keys, ", ")));
+          }
+          for (std::size_t k = 0; k < i; ++k)
+            if ((*it)[k] == v) fail(where, at, fmt::format("{} is listed twice", v.dump()));
+        }
+        for (const auto& k : keys) swept.emplace_back(k, it.key());
+        st.axes.emplace_back(it.key(), std::vector<ojson>(it->begin(), it->end()));
+        if (double(st.points()) > double(kMaxPoints))
+          fail(where, path, fmt::format("the study would have more than {} points", kMaxPoints));
+        continue;
+      }
+      if (Study::joint(it.key()) && it->is_array() && it->empty()) fail(where, path, "is empty: an axis needs at least one value");
+      if (Study::joint(it.key()))
+        fail(where, path, fmt::format("unknown setting (known: {}, or a wafer parameter of `wafer-emu describe`; an axis of "
+                                      "several settings at once takes objects of settings)", join(kKeys)));
+      sweep_once(path, it.key());
+      swept.emplace_back(it.key(), it.key());
       std::vector<ojson> values;
       if (it->is_object()) {  // a range of whole numbers
         for (auto r = it->begin(); r != it->end(); ++r)
@@ -249,8 +308,8 @@ Resolved Resolver::resolve(const ojson& s, std::int64_t index) {
   auto where = [&](const std::string& key) {
     for (const auto& [k, v] : study_.fixed)
       if (k == key) return "fixed." + key;
-    for (const auto& [k, v] : study_.axes)
-      if (k == key) return "axes." + key + fmt::format(" (point {})", index);
+    if (const std::string a = study_.axis_of(key); !a.empty())
+      return "axes." + a + (a == key ? "" : "." + key) + fmt::format(" (point {})", index);
     return key + " (not given: decode's default)";
   };
   auto text = [&](const char* k, const char* dflt) { return s.contains(k) ? s[k].get<std::string>() : std::string(dflt); };
@@ -320,7 +379,13 @@ void check_study(const Study& study) {
   Resolver res(study);
   for (const auto& [k, v] : study.fixed) res.check_value(k, v, "fixed." + k);
   for (const auto& [k, vs] : study.axes)
-    for (std::size_t i = 0; i < vs.size(); ++i) res.check_value(k, vs[i], fmt::format("axes.{}[{}]", k, i));
+    for (std::size_t i = 0; i < vs.size(); ++i) {
+      if (!Study::joint(k)) {
+        res.check_value(k, vs[i], fmt::format("axes.{}[{}]", k, i));
+        continue;
+      }
+      for (auto m = vs[i].begin(); m != vs[i].end(); ++m) res.check_value(m.key(), *m, fmt::format("axes.{}[{}].{}", k, i, m.key()));
+    }
   for (std::int64_t i = 0; i < study.points(); ++i) res.resolve(study.settings(i), i);
 }
 

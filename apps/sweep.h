@@ -34,10 +34,17 @@ struct Study {
   std::string hash;              // 16 hex digits over the content without "note"
   std::string name;
   std::vector<std::pair<std::string, ojson>> fixed;                  // in file order
-  std::vector<std::pair<std::string, std::vector<ojson>>> axes;      // in file order; the last varies fastest
+  // In file order; the last varies fastest. An axis named by a setting holds its values; a joint axis (any other
+  // name) holds objects of settings that change together, every one with the same keys (a placement and its
+  // kernel, say: {"placement": "square", "kernel": "meshgemv"}).
+  std::vector<std::pair<std::string, std::vector<ojson>>> axes;
   std::int64_t points() const;
-  // The settings of point `index`: the fixed ones, then one value per axis, in file order.
+  // The settings of point `index`: the fixed ones, then each axis's value in file order (a joint axis's
+  // settings in the order its objects give them).
   ojson settings(std::int64_t index) const;
+  static bool joint(const std::string& axis);  // an axis of several settings at once (its name is no setting)
+  // The axis that sweeps `setting` (itself, or the joint axis holding it); empty when none does.
+  std::string axis_of(const std::string& setting) const;
 };
 
 // Keys, types, axes (non-empty lists or {"from", "count"} ranges), no key twice. `where` names the file.

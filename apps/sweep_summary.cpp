@@ -20,7 +20,15 @@ namespace {
 
 using Cell = std::variant<double, std::int64_t, std::string>;
 
-std::string cell(const ojson& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+// A joint axis's value (an object of settings) reads as its values joined by '/': "square/meshgemv".
+std::string cell(const ojson& v) {
+  if (v.is_object()) {
+    std::string s;
+    for (auto it = v.begin(); it != v.end(); ++it) s += (s.empty() ? "" : "/") + cell(*it);
+    return s;
+  }
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
 
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -87,6 +95,15 @@ std::vector<std::vector<std::size_t>> split_by(const std::vector<Group>& groups,
   return out;
 }
 
+// A joint axis's value at a point: its settings as the point has them (in the axis's order).
+ojson joint_value(const Study& study, const std::string& axis, const ojson& s) {
+  ojson v = ojson::object();
+  for (const auto& [k, vs] : study.axes)
+    if (k == axis)
+      for (auto it = vs[0].begin(); it != vs[0].end(); ++it) v[it.key()] = s[it.key()];
+  return v;
+}
+
 }  // namespace
 
 traces::Report summarize(const std::filesystem::path& dir, const Study& study, const std::map<std::int64_t, ojson>& lines) {
@@ -99,7 +116,7 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
   for (std::int64_t i = 0; i < study.points(); ++i) {
     const ojson s = study.settings(i);
     ojson key = ojson::object();
-    for (const auto& a : axes) key[a] = s[a];
+    for (const auto& a : axes) key[a] = Study::joint(a) ? joint_value(study, a, s) : s[a];
     auto [it, fresh] = index.emplace(key.dump(), groups.size());
     if (fresh) {
       groups.emplace_back();
@@ -169,11 +186,12 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
   write_shared(dir / "summary.csv", table_csv(t));
 
   // ---- placements side by side, the best per setting of the other axes ----
-  const bool has_placement = std::find(axes.begin(), axes.end(), "placement") != axes.end();
-  if (has_placement) {
+  // (the axis that sweeps the placement: "placement", or a joint axis that sets it with, say, its kernel)
+  const std::string pa = study.axis_of("placement");
+  if (!pa.empty()) {
     std::vector<std::string> others;
     for (const auto& a : axes)
-      if (a != "placement") others.push_back(a);
+      if (a != pa) others.push_back(a);
     std::vector<std::string> pc = others;
     for (const char* c : {"placement", "points", "ok", "mean [us]", "p50 [us]", "vs best [%]", "best"}) pc.emplace_back(c);
     // Rows first, tables after: a reference into the report is not kept across another add_table.
@@ -185,7 +203,7 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
     for (const char* c : {"best", "mean [us]", "p50 [us]", "runner-up", "margin [%]", "note"}) bc.emplace_back(c);
     for (const auto& c : bc) bt.columns.push_back(traces::Column::parse(c));
     bt.description = "the best placement per setting of the other axes; margin: the runner-up's mean over the best's, in %";
-    for (const auto& set : split_by(groups, "placement")) {
+    for (const auto& set : split_by(groups, pa)) {
       // Eligible: every seed done and ok. Ranked by mean, then p50, then axis order (stable sort).
       std::vector<std::size_t> ranked;
       for (std::size_t g : set)
@@ -200,7 +218,7 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
         const Group& x = groups[g];
         std::vector<Cell> row;
         for (const auto& a : others) row.emplace_back(cell(x.key[a]));
-        row.emplace_back(cell(x.key["placement"]));
+        row.emplace_back(cell(x.key[pa]));
         row.emplace_back(x.points);
         row.emplace_back(x.ok());
         row.emplace_back(x.mean());
@@ -223,16 +241,16 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
         row.emplace_back(nan());
         row.emplace_back(std::string("no placement has every seed done and ok"));
       } else {
-        row.emplace_back(cell(best->key["placement"]));
+        row.emplace_back(cell(best->key[pa]));
         row.emplace_back(best->mean());
         row.emplace_back(best->p(50));
         std::string note = fmt::format("{} of {} placements ranked", ranked.size(), set.size());
         if (ranked.size() > 1) {
           const Group& second = groups[ranked[1]];
-          row.emplace_back(cell(second.key["placement"]));
+          row.emplace_back(cell(second.key[pa]));
           row.emplace_back(100.0 * (second.mean() / best->mean() - 1.0));
           if (second.mean() == best->mean())
-            note += fmt::format("; tie on the mean with {}{}", cell(second.key["placement"]),
+            note += fmt::format("; tie on the mean with {}{}", cell(second.key[pa]),
                                 second.p(50) == best->p(50) ? " (and the p50: the earlier in the axis wins)" : " (lower p50 wins)");
         } else {
           row.emplace_back(std::string("-"));

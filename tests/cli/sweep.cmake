@@ -65,7 +65,15 @@ foreach(case
     "axis_scalar|sweep_bad_axis_scalar.json: key 'axes.batch': 2 must be a list"
     "context|sweep_bad_context.json: key 'axes.context \\(point 1\\)': 513 is beyond tiny-llama's max_position_embeddings 512"
     "twice|sweep_bad_twice.json: key 'axes.batch\\[2\\]': 1 is listed twice"
-    "fixed_list|sweep_bad_fixed_list.json: key 'fixed.context': a fixed setting is one value")
+    "fixed_list|sweep_bad_fixed_list.json: key 'fixed.context': a fixed setting is one value"
+    "joint_keys|sweep_bad_joint_keys.json: key 'axes.mapping\\[1\\]': sets placement where the axis's first value sets placement, kernel"
+    "joint_twice|sweep_bad_joint_twice.json: key 'axes.kernel': is swept by axis 'mapping' already"
+    "joint_fixed|sweep_bad_joint_fixed.json: key 'axes.mapping\\[0\\].kernel': is also under \"fixed\""
+    "joint_setting|sweep_bad_joint_setting.json: key 'axes.mapping\\[0\\].kernal': unknown setting"
+    "joint_value|sweep_bad_joint_value.json: key 'axes.mapping\\[1\\]': \"square\" must be an object of settings"
+    "joint_name|sweep_bad_joint_name.json: key 'axes.mapping\\[1\\].placement': unknown placement 'nowhere'"
+    "joint_point|sweep_bad_joint_point.json: key 'axes.mapping.context \\(point 1\\)': 513 is beyond"
+    "joint_type|sweep_bad_joint_type.json: key 'axes.mapping\\[0\\].batch': \"2\" must be a whole number")
   string(REPLACE "|" ";" parts "${case}")
   list(GET parts 0 name)
   list(GET parts 1 rx)
@@ -77,11 +85,15 @@ endforeach()
 add_test(NAME cli.sweep_summary COMMAND ${SWEEP_CHECK} summary ${WAFER_EMU} ${DATA}/sweep_summary_known.json ${OUT}/sweep_summary)
 # A small study with a placement axis and a hop_latency axis, end to end on the tiny wafer.
 add_test(NAME cli.sweep_study_tables COMMAND ${SWEEP_CHECK} study ${WAFER_EMU} ${DATA}/sweep_placement_tiny.json ${OUT}/sweep_study)
+# A joint axis (each placement with its kernel) beside density and hop_latency axes: the summary's tables, with the
+# placements side by side across kernels, and every good point equal to `decode` with its settings.
+add_test(NAME cli.sweep_joint_tables COMMAND ${SWEEP_CHECK} study ${WAFER_EMU} ${DATA}/sweep_joint_tiny.json ${OUT}/sweep_joint)
+add_test(NAME cli.sweep_joint_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${DATA}/sweep_joint_tiny.json ${OUT}/sweep_joint_decode)
 
 # Every shipped study checks out without running (sweep --check: every point resolved, nothing written).
 set(WAFER_STUDY_POINTS_tiny 24)
 set(WAFER_STUDY_POINTS_defect-yield 400)
-set(WAFER_STUDY_POINTS_placement 90)
+set(WAFER_STUDY_POINTS_placement 150)
 set(WAFER_STUDY_POINTS_sensitivity 27)
 file(GLOB WAFER_STUDIES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/configs/studies/*.json)
 foreach(s IN LISTS WAFER_STUDIES)

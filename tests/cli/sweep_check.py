@@ -360,7 +360,18 @@ def settings_at(axes, i):
 
 
 def cell(v):
+    # (a joint axis's value, an object of settings: its values joined by '/', as the summary writes it)
+    if isinstance(v, dict):
+        return "/".join(cell(x) for x in v.values())
     return v if isinstance(v, str) else json.dumps(v)
+
+
+def placement_axis(spec_in):
+    """The axis that sweeps the placement: "placement", or a joint axis whose objects set it; None if none."""
+    for k, vs in axes_of(spec_in):
+        if k == "placement" or (isinstance(vs[0], dict) and "placement" in vs[0]):
+            return k
+    return None
 
 
 def mean(xs):
@@ -432,8 +443,9 @@ def check_summary(spec_in, by_index, rep, d):
         close(row["usable tiles"], mean(g["usable"]), what + " usable tiles")
         close(row["extra hops"], mean(g["hops"]), what + " extra hops")
     best = {}
-    if "placement" in names:
-        others = [k for k in names if k != "placement"]
+    pa = placement_axis(spec_in)
+    if pa:
+        others = [k for k in names if k != pa]
         sets = {}
         for g in groups:
             sets.setdefault(tuple(json.dumps(g["key"][k]) for k in others), []).append(g)
@@ -444,11 +456,11 @@ def check_summary(spec_in, by_index, rep, d):
             order = {id(g): n for n, g in enumerate(gs)}
             ranked.sort(key=lambda g: (mean(g["us"]), pct(g["us"], 50), order[id(g)]))
             b = ranked[0] if ranked else None
-            best[key] = b["key"]["placement"] if b else None
+            best[key] = cell(b["key"][pa]) if b else None
             for g in gs:
                 row = next(prow)
                 what = f"placements {g['key']}"
-                if row["placement"] != g["key"]["placement"] or any(row[k] != cell(g["key"][k]) for k in others):
+                if row["placement"] != cell(g["key"][pa]) or any(row[k] != cell(g["key"][k]) for k in others):
                     raise SystemExit(f"FAIL: {what}: row {row}")
                 close(row["mean [us]"], mean(g["us"]), what + " mean")
                 close(row["p50 [us]"], pct(g["us"], 50) if g["us"] else None, what + " p50")
@@ -488,7 +500,7 @@ def check_summary(spec_in, by_index, rep, d):
             slopes[(prm, key)] = (slope, slope * mx / my)
     if next(srows, None) is not None:
         raise SystemExit("FAIL: more sensitivity rows than parameter axes x settings")
-    for f, n in (("summary.csv", len(groups)), ("placements.csv", len(groups) if "placement" in names else None),
+    for f, n in (("summary.csv", len(groups)), ("placements.csv", len(groups) if pa else None),
                  ("sensitivity.csv", len(sensitivity_rows(rep)) if params else None)):
         path = os.path.join(d, f)
         if n is None:

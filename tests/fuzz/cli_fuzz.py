@@ -42,17 +42,20 @@ def main():
     mutants = int(sys.argv[4]) if len(sys.argv) > 4 else 200
     os.makedirs(out, exist_ok=True)
     rng = random.Random(7)
+    sweep = lambda f: [exe, "sweep", "--spec", f, "--out", os.path.join(out, "study_out"), "--point", "1000000", "--quiet"]
     jobs = [
-        ("study", os.path.join(src, "configs/studies/tiny.json"),
-         lambda f: [exe, "sweep", "--spec", f, "--out", os.path.join(out, "study_out"), "--point", "1000000", "--quiet"]),
-        ("cases", os.path.join(src, "tests/cli/data/validate_tiny.json"), lambda f: [exe, "validate", "--cases", f, "--check"]),
+        ("study", os.path.join(src, "configs/studies/tiny.json"), sweep, mutants),
+        # (a study with a joint axis: objects of settings as axis values)
+        ("joint study", os.path.join(src, "tests/cli/data/sweep_joint_tiny.json"), sweep, mutants // 2),
+        ("cases", os.path.join(src, "tests/cli/data/validate_tiny.json"), lambda f: [exe, "validate", "--cases", f, "--check"],
+         mutants),
     ]
     problems = []
-    for what, seed, cmd in jobs:
+    for what, seed, cmd, mutants in jobs:
         good = open(seed).read()
         counts = {0: 0, 2: 0}
         for i in range(mutants):
-            f = os.path.join(out, f"{what}_{i}.json")
+            f = os.path.join(out, f"{what.replace(' ', '_')}_{i}.json")
             with open(f, "w") as h:
                 h.write(mutate(good, rng))
             try:
