@@ -142,6 +142,16 @@ def main():
     if text.count("<tr>") < 1 + 8:  # header + 8 settings of the tiny study
         fail(f"study page: {text.count('<tr>')} table rows, expected a header and 8 settings")
     print(f"study page: {d.count.get('svg', 0)} SVGs, {d.count.get('circle', 0)} points plotted")
+
+    # A study with a joint axis (each placement with its kernel): the kernel is swept, so it is in the labels.
+    run(["sweep", "--spec", os.path.join(ROOT, "tests", "cli", "data", "sweep_joint_tiny.json"), "--out", p("joint")])
+    run(["report", p("joint"), "--out", p("joint.html")])
+    check_page(p("joint.html"), ["latency distributions", "causes per setting"])
+    text = open(p("joint.html"), encoding="utf-8").read()
+    for label in ("layer-bands, 0 /cm², hop_latency 1, kernel bands", "square, 200 /cm², hop_latency 3, kernel meshgemv"):
+        if label not in text:
+            fail(f"joint study page: no setting labelled '{label}' (a joint axis's settings are swept)")
+    print("joint study page: its settings labelled with the joint axis's kernel")
     print("ok")
     return 0
 
