@@ -55,6 +55,14 @@ Send to(std::int32_t dx, std::int32_t dy, firmware::Color c, std::uint32_t w = 1
   return s;
 }
 
+// Stream relays on row 0 from x1 to x2: each adds its 64-wide partial (op 2) as the input on color 3 flows
+// through and forwards `w` wavelets east on color 3.
+void place_relays(Image& im, std::int32_t x1, std::int32_t x2, std::uint32_t w) {
+  Program relay;
+  relay.tasks.push_back(task(3, {{OpKind::Add, 64}}, {to(1, 0, 3, w)}, 1, Task::Start::Stream, 2));
+  for (std::int32_t x = x1; x <= x2; ++x) place(im, {x, 0}, relay);
+}
+
 Cycle sum(const CauseCycles& c) { return std::accumulate(c.begin(), c.end(), Cycle(0)); }
 
 struct Outcome {
@@ -327,9 +335,7 @@ TEST(Executor, StreamChainPipelines) {
   Program src;
   src.tasks.push_back(task(1, {}, {to(1, 0, 3, 64)}));
   place(im, {0, 0}, src);
-  Program relay;
-  relay.tasks.push_back(task(3, {{OpKind::Add, 64}}, {to(1, 0, 3, 64)}, 1, Task::Start::Stream, 2));
-  for (int i = 1; i <= n; ++i) place(im, {i, 0}, relay);
+  place_relays(im, 1, n, 64);
   im.start.push_back({{0, 0}, 1, 1});
   im.done_tile = {n + 1, 0}, im.done_color = 3;
   Outcome r = run(tiny(), im);
@@ -385,9 +391,7 @@ TEST(Executor, RampsAreACauseOfTheirOwn) {
   Program src;
   src.tasks.push_back(task(1, {}, {to(1, 0, 3, 64)}));
   place(chain, {0, 0}, src);
-  Program relay;
-  relay.tasks.push_back(task(3, {{OpKind::Add, 64}}, {to(1, 0, 3, 64)}, 1, Task::Start::Stream, 2));
-  for (int i = 1; i <= 6; ++i) place(chain, {i, 0}, relay);
+  place_relays(chain, 1, 6, 64);
   chain.start.push_back({{0, 0}, 1, 1});
   chain.done_tile = {7, 0}, chain.done_color = 3;
   hw::WaferSpec spec = tiny();
@@ -442,9 +446,7 @@ TEST(Executor, CollectiveSyncPrecedesACollectivesFirstSend) {
   first.collective = true;
   src.tasks.push_back(task(1, {}, {first}));
   place(im, {0, 0}, src);
-  Program relay;
-  relay.tasks.push_back(task(3, {{OpKind::Add, 64}}, {to(1, 0, 3, 64)}, 1, Task::Start::Stream, 2));
-  for (int i = 1; i <= 6; ++i) place(im, {i, 0}, relay);
+  place_relays(im, 1, 6, 64);
   im.start.push_back({{0, 0}, 1, 1});
   im.done_tile = {7, 0}, im.done_color = 3;
   for (auto [sync, latency] : {std::pair<std::int64_t, Cycle>{0, 95}, {3, 95}, {4, 96}, {5, 97}, {10, 102}}) {
@@ -510,9 +512,7 @@ TEST(Executor, WorkPerOperatorAddsEveryRunByCause) {
   s.collective = true;
   first.tasks.push_back(task(1, {{OpKind::Add, 64}}, {s}, 1, Task::Start::Complete, 0));
   place(im, {0, 0}, first);
-  Program relay;
-  relay.tasks.push_back(task(3, {{OpKind::Add, 64}}, {to(1, 0, 3, 8)}, 1, Task::Start::Stream, 2));
-  for (int x = 1; x <= 3; ++x) place(im, {x, 0}, relay);
+  place_relays(im, 1, 3, 8);
   Program last;
   last.tasks.push_back(task(3, {{OpKind::Silu, 64}, {OpKind::Add, 64}}, {}, 1, Task::Start::Complete, 1));
   place(im, {4, 0}, last);
