@@ -99,7 +99,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   for (const auto& prog : image_.programs)
     for (const Task& t : prog.tasks) trigger_colors_ = std::max<std::uint32_t>(trigger_colors_, t.trigger + 1u);
   group_of_.assign(image_.programs.size() * trigger_colors_, kNoGroup);
-  pgroup0_.resize(image_.programs.size());
+  pgroup0_.resize(image_.programs.size() + 1);
   for (std::size_t p = 0; p < image_.programs.size(); ++p) {
     const auto& tasks = image_.programs[p].tasks;
     if (tasks.size() > 0xFFFF) throw hw::InputError(fmt::format("firmware: program {} has more than 65535 tasks", p));
@@ -117,6 +117,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
     }
     long_max_ = std::max(long_max_, longs);
   }
+  pgroup0_.back() = std::uint32_t(groups_.size());
   streams_ = streams;
   if (streams && !weights_)
     throw hw::InputError("the firmware streams weights (StreamIn ops) but no MemoryX port is attached");
@@ -1191,7 +1192,7 @@ void Executor::reuse_arm() {
   const std::size_t np = image_.programs.size();
   for (std::size_t p = 0; p < np; ++p)
     ru_.max_groups = std::max<std::uint32_t>(ru_.max_groups,
-                                             std::uint32_t((p + 1 < np ? pgroup0_[p + 1] : groups_.size()) - pgroup0_[p]));
+                                             pgroup0_[p + 1] - pgroup0_[p]);
   // A core free before now - margin cannot delay a task started from now on (Complete: it starts at now at
   // the earliest; Stream: armed = free + overhead + setup + fixed costs stays below its input's head, > now).
   Cycle most = 0;
@@ -1254,7 +1255,7 @@ void Executor::describe_burst(std::vector<std::uint64_t>& out, std::uint32_t id)
 // (every task full, the core free before now - margin), 2 at work.
 int Executor::tile_class(TileIndex t, Cycle now) {
   const std::uint32_t p = image_.tile_program[t];
-  const std::uint32_t g0 = pgroup0_[p], g1 = p + 1 < image_.programs.size() ? pgroup0_[p + 1] : std::uint32_t(groups_.size());
+  const std::uint32_t g0 = pgroup0_[p], g1 = pgroup0_[p + 1];
   const TaskInfo* ti = tinfo_.data() + prog0_[p];
   const std::uint32_t s0 = slot0_[t];
   bool fresh = cores_[t].last == kNone, full = cores_[t].free + ru_.margin < now;
@@ -1277,7 +1278,7 @@ void Executor::describe_tile(std::vector<std::uint64_t>& out, TileIndex t, Cycle
   out.push_back(cf + ru_.margin >= now ? cf - now : 0xFFFF'FFFF'FFFF'FFF0ull);
   if (cores_[t].last == kNone) out.push_back(3);
   else describe_task(out, t, cores_[t].last - slot0_[t]);
-  const std::uint32_t g0 = pgroup0_[p], g1 = p + 1 < image_.programs.size() ? pgroup0_[p + 1] : std::uint32_t(groups_.size());
+  const std::uint32_t g0 = pgroup0_[p], g1 = pgroup0_[p + 1];
   const std::uint32_t s0 = slot0_[t];
   for (std::uint32_t g = g0; g < g1; ++g) {
     const Group& gr = groups_[g];
@@ -1389,7 +1390,7 @@ void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
 void Executor::advance_cursors(TileIndex t, std::uint64_t K) {
   if (long_max_ == 0) return;
   const std::uint32_t p = image_.tile_program[t];
-  const std::uint32_t g0 = pgroup0_[p], g1 = p + 1 < image_.programs.size() ? pgroup0_[p + 1] : std::uint32_t(groups_.size());
+  const std::uint32_t g0 = pgroup0_[p], g1 = pgroup0_[p + 1];
   for (std::uint32_t g = g0; g < g1; ++g) {
     const Group& gr = groups_[g];
     if (gr.size <= kScanMax) continue;

@@ -364,10 +364,10 @@ class Executor final : public noc::NetworkClient {
   std::vector<std::uint32_t> prog0_;
   // Claiming an arrival without scanning the whole program: per program and trigger color a group, the
   // list of the tasks with that trigger in program order (group_of_[p * trigger_colors_ + c]: the group's
-  // index among p's, kNoGroup when no task waits on c; pgroup0_[p]: p's first group in groups_). An
-  // arrival walks its color's list to the first task that still needs arrivals (in the default wse3 job a
-  // program has up to 24 tasks, a color's list up to 4; a cursor per tile and group, an array of its own,
-  // was measured slower there: one more cache miss per arrival, docs/timing.md).
+  // index among p's, kNoGroup when no task waits on c; p's groups are groups_[pgroup0_[p] .. pgroup0_[p + 1]),
+  // the last entry an end). An arrival walks its color's list to the first task that still needs arrivals (in the
+  // default wse3 job a program has up to 24 tasks, a color's list up to 4; a cursor per tile and group, an array
+  // of its own, was measured slower there: one more cache miss per arrival, docs/timing.md).
   // A long list (more than kScanMax tasks: a program holding many layers, as on a whole-wafer or square
   // region, has a list per color of every layer's tasks) keeps per tile a cursor, the first of its tasks that
   // may still need arrivals (tasks fill in list order, so the ones before it are full: a lower bound that the
