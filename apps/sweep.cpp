@@ -92,21 +92,28 @@ std::int64_t Study::points() const {
   return n;
 }
 
-ojson Study::settings(std::int64_t index) const {
-  ojson s = ojson::object();
-  for (const auto& [k, v] : fixed) s[k] = v;
+ojson Study::axis_values(std::int64_t index) const {
+  ojson v = ojson::object();
   std::vector<std::size_t> pick(axes.size());
   for (std::size_t a = axes.size(); a-- > 0;) {
     const auto n = std::int64_t(axes[a].second.size());
     pick[a] = std::size_t(index % n);
     index /= n;
   }
-  for (std::size_t a = 0; a < axes.size(); ++a) {
-    const ojson& v = axes[a].second[pick[a]];
-    if (joint(axes[a].first))
-      for (auto it = v.begin(); it != v.end(); ++it) s[it.key()] = *it;
-    else
-      s[axes[a].first] = v;
+  for (std::size_t a = 0; a < axes.size(); ++a) v[axes[a].first] = axes[a].second[pick[a]];
+  return v;
+}
+
+ojson Study::settings(std::int64_t index) const {
+  ojson s = ojson::object();
+  for (const auto& [k, v] : fixed) s[k] = v;
+  const ojson picked = axis_values(index);
+  for (auto a = picked.begin(); a != picked.end(); ++a) {
+    if (!joint(a.key())) {
+      s[a.key()] = *a;
+      continue;
+    }
+    for (auto it = a->begin(); it != a->end(); ++it) s[it.key()] = *it;
   }
   return s;
 }
@@ -139,9 +146,9 @@ Study parse_study(const ojson& j, const std::string& where, const std::filesyste
   hashed.erase("note");
   st.hash = hash_text(hashed.dump());
 
-  auto key_ok = [&](const std::string& path, const std::string& k) {
+  auto key_ok = [&](const std::string& path, const std::string& k, const char* hint = "") {
     if (!is_key(k) && !param(k))
-      fail(where, path, fmt::format("unknown setting (known: {}, or a wafer parameter of `wafer-emu describe`)", join(kKeys)));
+      fail(where, path, fmt::format("unknown setting (known: {}, or a wafer parameter of `wafer-emu describe`{})", join(kKeys), hint));
   };
   if (auto f = j.find("fixed"); f != j.end()) {
     if (!f->is_object()) fail(where, "fixed", "must be a JSON object {\"setting\": value}");
@@ -167,43 +174,13 @@ Study parse_study(const ojson& j, const std::string& where, const std::filesyste
     for (auto it = a->begin(); it != a->end(); ++it) {
       const std::string path = "axes." + it.key();
       // A joint axis: a name that is no setting, over objects of settings that change together.
-      if (Study::joint(it.key()) && it->is_array() && !it->empty() && (*it)[0].is_object()) {
-        std::vector<std::string> keys;
-        for (std::size_t i = 0; i < it->size(); ++i) {
-          const ojson& v = (*it)[i];
-          const std::string at = fmt::format("{}[{}]", path, i);
-          if (!v.is_object() || v.empty())
-            fail(where, at, fmt::format("{} must be an object of settings, as the axis's first value is", v.dump()));
-          std::vector<std::string> ks;
-          for (auto m = v.begin(); m != v.end(); ++m) {
-            const std::string mp = at + "." + m.key();
-            key_ok(mp, m.key());
-            if (m->is_array() || m->is_object()) fail(where, mp, "a setting of a joint axis's value is one value");
-            check_type(where, mp, m.key(), *m);
-            ks.push_back(m.key());
-          }
-          if (i == 0) {
-            for (const auto& k : ks) sweep_once(at + "." + k, k);
-            keys = ks;
-          } else if (ks != keys) {
-            fail(where, at, fmt::format("sets {} where the axis's first value sets {} (every value sets the same settings)",
-                                        fmt::join(ks, ", "), fmt::join(keys, ", ")));
-          }
-          for (std::size_t k = 0; k < i; ++k)
-            if ((*it)[k] == v) fail(where, at, fmt::format("{} is listed twice", v.dump()));
-        }
-        for (const auto& k : keys) swept.emplace_back(k, it.key());
-        st.axes.emplace_back(it.key(), std::vector<ojson>(it->begin(), it->end()));
-        if (double(st.points()) > double(kMaxPoints))
-          fail(where, path, fmt::format("the study would have more than {} points", kMaxPoints));
-        continue;
+      const bool joint = Study::joint(it.key());
+      if (joint && it->is_array() && it->empty()) fail(where, path, "is empty: an axis needs at least one value");
+      if (!joint || !it->is_array() || !(*it)[0].is_object()) {
+        key_ok(path, it.key(), "; an axis of several settings at once takes objects of settings");
+        sweep_once(path, it.key());
+        swept.emplace_back(it.key(), it.key());
       }
-      if (Study::joint(it.key()) && it->is_array() && it->empty()) fail(where, path, "is empty: an axis needs at least one value");
-      if (Study::joint(it.key()))
-        fail(where, path, fmt::format("unknown setting (known: {}, or a wafer parameter of `wafer-emu describe`; an axis of "
-                                      "several settings at once takes objects of settings)", join(kKeys)));
-      sweep_once(path, it.key());
-      swept.emplace_back(it.key(), it.key());
       std::vector<ojson> values;
       if (it->is_object()) {  // a range of whole numbers
         for (auto r = it->begin(); r != it->end(); ++r)
@@ -224,11 +201,33 @@ Study parse_study(const ojson& j, const std::string& where, const std::filesyste
       } else {
         fail(where, path, fmt::format("{} must be a list of values or a range {{\"from\": N, \"count\": K}}", it->dump()));
       }
+      std::vector<std::string> keys;  // a joint axis's settings: its first value's, every value's
       for (std::size_t i = 0; i < values.size(); ++i) {
-        check_type(where, fmt::format("{}[{}]", path, i), it.key(), values[i]);
+        const std::string at = fmt::format("{}[{}]", path, i);
+        if (!joint) {
+          check_type(where, at, it.key(), values[i]);
+        } else {
+          const ojson& v = values[i];
+          if (!v.is_object() || v.empty())
+            fail(where, at, fmt::format("{} must be an object of settings, as the axis's first value is", v.dump()));
+          std::vector<std::string> ks;
+          for (auto m = v.begin(); m != v.end(); ++m) {
+            const std::string mp = at + "." + m.key();
+            key_ok(mp, m.key());
+            if (m->is_array() || m->is_object()) fail(where, mp, "a setting of a joint axis's value is one value");
+            check_type(where, mp, m.key(), *m);
+            if (i == 0) sweep_once(mp, m.key());
+            ks.push_back(m.key());
+          }
+          if (i == 0) keys = ks;
+          else if (ks != keys)
+            fail(where, at, fmt::format("sets {} where the axis's first value sets {} (every value sets the same settings)",
+                                        fmt::join(ks, ", "), fmt::join(keys, ", ")));
+        }
         for (std::size_t k = 0; k < i; ++k)
-          if (values[k] == values[i]) fail(where, fmt::format("{}[{}]", path, i), fmt::format("{} is listed twice", values[i].dump()));
+          if (values[k] == values[i]) fail(where, at, fmt::format("{} is listed twice", values[i].dump()));
       }
+      for (const auto& k : keys) swept.emplace_back(k, it.key());
       st.axes.emplace_back(it.key(), std::move(values));
       if (double(st.points()) > double(kMaxPoints))
         fail(where, path, fmt::format("the study would have more than {} points", kMaxPoints));

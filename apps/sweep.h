@@ -42,6 +42,8 @@ struct Study {
   // The settings of point `index`: the fixed ones, then each axis's value in file order (a joint axis's
   // settings in the order its objects give them).
   ojson settings(std::int64_t index) const;
+  // Point `index`'s value on each axis, by axis name (a joint axis's: its object).
+  ojson axis_values(std::int64_t index) const;
   static bool joint(const std::string& axis);  // an axis of several settings at once (its name is no setting)
   // The axis that sweeps `setting` (itself, or the joint axis holding it); empty when none does.
   std::string axis_of(const std::string& setting) const;

@@ -95,15 +95,6 @@ std::vector<std::vector<std::size_t>> split_by(const std::vector<Group>& groups,
   return out;
 }
 
-// A joint axis's value at a point: its settings as the point has them (in the axis's order).
-ojson joint_value(const Study& study, const std::string& axis, const ojson& s) {
-  ojson v = ojson::object();
-  for (const auto& [k, vs] : study.axes)
-    if (k == axis)
-      for (auto it = vs[0].begin(); it != vs[0].end(); ++it) v[it.key()] = s[it.key()];
-  return v;
-}
-
 }  // namespace
 
 traces::Report summarize(const std::filesystem::path& dir, const Study& study, const std::map<std::int64_t, ojson>& lines) {
@@ -114,9 +105,9 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
   std::map<std::string, std::size_t> index;
   std::int64_t done = 0, failed = 0;
   for (std::int64_t i = 0; i < study.points(); ++i) {
-    const ojson s = study.settings(i);
+    const ojson picked = study.axis_values(i);
     ojson key = ojson::object();
-    for (const auto& a : axes) key[a] = Study::joint(a) ? joint_value(study, a, s) : s[a];
+    for (const auto& a : axes) key[a] = picked[a];
     auto [it, fresh] = index.emplace(key.dump(), groups.size());
     if (fresh) {
       groups.emplace_back();
