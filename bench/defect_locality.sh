@@ -12,6 +12,7 @@
 # Run through bench/run (or set WAFER_EMU).
 set -euo pipefail
 emu="${WAFER_EMU:?run through bench/run}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 defect="${DEFECT_LOCALITY_DEFECT:-router,25,138}"
 read -r -a windows <<<"${DEFECT_LOCALITY_WINDOWS:-0:98,100:199 662:761,100:199}"
 dir="$(mktemp -d)"
@@ -23,19 +24,11 @@ for w in "${windows[@]}"; do
   "$emu" decode --trace "$dir/clean-$w.json" --trace-window "$w" >/dev/null
   "$emu" decode "${bad[@]}" --trace "$dir/defect-$w.json" --trace-window "$w" >/dev/null
 done
-python3 - "$dir" "$what" "${windows[@]}" <<'PY'
-import json, re, sys
+PYTHONPATH="$here" python3 - "$dir" "$what" "${windows[@]}" <<'PY'
+import re, sys
 from collections import Counter, defaultdict
+from tile_tracks import tile_runs as runs
 d, defect, windows = sys.argv[1], sys.argv[2], sys.argv[3:]
-
-def runs(path):
-    ev = json.load(open(path))["traceEvents"]
-    name = {e["tid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("pid") == 1 and e["name"] == "thread_name"}
-    out = defaultdict(list)
-    for e in ev:
-        if e.get("ph") == "X" and e.get("pid") == 1:  # per-tile tracks; ts and dur in us at 1.1 GHz
-            out[name[e["tid"]]].append((round(e["ts"] * 1100), round((e["ts"] + e["dur"]) * 1100)))
-    return out
 
 print(f"{defect} against no defect, per row: how the tiles' task runs moved (cycles)")
 for w in windows:

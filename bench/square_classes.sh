@@ -8,6 +8,7 @@
 # sequences of task durations (the work alone, whatever the waits). Run through bench/run (or set WAFER_EMU).
 set -euo pipefail
 emu="${WAFER_EMU:?run through bench/run}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 read -r -a windows <<<"${SQUARE_CLASSES_WINDOWS:-0:299,140:140 150:150,0:299}"
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
@@ -18,19 +19,14 @@ for w in "${windows[@]}"; do
   "$emu" decode --wafer "$dir/w300.json" --model llama-3.2-1b --placement square --kernel meshgemv \
     --trace "$dir/t-$w.json" --trace-window "$w" >/dev/null
 done
-python3 - "$dir" "${windows[@]}" <<'PY'
-import json, sys
-from collections import defaultdict
+PYTHONPATH="$here" python3 - "$dir" "${windows[@]}" <<'PY'
+import sys
+from tile_tracks import tile_runs
 d, windows = sys.argv[1], sys.argv[2:]
 print("Llama-3.2-1B, meshgemv on the square of a 300 x 300 wse3: tiles of a window by their schedules")
 print("window              tiles  tasks/tile  schedules up to an offset  duration sequences")
 for w in windows:
-    ev = json.load(open(f"{d}/t-{w}.json"))["traceEvents"]
-    name = {e["tid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("pid") == 1 and e["name"] == "thread_name"}
-    runs = defaultdict(list)
-    for e in ev:
-        if e.get("ph") == "X" and e.get("pid") == 1:  # per-tile tracks; ts and dur in us at 1.1 GHz
-            runs[name[e["tid"]]].append((round(e["ts"] * 1100), round((e["ts"] + e["dur"]) * 1100)))
+    runs = tile_runs(f"{d}/t-{w}.json")
     shapes, works = set(), set()
     for r in runs.values():
         r.sort()
