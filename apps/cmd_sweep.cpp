@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <charconv>
 #include <chrono>
@@ -135,6 +136,10 @@ int run_workers(const std::string& spec, const std::string& out, std::int64_t jo
       if (r == 0) continue;
       if (r < 0 && errno == EINTR) continue;
       const int code = r < 0 ? 3 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (r > 0 && WIFSIGNALED(status))
+        fmt::print(stderr, "wafer-emu sweep: a worker was killed by signal {} ({}){}\n", WTERMSIG(status),
+                   strsignal(WTERMSIG(status)),
+                   WTERMSIG(status) == SIGKILL ? ": by the kernel when the machine ran out of memory, or by a user" : "");
       worst = std::max(worst, code);
       pid = -1;
       --running;
@@ -240,6 +245,9 @@ int run_sweep(const std::vector<std::string>& args) {
   } else if (!pending.empty()) {
     sim::Simulator simulator;
     PointCache cache(simulator, vm.count("no-cache") == 0);
+    // The other processes of this study on this host (workers, ranks, array tasks) and this one take turns for
+    // memory (apps/memory_gate.h); one alone is never held back.
+    MemoryGate gate(dir, [&cache] { cache.release(); });
     Resolver resolver(study);
     // A study run whole in this process gives each point's wafers the CPUs (a pipeline's wafers side by side,
     // as decode does); a worker, a rank or a job-array task shares them with others and keeps to one.
@@ -249,7 +257,7 @@ int run_sweep(const std::vector<std::string>& args) {
     std::int64_t ran = 0;
     for (auto i : pending) {
       if (pf.done(i)) continue;
-      pf.append(run_point(cache, resolver, study, i, point_threads));
+      pf.append(run_point(cache, resolver, study, i, point_threads, &gate));
       ++ran;
       progress.tick(partial ? before + ran : pf.count(), pf.failed());
     }

@@ -37,24 +37,33 @@ std::optional<std::uint64_t> memory_available() {
   std::string unit;
   while (in >> key >> kb >> unit)
     if (key == "MemAvailable:") {
-      std::uint64_t bytes = kb << 10;
-#if defined(__GLIBC__)
       // Memory this process freed but keeps (apps::keep_freed_memory) is its own to use again, though the
       // kernel counts it as taken: without it a point would be refused after a large one and run after a
       // small one, or with the cache and not without.
-      bytes += std::uint64_t(mallinfo2().fordblks);
-#endif
-      bytes += noc::huge_blocks_kept();
-      return bytes;
+      return (kb << 10) + memory_kept();
     }
   return std::nullopt;
+}
+
+bool memory_overridden() { return std::getenv("WAFER_EMU_MEMORY_MB") != nullptr; }
+
+std::uint64_t memory_kept() {
+  std::uint64_t bytes = noc::huge_blocks_kept();
+#if defined(__GLIBC__)
+  bytes += std::uint64_t(mallinfo2().fordblks);
+#endif
+  return bytes;
+}
+
+std::string size_text(std::uint64_t bytes) {
+  if (bytes >= 1'000'000'000) return fmt::format("{:.1f} GB", double(bytes) / 1e9);
+  return bytes >= 1'000'000 ? fmt::format("{:.0f} MB", double(bytes) / 1e6) : fmt::format("{:.0f} KB", double(bytes) / 1e3);
 }
 
 namespace {
 std::string records_shortfall(std::uint64_t need, std::optional<std::uint64_t> avail) {
   if (!avail || need <= *avail) return {};
-  return fmt::format("about {:.1f} GB of task records, more than the {:.1f} GB available", double(need) / 1e9,
-                     double(*avail) / 1e9);
+  return fmt::format("about {} of task records, more than the {} available", size_text(need), size_text(*avail));
 }
 }  // namespace
 
@@ -66,6 +75,13 @@ std::vector<std::uint64_t> wafer_records(const mapper::Mapping& mapping) {
 
 std::string memory_shortfall(std::int64_t tasks, std::optional<std::uint64_t> avail) {
   return records_shortfall(core::Executor::record_bytes(std::uint64_t(std::max<std::int64_t>(0, tasks))), avail);
+}
+
+std::uint64_t step_records(const mapper::Mapping& mapping, std::uint32_t threads) {
+  std::vector<std::uint64_t> bytes = wafer_records(mapping);
+  std::sort(bytes.begin(), bytes.end(), std::greater<>());
+  const std::size_t at_once = std::min<std::size_t>(bytes.size(), std::max<std::uint32_t>(1, threads));
+  return std::accumulate(bytes.begin(), bytes.begin() + std::ptrdiff_t(at_once), std::uint64_t(0));
 }
 
 void check_memory(const mapper::Mapping& mapping) {

@@ -46,12 +46,23 @@ mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric);
 // a whole number), else /proc/meminfo's MemAvailable plus what the process's allocator holds free (glibc);
 // none when neither can be read.
 std::optional<std::uint64_t> memory_available();
+// Whether WAFER_EMU_MEMORY_MB sets memory_available() (a fixed figure, which what the process allocates does
+// not lower).
+bool memory_overridden();
+// Bytes this process freed and keeps for its next allocations (its allocator's free memory, glibc, and the
+// huge blocks kept: noc::huge_blocks_kept), which memory_available() counts as available to it.
+std::uint64_t memory_kept();
+// A memory size for a message: "12.4 GB" from 1 GB on, "7 MB" from 1 MB on, else "52 KB".
+std::string size_text(std::uint64_t bytes);
 // What a run of `tasks` tile tasks lacks in memory: empty when its task records (core::Executor::record_bytes,
 // estimated from the task count) fit `avail` (or it is unknown), else "about X GB of task records, more than the
-// Y GB available".
+// Y GB available" (size_text).
 std::string memory_shortfall(std::int64_t tasks, std::optional<std::uint64_t> avail = memory_available());
 // Each wafer's task records in bytes, counted from its image (core::Executor::record_bytes).
 std::vector<std::uint64_t> wafer_records(const mapper::Mapping& mapping);
+// The task records of `mapping`'s wafers held at once when up to `threads` of them run side by side: the
+// largest `threads` wafers' (emulate_points runs fewer at once when those do not fit).
+std::uint64_t step_records(const mapper::Mapping& mapping, std::uint32_t threads);
 // Refuses (hw::InputError, with the figures) a mapping whose full run would keep more task records than
 // memory_available() on some wafer (counted from its image: core::Executor::record_bytes), before anything is
 // allocated.

@@ -25,6 +25,17 @@ void keep_freed_memory() {
   noc::keep_huge_blocks(true);  // the huge-page arrays map on their own (noc/big_array.h)
 }
 
+void PointCache::release() {
+  repairs_.clear();
+  perfect_.clear();
+  maps_.clear();
+  if (sim_.keeps_mesh()) sim_.keep_mesh(false), sim_.keep_mesh(true);  // (off drops the kept mesh)
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+  noc::release_huge_blocks();
+}
+
 PointCache::PointCache(sim::Simulator& simulator, bool enabled) : sim_(simulator), enabled_(enabled) {
   if (enabled_) keep_freed_memory();
   sim_.keep_mesh(enabled_);

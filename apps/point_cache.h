@@ -69,6 +69,11 @@ class PointCache {
   // emulate_point on the simulator (its StepResult::mesh_kept says whether the mesh model was reused).
   sim::StepResult emulate(const DecodePoint& p, const noc::Fabric& fabric, const mapper::Mapping& mapping);
 
+  // Gives back what the cache keeps (repairs, fabrics, mappings, the mesh model; the points running now keep
+  // theirs) and what the process keeps freed (keep_freed_memory) to the kernel, for another process to use
+  // (apps::MemoryGate); the next points build them again. The results stay the same.
+  void release();
+
   // How often each kept thing was reused, and built.
   struct Stats {
     std::int64_t repairs_reused = 0, repairs_built = 0;

@@ -57,17 +57,15 @@ std::vector<SearchCandidate> enumerate_candidates(const DecodePoint& base, const
 
 namespace {
 // Task records of `b` bytes as "about 1.2 GB" or "about 24 MB".
-std::string records_text(double bytes) {
-  return bytes >= 1e9 ? fmt::format("about {:.1f} GB", bytes / 1e9) : fmt::format("about {:.0f} MB", bytes / 1e6);
-}
+std::string records_text(std::uint64_t bytes) { return "about " + size_text(bytes); }
 // The task records of a run of `task_runs` tasks (core::Executor::record_bytes, estimated from the count).
 std::string records(std::int64_t task_runs) {
-  return records_text(double(core::Executor::record_bytes(std::uint64_t(std::max<std::int64_t>(0, task_runs)))));
+  return records_text(core::Executor::record_bytes(std::uint64_t(std::max<std::int64_t>(0, task_runs))));
 }
 // The task records of the largest wafer of `m` (as apps::check_memory counts them).
 std::string records(const mapper::Mapping& m) {
   const std::vector<std::uint64_t> bytes = wafer_records(m);
-  return records_text(bytes.empty() ? 0.0 : double(*std::max_element(bytes.begin(), bytes.end())));
+  return records_text(bytes.empty() ? 0 : *std::max_element(bytes.begin(), bytes.end()));
 }
 
 // Zero-load network cycles of one allreduce of `wl` wavelets along a line of n tiles, as the meshgemv

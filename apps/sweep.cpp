@@ -15,6 +15,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "apps/file_lock.h"
 #include "apps/search.h"
 #include "hw/error.h"
 #include "hw/repair.h"
@@ -405,7 +406,8 @@ Study load_study(const std::filesystem::path& file) {
 
 // ---- one point ---------------------------------------------------------------------------------------------
 
-ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::int64_t index, std::uint32_t threads) {
+ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::int64_t index, std::uint32_t threads,
+                MemoryGate* gate) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
@@ -473,7 +475,10 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
   const auto t_map = Clock::now();
   const double repair_s = std::chrono::duration<double>(t_map - t_repair).count();
   std::string stage = "map";
-  double mapping_s = 0;
+  double mapping_s = 0, wait_s = 0;
+  auto admit = [&](const mapper::Mapping& m, std::uint32_t at_once) {
+    return gate ? std::optional<MemoryGate::Admission>(gate->admit(step_records(m, at_once), &wait_s)) : std::nullopt;
+  };
   try {
     std::shared_ptr<const mapper::Mapping> mapping;
     sim::StepResult res;
@@ -497,6 +502,7 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
         mapping_s = since(t_map);
         if (reused) kept.push_back("mapping");
         stage = "emulate";
+        const auto admission = admit(*mapping, p.threads);
         res = cache.emulate(p, fabric, *mapping);
       }
     } else {
@@ -504,6 +510,7 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
       mapping_s = since(t_map);
       if (reused) kept.push_back("mapping");
       stage = "emulate";
+      const auto admission = admit(*mapping, r.point.threads);
       res = cache.emulate(r.point, fabric, *mapping);
     }
     if (res.mesh_kept) kept.push_back("mesh");
@@ -519,32 +526,18 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
     line["tiles_used"] = mapping->tiles_used();
     line["wall_s"] = {{"total", since(t0)},           {"repair", repair_s},       {"mapping", mapping_s},
                       {"elaboration", res.elaboration_s}, {"emulation", res.emulation_s}, {"kept", kept}};
+    if (gate) line["wall_s"]["memory_wait"] = wait_s;
   } catch (const InputError& e) {
     line["status"] = "failed";
     line["failure"] = {{"stage", stage}, {"reason", e.what()}};
     line["wall_s"] = {{"total", since(t0)}, {"repair", repair_s}, {"mapping", stage == "map" ? since(t_map) : mapping_s},
                       {"kept", kept}};
+    if (gate) line["wall_s"]["memory_wait"] = wait_s;
   }
   return line;
 }
 
 // ---- DIR/points.jsonl --------------------------------------------------------------------------------------
-
-namespace {
-class Lock {
- public:
-  explicit Lock(int fd) : fd_(fd) {
-    while (flock(fd_, LOCK_EX) != 0)
-      if (errno != EINTR) throw std::runtime_error(fmt::format("flock: {}", std::strerror(errno)));
-  }
-  ~Lock() { flock(fd_, LOCK_UN); }
-  Lock(const Lock&) = delete;
-  Lock& operator=(const Lock&) = delete;
-
- private:
-  int fd_;
-};
-}  // namespace
 
 PointsFile::PointsFile(const std::filesystem::path& dir, std::string study_hash, std::int64_t points)
     : path_(dir / "points.jsonl"), study_(std::move(study_hash)), points_(points) {
@@ -557,7 +550,7 @@ PointsFile::~PointsFile() {
 }
 
 void PointsFile::refresh() {
-  Lock lock(fd_);
+  FileLock lock(fd_);
   refresh_locked();
 }
 
@@ -610,7 +603,7 @@ void PointsFile::refresh_locked() {
 
 void PointsFile::append(const ojson& line) {
   {
-    Lock lock(fd_);
+    FileLock lock(fd_);
     refresh_locked();
     if (done(line["index"].get<std::int64_t>())) return;
     const std::string text = line.dump() + "\n";
@@ -630,7 +623,7 @@ void PointsFile::append(const ojson& line) {
 }
 
 std::map<std::int64_t, ojson> PointsFile::read_all() {
-  Lock lock(fd_);
+  FileLock lock(fd_);
   refresh_locked();
   std::map<std::int64_t, ojson> out;
   std::ifstream in(path_, std::ios::binary);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "apps/decode_point.h"
+#include "apps/memory_gate.h"
 #include "apps/point_cache.h"
 #include "hw/defect_map.h"
 #include "sim/simulator.h"
@@ -90,7 +91,10 @@ void check_study(const Study& study);
 // What an earlier point of the process left that this one could use is taken from `cache` (apps/point_cache.h);
 // the line is the same with or without it but for wall_s, which lists what was kept ("kept").
 // `threads`: the point's wafers emulated at once (DecodePoint::threads; the line is the same for any number).
-ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::int64_t index, std::uint32_t threads = 1);
+// `gate`: when given, the emulation waits for its admission (apps/memory_gate.h; wall_s.memory_wait says how
+// long), so the processes of a study on one host never hold more task records at once than fit.
+ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::int64_t index, std::uint32_t threads = 1,
+                MemoryGate* gate = nullptr);
 
 // DIR/points.jsonl: appended under an exclusive lock, each line written whole and fsync'ed. A last line that
 // is not complete JSON (a writer killed mid-line) is cut off before anything is read or appended.

@@ -14,8 +14,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
+#include "apps/memory_gate.h"
 #include "apps/point_cache.h"
 #include "hw/error.h"
 #include "sim/simulator.h"
@@ -104,11 +106,14 @@ struct In {
 // A worker: steps in ('S' tokens context batch; 'Q' to end), answers out ('R' latency and the operators'
 // cycles, 'E' the mapper's or the memory check's refusal; at the end 'T' its figures; 'F' an unexpected
 // failure). It never returns into the parent's stack (no destructor of the parent's objects runs here).
-[[noreturn]] void worker_main(int fd, const DecodePoint& base, bool cache) {
+[[noreturn]] void worker_main(int fd, const DecodePoint& base, bool cache, const std::filesystem::path& gate_dir) {
   int code = 0;
   try {
     sim::Simulator simulator;
     PointCache points(simulator, cache);
+    // The workers take turns for memory (apps/memory_gate.h), so that two large steps are not emulated at once
+    // when they do not fit together.
+    MemoryGate gate(gate_dir, [&points] { points.release(); });
     const std::shared_ptr<const noc::Fabric> fabric = points.perfect(base.spec);
     DecodePoint dp = base;
     std::int64_t emulated = 0;
@@ -128,6 +133,7 @@ struct In {
       std::string answer;
       try {
         const std::shared_ptr<const mapper::Mapping> m = points.map(dp, fabric);
+        const MemoryGate::Admission admission = gate.admit(step_records(*m, dp.threads));
         const sim::StepResult r = points.emulate(dp, *fabric, *m);
         ++emulated;
         Out o('R');
@@ -174,10 +180,18 @@ StepWorkers::StepWorkers(int jobs, const DecodePoint& base, bool cache) {
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t parent = ::getpid();
+  // The workers' memory table (apps::MemoryGate) in a folder of this run's own.
+  std::string tmpl = (std::filesystem::temp_directory_path() / "wafer-emu-table-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data()))
+    throw hw::InputError(fmt::format("--jobs {}: cannot make a folder for the workers in {} ({})", jobs,
+                                     std::filesystem::temp_directory_path().string(), std::strerror(errno)));
+  gate_dir_ = tmpl;
+  std::error_code ec;
   for (int k = 0; k < jobs; ++k) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
       kill_all();
+      std::filesystem::remove_all(gate_dir_, ec);
       throw hw::InputError(fmt::format("--jobs {}: cannot make a socket for a worker ({})", jobs, std::strerror(errno)));
     }
     const pid_t pid = ::fork();
@@ -185,6 +199,7 @@ StepWorkers::StepWorkers(int jobs, const DecodePoint& base, bool cache) {
       const int e = errno;
       ::close(sv[0]), ::close(sv[1]);
       kill_all();
+      std::filesystem::remove_all(gate_dir_, ec);
       throw hw::InputError(fmt::format("--jobs {}: cannot start worker {} ({})", jobs, k + 1, std::strerror(e)));
     }
     if (pid == 0) {
@@ -194,7 +209,7 @@ StepWorkers::StepWorkers(int jobs, const DecodePoint& base, bool cache) {
       if (::getppid() != parent) ::_exit(1);
       ::close(sv[0]);
       for (const Worker& w : workers_) ::close(w.fd);
-      worker_main(sv[1], base, cache);
+      worker_main(sv[1], base, cache, gate_dir_);
     }
     ::close(sv[1]);
     Worker w;
@@ -203,7 +218,11 @@ StepWorkers::StepWorkers(int jobs, const DecodePoint& base, bool cache) {
   }
 }
 
-StepWorkers::~StepWorkers() { kill_all(); }
+StepWorkers::~StepWorkers() {
+  kill_all();
+  std::error_code ec;
+  std::filesystem::remove_all(gate_dir_, ec);
+}
 
 void StepWorkers::kill_all() {
   for (Worker& w : workers_) {

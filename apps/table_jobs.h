@@ -2,13 +2,15 @@
 // `table --jobs N` (docs/tables.md "Worker processes"): the distinct steps of a table's points (decode steps,
 // prefill chunks) emulated on N worker processes. SystemC elaborates once per process, so the workers are
 // forked before anything SystemC exists in the parent; each makes its own sim::Simulator and apps::PointCache
-// (mesh model, memory and mappings kept between its steps) and answers one step at a time over a socket with
+// (mesh model, memory and mappings kept between its steps; the workers take turns for memory, apps/memory_gate.h)
+// and answers one step at a time over a socket with
 // what a table needs of it: the latency and the critical-path cycles per operator. The parent hands the
 // steps out as workers come free, in the order of the points, and assembles the points.
 #include <sys/types.h>
 
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <tuple>
@@ -75,6 +77,7 @@ class StepWorkers {
   void kill_all();
   std::vector<Worker> workers_;
   std::deque<StepKey> queue_;
+  std::filesystem::path gate_dir_;  // the workers' memory table (apps/memory_gate.h), removed at the end
 };
 
 }  // namespace wafer::apps

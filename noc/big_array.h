@@ -52,6 +52,18 @@ inline std::size_t huge_blocks_kept() {
   return p.bytes;
 }
 
+// Returns every kept block to the kernel (a process about to wait for memory that another needs); blocks are
+// kept again as they are freed while keep_huge_blocks is on.
+inline void release_huge_blocks() {
+  auto& p = detail::HugePool::get();
+  std::lock_guard<std::mutex> g(p.m);
+#if defined(__linux__)
+  for (const auto& [b, size] : p.blocks) munmap(b, size);
+#endif
+  p.blocks.clear();
+  p.bytes = 0;
+}
+
 template <class T>
 struct HugePageAllocator {
   using value_type = T;

@@ -23,6 +23,9 @@ if(WAFER_MPIRUN)
     add_test(NAME cli.sweep_mpirun COMMAND ${SWEEP_CHECK} mpirun ${WAFER_EMU} ${STUDY} ${OUT}/sweep_mpirun ${WAFER_MPIRUN})
   endif()
 endif()
+# Processes of one study take turns for memory (apps/memory_gate.h): a point waits while another process is
+# admitted and both do not fit WAFER_EMU_MEMORY_MB, and not at the limit to the byte; --jobs 2 gives --jobs 1's lines.
+add_test(NAME cli.sweep_memory COMMAND ${SWEEP_CHECK} memory ${WAFER_EMU} ${DATA}/sweep_memory.json ${OUT}/sweep_memory)
 # A point's numbers equal `wafer-emu decode`'s for the same settings.
 add_test(NAME cli.sweep_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${STUDY} ${OUT}/sweep_decode)
 # The summary's statistics on a known set of point results.

@@ -17,10 +17,12 @@ sweep_check.py MODE WAFER_EMU STUDY OUTDIR [OTHER_STUDY]
            (data/sweep_summary_known.json): per setting the percentiles, repair success rate, usable tiles and
            extra hops; the best placement per density and hop latency (a tie, a placement with a failed seed);
            the sensitivity slopes and elasticities, one of them computed by hand (19/28 us per cycle).
+  memory   processes of a study take turns for memory (data/sweep_memory.json, apps/memory_gate.h): see
+           mode_memory.
   study    a small study with a placement and a hop_latency axis (data/sweep_placement_tiny.json) run end to
            end: the placements and sensitivity tables agree with what the points file holds.
 """
-import json, math, os, shutil, signal, subprocess, sys, time
+import json, math, os, shutil, signal, socket, subprocess, sys, time
 
 import results
 
@@ -616,6 +618,122 @@ def mode_study(exe, study, out):
     print("ok")
 
 
+def gate_table(d):
+    """The memory table of this host's processes of the study in `d` (apps/memory_gate.h)."""
+    host = "".join(c if c.isalnum() or c in "._-" else "_" for c in socket.gethostname()) or "localhost"
+    return os.path.join(d, ".memory-" + host)
+
+
+def start_time(pid):
+    text = open(f"/proc/{pid}/stat").read()
+    return int(text[text.rindex(")") + 2:].split()[19])  # field 22
+
+
+def gate_rows(d):
+    path = gate_table(d)
+    if not os.path.exists(path):
+        return []
+    return [l.split() for l in open(path) if l.strip() and not l.startswith("#")]
+
+
+def mode_memory(exe, study, out):
+    """Processes of one study take turns for memory (apps/memory_gate.h), under WAFER_EMU_MEMORY_MB=9: a point's
+    records (one small wafer at a time, 6-7 MiB) fit and two points' do not. Another process is played by a
+    `sleep` whose line the test writes into the table: a point waits while it is admitted and its need and the
+    point's exceed 9 MiB, and runs at once when they fit (both sides of the limit, to the byte); it waits while
+    the other is idle and does not fit; a line of a process that is gone, or of one that waits, holds nothing
+    back; a point that does not fit alone is refused as `decode` refuses it. Then --jobs 2 gives --jobs 1's
+    lines, and every process takes its line out of the table when it ends."""
+    limit = 9 << 20
+    env = dict(os.environ, WAFER_EMU_MEMORY_MB="9")
+
+    def with_other(name, state, need, seconds, point=0, mb="9", since=1):
+        d = fresh(os.path.join(out, name))
+        run([exe, "sweep", "--spec", study, "--out", d, "--point", "3"])  # (creates the study directory)
+        other = subprocess.Popen(["sleep", str(seconds)])
+        try:
+            with open(gate_table(d), "w") as f:
+                f.write(f"{other.pid} {start_time(other.pid)} {state} {need} 0 0 {since}\n")
+            t0 = time.time()
+            seen = []  # this point's own lines in the table while it runs
+            p = subprocess.Popen([exe, "sweep", "--spec", study, "--out", d, "--point", str(point)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=dict(env, WAFER_EMU_MEMORY_MB=mb))
+            while p.poll() is None:
+                seen += [r for r in gate_rows(d) if r[0] == str(p.pid)]
+                time.sleep(0.05)
+            wall = time.time() - t0
+            o, e = p.communicate()
+            if p.returncode != 0:
+                raise SystemExit(f"FAIL: {name}: exit {p.returncode}\n{o}\n{e}")
+        finally:
+            other.kill()
+            other.wait()
+        line = [l for l in lines_of(d) if l["index"] == point][0]
+        return line, wall, seen
+
+    # The point's need, from its own line while it waits for an admitted process it cannot run beside.
+    line, wall, seen = with_other("held", "admitted", 4 << 20, 1.5)
+    waits = [r for r in seen if r[2] == "waiting"]
+    if line["status"] != "ok" or line["wall_s"]["memory_wait"] < 1.0 or not waits:
+        raise SystemExit(f"FAIL: beside an admitted process needing 4 MiB the point should wait until it ends: "
+                         f"{line['status']}, waited {line['wall_s']['memory_wait']} s, its table lines {seen}")
+    need = int(waits[0][3])
+    if not (6 << 20) <= need <= (7 << 20):
+        raise SystemExit(f"FAIL: the point asked for {need} bytes, expected one small wafer's records (6-7 MiB)")
+    print(f"held back: need {need} bytes, waited {line['wall_s']['memory_wait']:.2f} s")
+    # The limit: the other's need and this point's exactly 9 MiB run at once; one byte more waits.
+    line, wall, _ = with_other("fits", "admitted", limit - need, 3)
+    if line["status"] != "ok" or line["wall_s"]["memory_wait"] != 0 or wall > 2.5:
+        raise SystemExit(f"FAIL: {need} + {limit - need} bytes fit 9 MiB: waited {line['wall_s']['memory_wait']} s")
+    line, wall, _ = with_other("over", "admitted", limit - need + 1, 1.5)
+    if line["status"] != "ok" or line["wall_s"]["memory_wait"] < 1.0:
+        raise SystemExit(f"FAIL: {need} + {limit - need + 1} bytes exceed 9 MiB: waited {line['wall_s']['memory_wait']} s")
+    print("the limit: at it runs at once, one byte over waits")
+    # An idle process may hold memory it keeps: the point waits for it (it would fit were the other gone).
+    line, wall, _ = with_other("idle", "idle", 0, 1.5, mb="6")
+    if line["status"] != "failed" or line["wall_s"]["memory_wait"] < 1.0:
+        raise SystemExit(f"FAIL: beside an idle process the point should wait, then be refused alone: {line}")
+    # Alone it does not fit: refused as decode refuses it, with no wait.
+    line, wall, _ = with_other("alone", "gone", 0, 0.1, mb="6")
+    if line["status"] != "failed" or line["wall_s"]["memory_wait"] != 0 or \
+            "the step would not fit in memory" not in line["failure"]["reason"]:
+        raise SystemExit(f"FAIL: a point that does not fit alone should be refused at once: {line}")
+    # A line of a process that waits (it keeps nothing) holds nothing back, nor does one of a process gone.
+    line, wall, _ = with_other("waiter", "waiting", 1 << 40, 3)
+    if line["status"] != "ok" or line["wall_s"]["memory_wait"] != 0 or wall > 2.5:
+        raise SystemExit(f"FAIL: a waiting process held the point back: {line['wall_s']}")
+    d = fresh(os.path.join(out, "dead"))
+    run([exe, "sweep", "--spec", study, "--out", d, "--point", "3"])
+    other = subprocess.Popen(["sleep", "0"])
+    st = start_time(other.pid)
+    other.wait()
+    with open(gate_table(d), "w") as f:
+        f.write(f"{other.pid} {st} admitted {1 << 40} 0 0 0\n")
+    r = subprocess.run([exe, "sweep", "--spec", study, "--out", d, "--point", "0"], capture_output=True, text=True,
+                       env=env, timeout=60)
+    line = [l for l in lines_of(d) if l["index"] == 0][0]
+    if r.returncode != 0 or line["status"] != "ok" or line["wall_s"]["memory_wait"] != 0:
+        raise SystemExit(f"FAIL: the line of a process that is gone held the point back: {line}")
+    print("idle: waits; waiting or gone: holds nothing back; alone and too large: refused")
+    # Two workers under the same limit: the same lines as one; the table empty once they end.
+    got = {}
+    for jobs in (1, 2):
+        d = fresh(os.path.join(out, f"jobs{jobs}"))
+        subprocess.run([exe, "sweep", "--spec", study, "--out", d, "--jobs", str(jobs)], check=True, capture_output=True,
+                       env=env, timeout=120)
+        lines = lines_of(d)
+        exactly_once(lines, 4, f"--jobs {jobs} under 9 MiB")
+        if any(l["status"] != "ok" for l in lines):
+            raise SystemExit(f"FAIL: --jobs {jobs} under 9 MiB: a point failed: {[l.get('failure') for l in lines]}")
+        if gate_rows(d):
+            raise SystemExit(f"FAIL: --jobs {jobs}: lines left in the memory table: {gate_rows(d)}")
+        got[jobs] = comparable(lines)
+    if got[1] != got[2]:
+        raise SystemExit("FAIL: --jobs 1 and --jobs 2 differ under a memory limit")
+    print("ok")
+
+
 def main():
     mode, exe, study, out = sys.argv[1:5]
     os.makedirs(out, exist_ok=True)
@@ -635,6 +753,8 @@ def main():
         mode_summary(exe, study, out)
     elif mode == "study":
         mode_study(exe, study, out)
+    elif mode == "memory":
+        mode_memory(exe, study, out)
     else:
         raise SystemExit(f"unknown mode {mode}")
     return 0

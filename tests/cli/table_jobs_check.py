@@ -4,10 +4,11 @@
 table_jobs_check.py same WAFER_EMU OUTDIR
     a grid on the tiny wafer with chunked prompts (chunks shared between prompts) and points that do not map,
     with --jobs 1, 2 and 3: every file byte for byte (meta.yaml's time stamp aside), the same progress lines
-    (one per point, in another order), the same point counts, steps_emulated and chunks_reused.
+    (one per point, in another order), the same point counts, steps_emulated and chunks_reused; nothing left in
+    TMPDIR.
 table_jobs_check.py kill WAFER_EMU OUTDIR
     a worker killed mid-run: exit 2, a one-line error naming the worker, no folder at --out and no temporary
-    one beside it, no worker process left.
+    one beside it or in TMPDIR (the workers' memory table), no worker process left.
 """
 import os, re, shutil, signal, subprocess, sys, time
 
@@ -36,9 +37,14 @@ def mode_same(exe, out):
     args = ["table", "--wafer", "tiny", "--model", "tiny-llama", "--contexts", "128,512", "--batches", "1,4,16",
             "--prefill-tokens", "16,256,512"]
     got = {}
+    tmp = os.path.join(out, "tmp")  # (the workers' memory table goes in a folder of the run's own in TMPDIR)
+    os.makedirs(tmp)
     for jobs in (1, 2, 3):
         d = os.path.join(out, f"jobs{jobs}")
-        r = subprocess.run([exe] + args + ["--jobs", str(jobs), "--out", d], capture_output=True, text=True, timeout=300)
+        r = subprocess.run([exe] + args + ["--jobs", str(jobs), "--out", d], capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, TMPDIR=tmp))
+        if os.listdir(tmp):
+            fail(f"--jobs {jobs}: left {os.listdir(tmp)} in TMPDIR")
         if r.returncode != 0:
             fail(f"--jobs {jobs}: exit {r.returncode}\n{r.stderr}")
         progress = sorted(re.sub(r"^table: \[\d+/", "table: [", re.sub(r" \(.*s in all\)$", "", l))
@@ -100,10 +106,12 @@ def mode_kill(exe, out):
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     tables = os.path.join(out, "tables")
+    tmp = os.path.join(out, "tmp")
+    os.makedirs(tmp)
     # About a second or two of steps on the small wafer.
     p = subprocess.Popen([exe, "table", "--wafer", "small", "--model", "small-llama", "--contexts", "128,512,2048",
                           "--batches", "1,4,16", "--prefill-tokens", "16,256,2048", "--jobs", "2", "--out", tables],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, TMPDIR=tmp))
     deadline = time.time() + 30
     kids = []
     while time.time() < deadline and len(kids) < 2 and p.poll() is None:
@@ -126,8 +134,8 @@ def mode_kill(exe, out):
     errors = [l for l in lines if not l.startswith("table: [")]
     if len(errors) != 1 or not re.search(r"error: --jobs: worker \d of 2 \(pid \d+\) was killed by signal 9", errors[0]):
         fail(f"expected one error line naming the killed worker, got {errors}")
-    if os.path.exists(tables) or any(n.startswith(".tables.tmp") for n in os.listdir(out)):
-        fail(f"a folder is left: {os.listdir(out)}")
+    if os.path.exists(tables) or any(n.startswith(".tables.tmp") for n in os.listdir(out)) or os.listdir(tmp):
+        fail(f"a folder is left: {os.listdir(out)}, in TMPDIR {os.listdir(tmp)}")
     left = [k for k in kids if alive(k)] + [k for k in children(p.pid) if alive(k)]
     if left:
         fail(f"worker processes left: {left}")

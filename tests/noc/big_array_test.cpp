@@ -40,6 +40,20 @@ TEST(BigArrayPool, AKeptBlockServesALargerRequestWithinWhatItWasMappedFor) {
   keep_huge_blocks(false);
 }
 
+// A process about to wait for memory another process needs gives its kept blocks back (apps::MemoryGate); it
+// keeps blocks again as they are freed.
+TEST(BigArrayPool, ReleaseGivesEveryKeptBlockBack) {
+  keep_huge_blocks(true);
+  { BigArray<std::uint8_t> a(5 * kMiB, 1); }
+  EXPECT_GE(huge_blocks_kept(), 5 * kMiB);
+  release_huge_blocks();
+  EXPECT_EQ(huge_blocks_kept(), 0u);
+  { BigArray<std::uint8_t> b(3 * kMiB, 1); }
+  EXPECT_GE(huge_blocks_kept(), 3 * kMiB);
+  release_huge_blocks();
+  keep_huge_blocks(false);
+}
+
 TEST(BigArrayPool, NothingIsKeptWhenKeepingIsOff) {
   keep_huge_blocks(false);
   const std::size_t kept0 = huge_blocks_kept();
