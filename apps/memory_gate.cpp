@@ -114,17 +114,13 @@ void save(int fd, const std::vector<Entry>& es, const std::filesystem::path& pat
   }
 }
 
-Entry self_entry(const char* state) {
-  Entry e;
-  e.pid = long(::getpid());
-  e.start = start_time(e.pid).value_or(0);
-  e.state = state;
-  return e;
-}
 }  // namespace
 
 MemoryGate::MemoryGate(const std::filesystem::path& dir, std::function<void()> release)
-    : path_(dir / (".memory-" + host_name())), release_(std::move(release)) {
+    : path_(dir / (".memory-" + host_name())),
+      release_(std::move(release)),
+      pid_(long(::getpid())),
+      start_(start_time(pid_).value_or(0)) {
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) throw hw::InputError(fmt::format("{}: cannot open ({})", path_.string(), std::strerror(errno)));
   set_idle();
@@ -133,7 +129,7 @@ MemoryGate::MemoryGate(const std::filesystem::path& dir, std::function<void()> r
 MemoryGate::~MemoryGate() {
   try {
     FileLock lock(fd_);
-    save(fd_, load_others(fd_, long(::getpid())), path_);
+    save(fd_, load_others(fd_, pid_), path_);
   } catch (const std::exception&) {
     // (the line is dropped by the next process that reads the table, this one being gone)
   }
@@ -142,8 +138,8 @@ MemoryGate::~MemoryGate() {
 
 void MemoryGate::set_idle() {
   FileLock lock(fd_);
-  std::vector<Entry> es = load_others(fd_, long(::getpid()));
-  es.push_back(self_entry("idle"));
+  std::vector<Entry> es = load_others(fd_, pid_);
+  es.push_back(Entry{pid_, start_, "idle"});
   save(fd_, es, path_);
 }
 
@@ -158,7 +154,7 @@ MemoryGate::Admission::~Admission() {
 
 MemoryGate::Admission MemoryGate::admit(std::uint64_t need, double* waited_s) {
   const auto t0 = std::chrono::steady_clock::now();
-  const long self = long(::getpid());
+  const long self = pid_;
   std::uint64_t since = 0;  // when this process began to wait (0: it does not)
   for (;;) {
     bool admitted = false, release = false;
@@ -187,7 +183,7 @@ MemoryGate::Admission MemoryGate::admit(std::uint64_t need, double* waited_s) {
         }
         const std::uint64_t free = !avail ? 0 : *avail > outstanding ? *avail - outstanding : 0;
         admitted = !avail || !busy || need + ahead <= free;
-        Entry me = self_entry(admitted ? "admitted" : "waiting");
+        Entry me{pid_, start_, admitted ? "admitted" : "waiting"};
         me.need = need;
         if (admitted) {
           me.rss0 = resident(self);

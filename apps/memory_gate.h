@@ -57,6 +57,8 @@ class MemoryGate {
   void set_idle();
   std::filesystem::path path_;
   std::function<void()> release_;
+  long pid_;              // this process
+  std::uint64_t start_;   // its start time (/proc/PID/stat), which its line carries
   int fd_ = -1;
   bool released_ = false;  // nothing kept since release_ was last called
 };
