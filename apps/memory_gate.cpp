@@ -128,6 +128,9 @@ MemoryGate::MemoryGate(const std::filesystem::path& dir, std::function<void()> r
 
 MemoryGate::~MemoryGate() {
   try {
+    // What the process keeps goes back before its line does: a process waiting for it would otherwise find no
+    // one else on the machine and measure the memory before this one has given it back.
+    release_();
     FileLock lock(fd_);
     save(fd_, load_others(fd_, pid_), path_);
   } catch (const std::exception&) {

@@ -30,7 +30,8 @@ namespace wafer::apps {
 class MemoryGate {
  public:
   // The table DIR/.memory-<host>; this process is entered idle. `release` frees what the process keeps
-  // between points (apps::PointCache::release) and is called before it waits.
+  // between points (apps::PointCache::release) and is called before it waits, and at the end, before the
+  // process's line leaves the table.
   MemoryGate(const std::filesystem::path& dir, std::function<void()> release);
   ~MemoryGate();
   MemoryGate(const MemoryGate&) = delete;
