@@ -3,7 +3,7 @@
 # (Llama-3.1-8B on wse3, negative-binomial defects at 0.1 per cm^2, alpha 2, STUDY_WSE3_SEEDS seeds, default
 # 6) swept with --jobs 1 and then --jobs 2: wall time, points per minute, the ratio, the median point's wall
 # time and the peak RSS. Run through bench/run. STUDY_WSE3_ARGS: more sweep options (e.g. --no-cache, to see the
-# points built from scratch).
+# points built from scratch). STUDY_WSE3_MPI=1: as 1 and 2 ranks of Open MPI's mpirun instead of --jobs.
 # STUDY_WSE3_FULL=1: the shipped study itself instead (configs/studies/defect-yield.json, 400 points: 4
 # densities x 2 alphas x 50 seeds) with --jobs 2 only (STUDY_WSE3_FULL_JOBS), once: wall time, points per
 # minute, and per density and alpha the median point and its split (about 5 minutes).
@@ -49,11 +49,19 @@ cat >"$dir/study.json" <<JSON
  "axes": {"density": [0.1], "alpha": [2], "seed": {"from": 1, "count": $seeds}}}
 JSON
 for jobs in 1 2; do
-  /usr/bin/time -f "%e %M" -o "$dir/time$jobs" "$emu" sweep --spec "$dir/study.json" --out "$dir/out$jobs" --jobs "$jobs" --quiet "${extra[@]}" >/dev/null
+  if [ "${STUDY_WSE3_MPI:-0}" = 1 ]; then  # as ranks of Open MPI's mpirun rather than --jobs workers
+    launch=(mpirun -n "$jobs" --oversubscribe)
+    [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
+    /usr/bin/time -f "%e %M" -o "$dir/time$jobs" "${launch[@]}" "$emu" sweep --spec "$dir/study.json" --out "$dir/out$jobs" \
+      --quiet "${extra[@]}" >/dev/null
+  else
+    /usr/bin/time -f "%e %M" -o "$dir/time$jobs" "$emu" sweep --spec "$dir/study.json" --out "$dir/out$jobs" --jobs "$jobs" \
+      --quiet "${extra[@]}" >/dev/null
+  fi
 done
-python3 - "$dir" "$seeds" <<'PY'
+python3 - "$dir" "$seeds" "${STUDY_WSE3_MPI:-0}" <<'PY'
 import json, statistics, sys
-d, n = sys.argv[1], int(sys.argv[2])
+d, n, mpi = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 rate = {}
 for jobs in (1, 2):
     wall, rss = open(f"{d}/time{jobs}").read().split()
@@ -61,7 +69,7 @@ for jobs in (1, 2):
     ok = sum(l["status"] == "ok" for l in lines)
     point = statistics.median(l["wall_s"]["total"] for l in lines)
     rate[jobs] = 60 * n / float(wall)
-    print(f"--jobs {jobs}: {n} points ({ok} ok) in {float(wall):.2f} s: {rate[jobs]:.1f} points/min; median point "
+    print(f"{'ranks' if mpi else '--jobs'} {jobs}: {n} points ({ok} ok) in {float(wall):.2f} s: {rate[jobs]:.1f} points/min; median point "
           f"{point:.2f} s; peak RSS {int(rss) // 1024} MiB")
-print(f"scaling with 2 jobs: {rate[2] / rate[1]:.2f}x; the 400-point study at that rate: {400 / rate[2]:.1f} min")
+print(f"scaling with 2 {'ranks' if mpi else 'jobs'}: {rate[2] / rate[1]:.2f}x; the 400-point study at that rate: {400 / rate[2]:.1f} min")
 PY
