@@ -37,20 +37,24 @@ class SweepProgress {
  public:
   SweepProgress(std::int64_t total, std::int64_t already, bool quiet)
       : total_(total), already_(already), on_(!quiet && isatty(STDERR_FILENO) != 0) {}
-  void tick(std::int64_t done, std::int64_t failed, bool force = false) {
+  // `waiting`: the study's processes on this host waiting for memory (apps::MemoryGate::waiting).
+  void tick(std::int64_t done, std::int64_t failed, bool force = false, std::int64_t waiting = 0) {
     if (!on_) return;
     const double t = std::chrono::duration<double>(Clock::now() - start_).count();
     if (!force && last_ >= 0 && t - last_ < 0.25) return;
     last_ = t;
     const double rate = t > 0 ? double(done - already_) / t : 0.0;
     const std::string eta = rate > 0 ? fmt::format("{:.0f} s", double(total_ - done) / rate) : std::string("?");
-    fmt::print(stderr, "\rsweep: {}/{} points ({} failed), {:.2f} points/s, ETA {}   ", done, total_, failed, rate, eta);
+    const std::string wait = waiting > 0 ? fmt::format(", {} waiting for memory", waiting) : std::string();
+    fmt::print(stderr, "\rsweep: {}/{} points ({} failed), {:.2f} points/s, ETA {}{}   ", done, total_, failed, rate, eta,
+               wait);
     std::fflush(stderr);
     shown_ = true;
   }
   ~SweepProgress() {
     if (shown_) fmt::print(stderr, "\n");
   }
+  bool on() const { return on_; }
   SweepProgress(const SweepProgress&) = delete;
   SweepProgress& operator=(const SweepProgress&) = delete;
 
@@ -145,7 +149,7 @@ int run_workers(const std::string& spec, const std::string& out, std::int64_t jo
       --running;
     }
     pf.refresh();
-    progress.tick(pf.count(), pf.failed(), running == 0);
+    progress.tick(pf.count(), pf.failed(), running == 0, progress.on() ? MemoryGate::waiting(out) : 0);
     if (running > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return worst;

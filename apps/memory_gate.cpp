@@ -116,6 +116,22 @@ void save(int fd, const std::vector<Entry>& es, const std::filesystem::path& pat
 
 }  // namespace
 
+std::int64_t MemoryGate::waiting(const std::filesystem::path& dir) {
+  const std::filesystem::path path = dir / (".memory-" + host_name());
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  std::int64_t n = 0;
+  try {
+    FileLock lock(fd);
+    for (const Entry& e : load_others(fd, 0))
+      if (e.state == "waiting") ++n;
+  } catch (const std::exception&) {
+    n = 0;  // (progress only)
+  }
+  ::close(fd);
+  return n;
+}
+
 MemoryGate::MemoryGate(const std::filesystem::path& dir, std::function<void()> release)
     : path_(dir / (".memory-" + host_name())),
       release_(std::move(release)),

@@ -54,6 +54,10 @@ class MemoryGate {
 
   const std::filesystem::path& path() const { return path_; }
 
+  // How many live processes wait for memory in the table of `dir` on this host (0 when there is none): the
+  // progress line of `sweep --jobs N` shows it.
+  static std::int64_t waiting(const std::filesystem::path& dir);
+
  private:
   void set_idle();
   std::filesystem::path path_;

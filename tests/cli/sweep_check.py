@@ -22,7 +22,7 @@ sweep_check.py MODE WAFER_EMU STUDY OUTDIR [OTHER_STUDY]
   study    a small study with a placement and a hop_latency axis (data/sweep_placement_tiny.json) run end to
            end: the placements and sensitivity tables agree with what the points file holds.
 """
-import json, math, os, shutil, signal, socket, subprocess, sys, time
+import json, math, os, pty, re, shutil, signal, socket, subprocess, sys, time
 
 import results
 
@@ -642,8 +642,9 @@ def mode_memory(exe, study, out):
     `sleep` whose line the test writes into the table: a point waits while it is admitted and its need and the
     point's exceed 9 MiB, and runs at once when they fit (both sides of the limit, to the byte); it waits while
     the other is idle and does not fit; a line of a process that is gone, or of one that waits, holds nothing
-    back; a point that does not fit alone is refused as `decode` refuses it. Then --jobs 2 gives --jobs 1's
-    lines, and every process takes its line out of the table when it ends."""
+    back; a point that does not fit alone is refused as `decode` refuses it. On a terminal, --jobs 2's progress
+    line counts the workers waiting for memory. Then --jobs 2 gives --jobs 1's lines, and every process takes its
+    line out of the table when it ends."""
     limit = 9 << 20
     env = dict(os.environ, WAFER_EMU_MEMORY_MB="9")
 
@@ -716,6 +717,36 @@ def mode_memory(exe, study, out):
     if r.returncode != 0 or line["status"] != "ok" or line["wall_s"]["memory_wait"] != 0:
         raise SystemExit(f"FAIL: the line of a process that is gone held the point back: {line}")
     print("idle: waits; waiting or gone: holds nothing back; alone and too large: refused")
+    # On a terminal, the progress line of --jobs 2 says how many workers wait for memory (both, while the
+    # other process is admitted with 4 MiB).
+    d = fresh(os.path.join(out, "progress"))
+    run([exe, "sweep", "--spec", study, "--out", d, "--point", "3"])
+    other = subprocess.Popen(["sleep", "2"])
+    try:
+        with open(gate_table(d), "w") as f:
+            f.write(f"{other.pid} {start_time(other.pid)} admitted {4 << 20} 0 0 1\n")
+        master, slave = pty.openpty()
+        p = subprocess.Popen([exe, "sweep", "--spec", study, "--out", d, "--jobs", "2"], stdout=subprocess.DEVNULL,
+                             stderr=slave, env=env)
+        os.close(slave)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # (EIO: the terminal's other side is closed)
+                break
+            if not chunk:
+                break
+            shown += chunk
+        os.close(master)
+        p.wait(timeout=60)
+    finally:
+        other.kill()
+        other.wait()
+    text = shown.decode(errors="replace")
+    if p.returncode != 0 or not re.search(r"sweep: \d+/4 points \(0 failed\).*, [12] waiting for memory", text):
+        raise SystemExit(f"FAIL: the progress line should show the workers waiting for memory (exit {p.returncode}):\n{text}")
+    print("progress: " + re.findall(r"[12] waiting for memory", text)[0])
     # Two workers under the same limit: the same lines as one; the table empty once they end.
     got = {}
     for jobs in (1, 2):
