@@ -52,8 +52,6 @@ class MemoryGate {
   // waited (0 when it was admitted without waiting).
   Admission admit(std::uint64_t need, double* waited_s = nullptr);
 
-  const std::filesystem::path& path() const { return path_; }
-
   // How many live processes wait for memory in the table of `dir` on this host (0 when there is none): the
   // progress line of `sweep --jobs N` shows it.
   static std::int64_t waiting(const std::filesystem::path& dir);
