@@ -39,6 +39,9 @@ void finish(const traces::Report& report, const po::variables_map& vm);
 // A defect map file to write (`option` PATH): refused unless it ends in .csv or .json (hw::write_defects).
 void check_map_path(const std::string& path, const char* option);
 
+// How a child process ended, from its waitpid status: "exited with status N" or "was killed by signal N (Name)".
+std::string describe_status(int status);
+
 // Progress for long runs: one line on stderr, rewritten in place on a terminal, at most a few per second.
 class Progress {
  public:

@@ -141,8 +141,7 @@ int run_workers(const std::string& spec, const std::string& out, std::int64_t jo
       if (r < 0 && errno == EINTR) continue;
       const int code = r < 0 ? 3 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       if (r > 0 && WIFSIGNALED(status))
-        fmt::print(stderr, "wafer-emu sweep: a worker was killed by signal {} ({}){}\n", WTERMSIG(status),
-                   strsignal(WTERMSIG(status)),
+        fmt::print(stderr, "wafer-emu sweep: a worker {}{}\n", describe_status(status),
                    WTERMSIG(status) == SIGKILL ? ": by the kernel when the machine ran out of memory, or by a user" : "");
       worst = std::max(worst, code);
       pid = -1;

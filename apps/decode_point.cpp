@@ -77,11 +77,17 @@ std::string memory_shortfall(std::int64_t tasks, std::optional<std::uint64_t> av
   return records_shortfall(core::Executor::record_bytes(std::uint64_t(std::max<std::int64_t>(0, tasks))), avail);
 }
 
+namespace {
+// The records of the `n` largest of `sorted` (largest first) held at once.
+std::uint64_t largest(const std::vector<std::uint64_t>& sorted, std::size_t n) {
+  return std::accumulate(sorted.begin(), sorted.begin() + std::ptrdiff_t(std::min(n, sorted.size())), std::uint64_t(0));
+}
+}  // namespace
+
 std::uint64_t step_records(const mapper::Mapping& mapping, std::uint32_t threads) {
   std::vector<std::uint64_t> bytes = wafer_records(mapping);
   std::sort(bytes.begin(), bytes.end(), std::greater<>());
-  const std::size_t at_once = std::min<std::size_t>(bytes.size(), std::max<std::uint32_t>(1, threads));
-  return std::accumulate(bytes.begin(), bytes.begin() + std::ptrdiff_t(at_once), std::uint64_t(0));
+  return largest(bytes, std::max<std::uint32_t>(1, threads));
 }
 
 void check_memory(const mapper::Mapping& mapping) {
@@ -113,7 +119,7 @@ std::uint32_t threads_for(std::vector<std::uint64_t> records, std::uint32_t thre
   if (threads == 1) return 1;
   std::sort(records.begin(), records.end(), std::greater<>());
   for (; threads > 1; --threads)
-    if (records_shortfall(std::accumulate(records.begin(), records.begin() + threads, std::uint64_t(0)), avail).empty())
+    if (records_shortfall(largest(records, threads), avail).empty())
       break;
   return threads;
 }

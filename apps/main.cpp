@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "apps/cli.h"
@@ -65,6 +67,12 @@ void Progress::tick(std::int64_t done) {
 }
 void Progress::done() {
   if (tty_ && last_ >= 0) fmt::print(stderr, "\n");
+}
+
+std::string describe_status(int st) {
+  if (WIFEXITED(st)) return fmt::format("exited with status {}", WEXITSTATUS(st));
+  if (WIFSIGNALED(st)) return fmt::format("was killed by signal {} ({})", WTERMSIG(st), strsignal(WTERMSIG(st)));
+  return "ended";
 }
 
 }  // namespace wafer::apps

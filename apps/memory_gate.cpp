@@ -75,18 +75,9 @@ std::string host_name() {
 
 // The table's lines of live processes but this one (a process killed mid-point leaves its line behind; a line
 // that does not parse is dropped too: the table is rewritten whole under the lock).
-std::vector<Entry> load_others(int fd, long self) {
-  std::string text;
-  char buf[4096];
-  for (off_t at = 0;;) {
-    const ssize_t n = ::pread(fd, buf, sizeof(buf), at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, std::size_t(n));
-    at += n;
-  }
+std::vector<Entry> load_others(int fd, long self, const std::filesystem::path& path) {
   std::vector<Entry> out;
-  std::istringstream lines(text);
+  std::istringstream lines(read_from(fd, 0, path.string()));
   std::string line;
   while (std::getline(lines, line)) {
     if (line.empty() || line[0] == '#') continue;
@@ -123,7 +114,7 @@ std::int64_t MemoryGate::waiting(const std::filesystem::path& dir) {
   std::int64_t n = 0;
   try {
     FileLock lock(fd);
-    for (const Entry& e : load_others(fd, 0))
+    for (const Entry& e : load_others(fd, 0, path))
       if (e.state == "waiting") ++n;
   } catch (const std::exception&) {
     n = 0;  // (progress only)
@@ -148,7 +139,7 @@ MemoryGate::~MemoryGate() {
     // one else on the machine and measure the memory before this one has given it back.
     release_();
     FileLock lock(fd_);
-    save(fd_, load_others(fd_, pid_), path_);
+    save(fd_, load_others(fd_, pid_, path_), path_);
   } catch (const std::exception&) {
     // (the line is dropped by the next process that reads the table, this one being gone)
   }
@@ -157,7 +148,7 @@ MemoryGate::~MemoryGate() {
 
 void MemoryGate::set_idle() {
   FileLock lock(fd_);
-  std::vector<Entry> es = load_others(fd_, pid_);
+  std::vector<Entry> es = load_others(fd_, pid_, path_);
   es.push_back(Entry{pid_, start_, "idle"});
   save(fd_, es, path_);
 }
@@ -179,7 +170,7 @@ MemoryGate::Admission MemoryGate::admit(std::uint64_t need, double* waited_s) {
     bool admitted = false, release = false;
     {
       FileLock lock(fd_);
-      std::vector<Entry> es = load_others(fd_, self);
+      std::vector<Entry> es = load_others(fd_, self, path_);
       const bool others_wait = std::any_of(es.begin(), es.end(), [](const Entry& e) { return e.state == "waiting"; });
       if (others_wait && !released_) {
         release = true;  // first give back what this process keeps (outside the lock), then look again

@@ -558,14 +558,7 @@ void PointsFile::refresh_locked() {
   const off_t end = ::lseek(fd_, 0, SEEK_END);
   if (end < 0) throw std::runtime_error(fmt::format("{}: lseek: {}", path_.string(), std::strerror(errno)));
   if (end < offset_) throw InputError(fmt::format("{}: the file shrank while the study ran", path_.string()));
-  std::string buf(std::size_t(end - offset_), '\0');
-  std::size_t got = 0;
-  while (got < buf.size()) {
-    const ssize_t n = ::pread(fd_, buf.data() + got, buf.size() - got, offset_ + off_t(got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error(fmt::format("{}: read: {}", path_.string(), std::strerror(errno)));
-    got += std::size_t(n);
-  }
+  const std::string buf = read_from(fd_, off_t(offset_), path_.string());  // (appends are made under the lock)
   std::size_t pos = 0;
   while (pos < buf.size()) {
     const std::size_t nl = buf.find('\n', pos);

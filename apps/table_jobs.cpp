@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "apps/cli.h"
 #include "apps/memory_gate.h"
 #include "apps/point_cache.h"
 #include "hw/error.h"
@@ -161,12 +162,6 @@ struct In {
     code = 3;
   }
   ::_exit(code);
-}
-
-std::string describe_status(int st) {
-  if (WIFEXITED(st)) return fmt::format("exited with status {}", WEXITSTATUS(st));
-  if (WIFSIGNALED(st)) return fmt::format("was killed by signal {} ({})", WTERMSIG(st), strsignal(WTERMSIG(st)));
-  return "ended";
 }
 
 std::string one_line(std::string s) {
