@@ -12,6 +12,7 @@
 
 #include "apps/cli.h"
 #include "hw/error.h"
+#include "noc/big_array.h"
 
 namespace wafer::apps {
 
@@ -110,6 +111,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    wafer::noc::huge_page_advice();  // (WAFER_EMU_HUGE_PAGES checked before anything is allocated)
     return it->run(args);
   } catch (const wafer::hw::InputError& e) {
     fmt::print(stderr, "wafer-emu {}: error: {}\n", it->name, e.what());

@@ -1,9 +1,14 @@
 #pragma once
 // An allocator for the per-tile arrays of the timing models and the cores' records, which a full wafer makes
 // tens to hundreds of MB large and which a run reads in scattered order: blocks of 2 MiB and more are mapped
-// on their own, aligned to 2 MiB and offered to the kernel for transparent huge pages
-// (madvise(MADV_HUGEPAGE); a hint, ignored where unsupported), so one TLB entry and one page fault cover
-// 2 MiB instead of 4 KiB; they go back to the kernel when freed. Smaller blocks come from the ordinary heap.
+// on their own, aligned to 2 MiB, and go back to the kernel when freed. Smaller blocks come from the ordinary
+// heap.
+//
+// Transparent huge pages: the blocks follow the system's policy unless WAFER_EMU_HUGE_PAGES says otherwise
+// (huge_page_advice below). They used to be offered for huge pages (madvise(MADV_HUGEPAGE)) always, for the
+// TLB; measured on the 2-core VM (bench/cold.sh, docs/timing.md "Huge pages and cold memory"), a huge page
+// faulted in after the machine has been idle a few seconds costs several times a small one, so the default
+// decode took 1.13 s with the advice and 0.72 s without, and the emulation was no faster with it.
 #include <cstddef>
 #include <cstdint>
 #include <algorithm>
@@ -11,6 +16,7 @@
 #include <mutex>
 #include <utility>
 #include <new>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -18,7 +24,33 @@
 #include <sys/mman.h>
 #endif
 
+#include "hw/error.h"
+
 namespace wafer::noc {
+
+// What the big blocks ask of the kernel, from WAFER_EMU_HUGE_PAGES, read once: "1" offers them for transparent
+// huge pages (MADV_HUGEPAGE), "0" keeps them off huge pages (MADV_NOHUGEPAGE, for systems whose policy is
+// "always"); unset or empty, nothing (the system's policy). Anything else is refused: an unknown value must
+// not silently mean one of the three.
+enum class HugePageAdvice { System, Huge, NoHuge };
+inline HugePageAdvice parse_huge_page_advice(const char* v) {
+  if (!v || !*v) return HugePageAdvice::System;
+  if (v[0] == '1' && !v[1]) return HugePageAdvice::Huge;
+  if (v[0] == '0' && !v[1]) return HugePageAdvice::NoHuge;
+  throw hw::InputError(std::string("WAFER_EMU_HUGE_PAGES must be 1 (huge pages), 0 (none) or unset (the system's "
+                                   "policy), not '") + v + "'");
+}
+inline HugePageAdvice huge_page_advice() {
+  static const HugePageAdvice a = parse_huge_page_advice(std::getenv("WAFER_EMU_HUGE_PAGES"));
+  return a;
+}
+// Gives a mapping that advice (a hint: failure only means the system's policy).
+inline void advise_huge_pages([[maybe_unused]] void* p, [[maybe_unused]] std::size_t bytes, HugePageAdvice a) {
+  if (a == HugePageAdvice::System) return;
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+  madvise(p, bytes, a == HugePageAdvice::Huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+#endif
+}
 
 // Freed huge blocks kept for later allocations (keep_huge_blocks(true)): a process that runs many steps
 // (apps::PointCache, the wafers of a pipeline, emulated one after the other or side by side) then maps and
@@ -117,9 +149,7 @@ struct HugePageAllocator {
     if (aligned > a) munmap(m, aligned - a);
     if (aligned + mapped < a + mapped + kHuge) munmap(reinterpret_cast<void*>(aligned + mapped), a + kHuge - aligned);
     void* p = reinterpret_cast<void*>(aligned);
-#if defined(MADV_HUGEPAGE)
-    madvise(p, mapped, MADV_HUGEPAGE);  // a hint: failure only means ordinary pages
-#endif
+    advise_huge_pages(p, mapped, huge_page_advice());
     pool.given.push_back({p, mapped});
     pool.in_use += mapped;
     pool.peak = std::max(pool.peak, pool.in_use);

@@ -3,8 +3,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
 
+#include "hw/error.h"
 #include "noc/big_array.h"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace wafer::noc {
 namespace {
@@ -98,6 +106,67 @@ TEST(BigArray, SmallArraysOfOverAlignedElementsAreAligned) {
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(v.data()) % 32, 0u) << n;
   }
 }
+
+// WAFER_EMU_HUGE_PAGES: 1, 0 or unset; anything else is refused, naming the variable and the value.
+TEST(HugePageAdvice, TheVariableTakesOneZeroOrNothing) {
+  EXPECT_EQ(parse_huge_page_advice(nullptr), HugePageAdvice::System);
+  EXPECT_EQ(parse_huge_page_advice(""), HugePageAdvice::System);
+  EXPECT_EQ(parse_huge_page_advice("1"), HugePageAdvice::Huge);
+  EXPECT_EQ(parse_huge_page_advice("0"), HugePageAdvice::NoHuge);
+  for (const char* bad : {"yes", "2", "10", "01", " 1", "1 "}) {
+    try {
+      parse_huge_page_advice(bad);
+      ADD_FAILURE() << bad;
+    } catch (const hw::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("WAFER_EMU_HUGE_PAGES must be 1")), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos);
+    }
+  }
+}
+
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+// The kernel's flags of the mapping that holds p (/proc/self/smaps VmFlags: "hg" advised huge pages, "nh" advised
+// none); empty if not found.
+std::string vm_flags(const void* p) {
+  std::ifstream in("/proc/self/smaps");
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= a && a < hi;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line + " ";
+  }
+  return {};
+}
+
+// The big blocks follow the system's policy unless asked (the test runs with WAFER_EMU_HUGE_PAGES unset): no
+// advice by default, huge pages or none when advised.
+TEST(HugePageAdvice, BlocksCarryTheAdviceAndNoneByDefault) {
+  ASSERT_EQ(huge_page_advice(), HugePageAdvice::System) << "run with WAFER_EMU_HUGE_PAGES unset";
+  BigArray<std::uint8_t> a(4 * kMiB, 1);
+  std::string f = vm_flags(a.data());
+  ASSERT_FALSE(f.empty()) << "no VmFlags for the block in /proc/self/smaps";
+  EXPECT_EQ(f.find(" hg "), std::string::npos) << f;
+  EXPECT_EQ(f.find(" nh "), std::string::npos) << f;
+  const std::size_t n = 4 * kMiB;
+  void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  advise_huge_pages(m, n, HugePageAdvice::Huge);
+  f = vm_flags(m);
+  EXPECT_NE(f.find(" hg "), std::string::npos) << f;
+  advise_huge_pages(m, n, HugePageAdvice::NoHuge);
+  f = vm_flags(m);
+  EXPECT_NE(f.find(" nh "), std::string::npos) << f;
+  EXPECT_EQ(f.find(" hg "), std::string::npos) << f;
+  munmap(m, n);
+}
+#endif
 
 }  // namespace
 }  // namespace wafer::noc
