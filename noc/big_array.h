@@ -7,8 +7,8 @@
 // Transparent huge pages: the blocks follow the system's policy unless WAFER_EMU_HUGE_PAGES says otherwise
 // (huge_page_advice below). They used to be offered for huge pages (madvise(MADV_HUGEPAGE)) always, for the
 // TLB; measured on the 2-core VM (bench/cold.sh, docs/timing.md "Huge pages and cold memory"), a huge page
-// faulted in after the machine has been idle a few seconds costs several times a small one, so the default
-// decode took 1.13 s with the advice and 0.72 s without, and the emulation was no faster with it.
+// faulted in after the machine has been idle a few seconds costs several times a small one: the default
+// decode run alone took 1.26 s with the advice and 0.84 s without, its emulation no faster with it.
 #include <cstddef>
 #include <cstdint>
 #include <algorithm>
