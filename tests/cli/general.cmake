@@ -19,8 +19,8 @@ wafer_cli_test(wafer_huge --exit 2 --one-line-error --stderr "'logical_(width|he
 wafer_cli_test(wafer_type --exit 2 --one-line-error --stderr "'clock_ghz' must be a number" -- ${WAFER_EMU} describe --wafer ${DATA}/bad_type.json)
 wafer_cli_test(wafer_missing_file --exit 2 --one-line-error --stderr "nope.json: cannot open wafer file" -- ${WAFER_EMU} describe --wafer ${DATA}/nope.json)
 wafer_cli_test(json_unwritable --exit 2 --one-line-error --stderr "cannot write output file" -- ${WAFER_EMU} describe --json ${OUT}/no-such-dir/x.json)
-# WAFER_EMU_HUGE_PAGES (noc/big_array.h): 1 advises huge pages for the big arrays, with the same results; any value
-# but 1, 0 or nothing is refused before anything runs.
+# WAFER_EMU_HUGE_PAGES (noc/big_array.h): any value but 1, 0 or nothing is refused before anything runs (describe
+# allocates no big array: the check is main's, up front).
 wafer_cli_test(huge_pages_bad --exit 2 --one-line-error --stderr "WAFER_EMU_HUGE_PAGES must be 1 \\(huge pages\\), 0 \\(none\\) or unset.*not 'yes'"
   -- ${WAFER_EMU} describe)
 set_tests_properties(cli.huge_pages_bad PROPERTIES ENVIRONMENT "WAFER_EMU_HUGE_PAGES=yes")
