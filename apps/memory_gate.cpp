@@ -164,13 +164,12 @@ MemoryGate::Admission::~Admission() {
 
 MemoryGate::Admission MemoryGate::admit(std::uint64_t need, double* waited_s) {
   const auto t0 = std::chrono::steady_clock::now();
-  const long self = pid_;
   std::uint64_t since = 0;  // when this process began to wait (0: it does not)
   for (;;) {
     bool admitted = false, release = false;
     {
       FileLock lock(fd_);
-      std::vector<Entry> es = load_others(fd_, self, path_);
+      std::vector<Entry> es = load_others(fd_, pid_, path_);
       const bool others_wait = std::any_of(es.begin(), es.end(), [](const Entry& e) { return e.state == "waiting"; });
       if (others_wait && !released_) {
         release = true;  // first give back what this process keeps (outside the lock), then look again
@@ -189,14 +188,14 @@ MemoryGate::Admission MemoryGate::admit(std::uint64_t need, double* waited_s) {
             outstanding += e.need > grown ? e.need - grown : 0;
           }
           if (e.state != "waiting") busy = true;
-          else if (since == 0 || e.since < since || (e.since == since && e.pid < self)) ahead += e.need;
+          else if (since == 0 || e.since < since || (e.since == since && e.pid < pid_)) ahead += e.need;
         }
         const std::uint64_t free = !avail ? 0 : *avail > outstanding ? *avail - outstanding : 0;
         admitted = !avail || !busy || need + ahead <= free;
         Entry me{pid_, start_, admitted ? "admitted" : "waiting"};
         me.need = need;
         if (admitted) {
-          me.rss0 = resident(self);
+          me.rss0 = resident(pid_);
           me.kept0 = memory_kept();
         } else {
           if (since == 0) since = now_ns();

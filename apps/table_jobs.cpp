@@ -181,12 +181,10 @@ StepWorkers::StepWorkers(int jobs, const DecodePoint& base, bool cache) {
     throw hw::InputError(fmt::format("--jobs {}: cannot make a folder for the workers in {} ({})", jobs,
                                      std::filesystem::temp_directory_path().string(), std::strerror(errno)));
   gate_dir_ = tmpl;
-  std::error_code ec;
   for (int k = 0; k < jobs; ++k) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
       kill_all();
-      std::filesystem::remove_all(gate_dir_, ec);
       throw hw::InputError(fmt::format("--jobs {}: cannot make a socket for a worker ({})", jobs, std::strerror(errno)));
     }
     const pid_t pid = ::fork();
@@ -194,7 +192,6 @@ StepWorkers::StepWorkers(int jobs, const DecodePoint& base, bool cache) {
       const int e = errno;
       ::close(sv[0]), ::close(sv[1]);
       kill_all();
-      std::filesystem::remove_all(gate_dir_, ec);
       throw hw::InputError(fmt::format("--jobs {}: cannot start worker {} ({})", jobs, k + 1, std::strerror(e)));
     }
     if (pid == 0) {
@@ -213,11 +210,7 @@ StepWorkers::StepWorkers(int jobs, const DecodePoint& base, bool cache) {
   }
 }
 
-StepWorkers::~StepWorkers() {
-  kill_all();
-  std::error_code ec;
-  std::filesystem::remove_all(gate_dir_, ec);
-}
+StepWorkers::~StepWorkers() { kill_all(); }
 
 void StepWorkers::kill_all() {
   for (Worker& w : workers_) {
@@ -229,6 +222,8 @@ void StepWorkers::kill_all() {
     }
     if (w.fd >= 0) ::close(w.fd), w.fd = -1;
   }
+  std::error_code ec;  // (the workers' memory table goes with them)
+  if (!gate_dir_.empty()) std::filesystem::remove_all(gate_dir_, ec);
 }
 
 void StepWorkers::fail(std::size_t k, const std::string& what) {

@@ -74,7 +74,7 @@ class StepWorkers {
     StepKey step{};
   };
   [[noreturn]] void fail(std::size_t k, const std::string& what);
-  void kill_all();
+  void kill_all();  // ends every worker and removes their memory table
   std::vector<Worker> workers_;
   std::deque<StepKey> queue_;
   std::filesystem::path gate_dir_;  // the workers' memory table (apps/memory_gate.h), removed at the end
