@@ -50,7 +50,8 @@ const PlacementStrategy& placement(std::string_view name);
 // Helpers the strategies share (mapper/placement/bands.cpp).
 namespace placement_detail {
 // Heights for `stages` stacked in `rows` rows: proportional to bytes, every decoder layer the same height,
-// leftover rows to the non-layer stages. Throws InputError when rows < stages.size().
+// leftover rows to the non-layer stages (none: they stay idle, below the last band; the sum is then less than
+// `rows`). Throws InputError when rows < stages.size().
 std::vector<std::int32_t> band_heights(const std::vector<StageShape>& stages, std::int32_t rows,
                                        std::string_view strategy);
 // Throws InputError when some router inside `rect` is dead (repair incomplete).

@@ -56,12 +56,13 @@ std::vector<std::int32_t> band_heights(const std::vector<StageShape>& stages, st
       if (stages[i].is_layer) h[i] += more;
     left = rows - sum();
   }
+  // Stages of only decoder layers (a wafer of a pipeline holding neither the embedding nor the head): the rows
+  // left over stay idle below the last band, so that every layer keeps one height and one program (layers of
+  // two heights would run two kernels that time apart).
   std::vector<std::int32_t> others;
   for (std::int32_t i = 0; i < n; ++i)
     if (!stages[i].is_layer) others.push_back(i);
-  if (others.empty())
-    for (std::int32_t i = 0; i < n; ++i) others.push_back(i);
-  for (std::size_t k = 0; left > 0; ++k, --left) ++h[others[k % others.size()]];
+  for (std::size_t k = 0; left > 0 && !others.empty(); ++k, --left) ++h[others[k % others.size()]];
   return h;
 }
 

@@ -89,6 +89,32 @@ TEST(Placement, BandsPlaceEveryStageInsideTheArrayWithoutOverlap) {
   }
 }
 
+// A wafer of a pipeline that holds only decoder layers: every layer one height, the rows left over idle below
+// the last band (docs/mapping.md: all decoder layers equally tall). With an embedding and a head they take them.
+TEST(Placement, LayersAloneKeepOneHeightAndLeaveTheRestIdle) {
+  std::vector<StageShape> layers(7, StageShape{"layer", 100, true});
+  EXPECT_EQ(placement_detail::band_heights(layers, 60, "layer-bands"), std::vector<std::int32_t>(7, 8));  // 56 of 60
+  EXPECT_EQ(placement_detail::band_heights(layers, 56, "layer-bands"), std::vector<std::int32_t>(7, 8));  // no rest
+  EXPECT_EQ(placement_detail::band_heights(layers, 55, "layer-bands"), std::vector<std::int32_t>(7, 7));  // 49 of 55
+  noc::Fabric f = noc::Fabric::perfect({40, 60});
+  for (const char* name : {"layer-bands", "defect-aware"}) {
+    auto regions = placement(name).place(layers, f);
+    ASSERT_EQ(regions.size(), 7u) << name;
+    for (std::size_t s = 0; s < regions.size(); ++s) {
+      EXPECT_EQ(regions[s].rect.h, 8) << name << " stage " << s;
+      EXPECT_EQ(regions[s].rect.y0, std::int32_t(8 * s)) << name << " stage " << s;
+    }
+  }
+  // serpentine-bands: 8 layers in 4 band rows of 14 (56 of 58 rows)
+  auto serp = placement("serpentine-bands").place(std::vector<StageShape>(8, StageShape{"layer", 100, true}), noc::Fabric::perfect({40, 58}));
+  for (std::size_t s = 0; s < serp.size(); ++s) EXPECT_EQ(serp[s].rect, (hw::Rect{serp[s].rect.x0, std::int32_t(14 * (s / 2)), 20, 14})) << s;
+  std::vector<StageShape> with = layers;
+  with.insert(with.begin(), StageShape{"embedding", 100, false});
+  with.push_back(StageShape{"head", 100, false});
+  // 9 stages in 60 rows: 6 each (54), the 6 left over to the embedding and the head in turn
+  EXPECT_EQ(placement_detail::band_heights(with, 60, "layer-bands"), (std::vector<std::int32_t>{9, 6, 6, 6, 6, 6, 6, 6, 9}));
+}
+
 TEST(Placement, SerpentineOutputLandsNextToTheNextInput) {
   noc::Fabric f = noc::Fabric::perfect({40, 60});
   std::vector<StageShape> stages(10, StageShape{"layer", 100, true});
