@@ -374,9 +374,11 @@ WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric&
   eo.reuse = opt.reuse;
   core::Executor ex(spec, im, fabric, *wm, port, eo);
   auto t2 = std::chrono::steady_clock::now();
-  elab += std::chrono::duration<double>(t2 - t1).count();
+  ws.elaboration_s = std::chrono::duration<double>(t2 - t1).count();
+  elab += ws.elaboration_s;
   ws.step = ex.run();
-  emul += seconds_since(t2);
+  ws.emulation_s = seconds_since(t2);
+  emul += ws.emulation_s;
   if (!ws.step.finished)
     throw std::runtime_error(fmt::format(
         "wafer {}: the step never finished: the done tile ({},{}) received {} of {} bursts on color {} ({} of {} "
@@ -636,6 +638,7 @@ StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fab
         const Cycle shift = start - ws.step.start;
         shift_step(ws, shift);
         ws.reused_from = int(from[k]);
+        ws.elaboration_s = ws.emulation_s = 0;  // (nothing built or run for it)
         if (opt.keep_task_runs) {
           runs_[k] = runs_[from[k]];
           for (auto& t : runs_[k]) t.trigger += shift, t.start += shift, t.end += shift;

@@ -107,6 +107,9 @@ struct WaferStep {
   RegionTotals regions;             // StepOptions::region_cells
   RegionSeries series;              // StepOptions::series_cells
   int reused_from = -1;             // the earlier wafer whose result this is (shifted), -1: emulated
+  // Wall seconds building this wafer's executor and running it (0 for a wafer reused from another); not
+  // deterministic, like StepResult::elaboration_s.
+  double elaboration_s = 0, emulation_s = 0;
 };
 
 struct Named {

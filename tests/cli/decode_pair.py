@@ -4,6 +4,9 @@ run(exe, args, out, trace) runs `wafer-emu decode ARGS --json OUT` (with --trace
 given), exits the test on failure, and returns the result and its `wall_time` section apart.
 differences(a, b, name_a, name_b) lists the sections in which two results differ, byte for byte (the same
 serialisation of both: sorted keys, no whitespace freedom).
+per_wafer_bad(result, wall, name) lists what is wrong with wall_time.per_wafer: a row per wafer of the
+configuration, whose tasks and layers add up to the totals, a wafer reused from another counted as such and
+costing nothing.
 """
 import json, subprocess, sys
 
@@ -30,3 +33,27 @@ def differences(a, b, name_a, name_b):
             out.append(f"section {k!r} differs:\n  {name_a} {json.dumps(a.get(k), sort_keys=True)[:400]}\n"
                        f"  {name_b} {json.dumps(b.get(k), sort_keys=True)[:400]}")
     return out
+
+
+def per_wafer_bad(result, wall, name):
+    t = wall["per_wafer"]
+    cols = [c["name"] for c in t["columns"]]
+    rows = [dict(zip(cols, r)) for r in t["rows"]]
+    bad = []
+    wafers = result["config"]["wafers"]["value"]
+    if [r["wafer"] for r in rows] != list(range(wafers)):
+        bad.append(f"{name}: per_wafer has wafers {[r['wafer'] for r in rows]}, expected 0..{wafers - 1}")
+    for key in ("tasks_executed", "tasks_represented", "layers_reused", "layers_watched"):
+        total = sum(r[key] for r in rows)
+        if total != wall[key]["value"]:
+            bad.append(f"{name}: per_wafer {key} adds up to {total}, wall_time.{key} is {wall[key]['value']}")
+    copies = [r for r in rows if r["reused_from"] >= 0]
+    if len(copies) != wall["wafers_reused"]["value"]:
+        bad.append(f"{name}: {len(copies)} wafers reused in per_wafer, wall_time.wafers_reused is {wall['wafers_reused']['value']}")
+    for r in rows:
+        copy = r["reused_from"] >= 0
+        if copy and (r["reused_from"] >= r["wafer"] or r["elaboration"] != 0 or r["emulation"] != 0 or r["tasks_executed"] != 0):
+            bad.append(f"{name}: wafer {r['wafer']} reused from {r['reused_from']} but built or ran something: {r}")
+        if not copy and (r["emulation"] <= 0 or r["tasks_executed"] <= 0):
+            bad.append(f"{name}: wafer {r['wafer']} emulated but shows no emulation time or task: {r}")
+    return bad

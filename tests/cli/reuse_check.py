@@ -13,7 +13,7 @@ anything), `some:N` (at least N layers copied), or `any`. The run with --no-reus
 """
 import os, sys
 
-from decode_pair import differences, run
+from decode_pair import differences, per_wafer_bad, run
 
 
 def main():
@@ -32,6 +32,7 @@ def main():
     a, wa = run(exe, args, os.path.join(out_dir, f"{name}.reuse.json"), ta)
     b, wb = run(exe, args + ["--no-reuse"], os.path.join(out_dir, f"{name}.full.json"), tb)
     bad = differences(a, b, "reuse", "full ")
+    bad += per_wafer_bad(a, wa, "reuse") + per_wafer_bad(b, wb, "--no-reuse")
     if has_trace:
         with open(ta, "rb") as f, open(tb, "rb") as g:
             if f.read() != g.read():

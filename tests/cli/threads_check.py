@@ -11,7 +11,7 @@ silently went back to one after the other fails. The run with --threads 1 must r
 """
 import os, sys
 
-from decode_pair import differences, run
+from decode_pair import differences, per_wafer_bad, run
 
 
 def main():
@@ -27,6 +27,7 @@ def main():
     a, wa = run(exe, args + ["--threads", "1"], os.path.join(out_dir, f"{name}.1.json"), ta)
     b, wb = run(exe, args + ["--threads", n], os.path.join(out_dir, f"{name}.{n}.json"), tb)
     bad = differences(a, b, "1 thread  ", f"{n} threads")
+    bad += per_wafer_bad(a, wa, "1 thread") + per_wafer_bad(b, wb, f"{n} threads")
     if has_trace:
         with open(ta, "rb") as f, open(tb, "rb") as g:
             if f.read() != g.read():
