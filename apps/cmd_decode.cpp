@@ -630,11 +630,10 @@ int run_decode(const std::vector<std::string>& args) {
                             "each wafer's executor built and run; a wafer whose step is another's, shifted (reused_from; -1: "
                             "emulated), costs 0 s");
   for (std::size_t k = 0; k < res.wafers.size(); ++k) {
-    const sim::WaferStep& w = res.wafers[k];
-    const bool copy = w.reused_from >= 0;
-    pw.rows.push_back({std::int64_t(k), w.elaboration_s, w.emulation_s, std::int64_t(copy ? 0 : w.step.tasks_executed),
-                       std::int64_t(w.step.tasks_run), std::int64_t(copy ? 0 : w.step.layers_reused),
-                       std::int64_t(copy ? 0 : w.step.layers_watched), std::int64_t(w.reused_from)});
+    const sim::WaferStep& w = res.wafers[k];  // (a copied wafer's own costs are 0: sim::WaferStep)
+    pw.rows.push_back({std::int64_t(k), w.elaboration_s, w.emulation_s, std::int64_t(w.step.tasks_executed),
+                       std::int64_t(w.step.tasks_run), std::int64_t(w.step.layers_reused),
+                       std::int64_t(w.step.layers_watched), std::int64_t(w.reused_from)});
   }
   for (std::size_t i = 0; i < mapping.notes.size(); ++i) rep.add_text(fmt::format("note_{}", i + 1), mapping.notes[i]);
 

@@ -638,7 +638,9 @@ StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fab
         const Cycle shift = start - ws.step.start;
         shift_step(ws, shift);
         ws.reused_from = int(from[k]);
-        ws.elaboration_s = ws.emulation_s = 0;  // (nothing built or run for it)
+        // (nothing built or run for it: its own cost is none, the result's is the earlier wafer's)
+        ws.elaboration_s = ws.emulation_s = 0;
+        ws.step.tasks_executed = 0, ws.step.layers_reused = ws.step.layers_watched = 0;
         if (opt.keep_task_runs) {
           runs_[k] = runs_[from[k]];
           for (auto& t : runs_[k]) t.trigger += shift, t.start += shift, t.end += shift;

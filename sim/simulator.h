@@ -107,8 +107,9 @@ struct WaferStep {
   RegionTotals regions;             // StepOptions::region_cells
   RegionSeries series;              // StepOptions::series_cells
   int reused_from = -1;             // the earlier wafer whose result this is (shifted), -1: emulated
-  // Wall seconds building this wafer's executor and running it (0 for a wafer reused from another); not
-  // deterministic, like StepResult::elaboration_s.
+  // Wall seconds building this wafer's executor and running it; not deterministic, like
+  // StepResult::elaboration_s. A wafer reused from another has these, and its step's tasks_executed,
+  // layers_reused and layers_watched, at 0 (nothing of it was built or run).
   double elaboration_s = 0, emulation_s = 0;
 };
 

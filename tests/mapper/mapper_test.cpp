@@ -106,8 +106,10 @@ TEST(Placement, LayersAloneKeepOneHeightAndLeaveTheRestIdle) {
     }
   }
   // serpentine-bands: 8 layers in 4 band rows of 14 (56 of 58 rows)
-  auto serp = placement("serpentine-bands").place(std::vector<StageShape>(8, StageShape{"layer", 100, true}), noc::Fabric::perfect({40, 58}));
-  for (std::size_t s = 0; s < serp.size(); ++s) EXPECT_EQ(serp[s].rect, (hw::Rect{serp[s].rect.x0, std::int32_t(14 * (s / 2)), 20, 14})) << s;
+  auto serp = placement("serpentine-bands")
+                  .place(std::vector<StageShape>(8, StageShape{"layer", 100, true}), noc::Fabric::perfect({40, 58}));
+  for (std::size_t s = 0; s < serp.size(); ++s)
+    EXPECT_EQ(serp[s].rect, (hw::Rect{serp[s].rect.x0, std::int32_t(14 * (s / 2)), 20, 14})) << s;
   std::vector<StageShape> with = layers;
   with.insert(with.begin(), StageShape{"embedding", 100, false});
   with.push_back(StageShape{"head", 100, false});
