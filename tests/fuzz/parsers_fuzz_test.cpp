@@ -76,7 +76,7 @@ void fuzz(const std::string& what, const std::vector<fs::path>& seeds, const std
     ASSERT_FALSE(good.empty()) << s;
     for (int i = 0; i < mutants; ++i) inputs.push_back(mutate(good, rng));
   }
-  int refused = 0;
+  int refused = 0, kept = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     { std::ofstream(file, std::ios::binary) << inputs[i]; }
     try {
@@ -86,11 +86,12 @@ void fuzz(const std::string& what, const std::vector<fs::path>& seeds, const std
     } catch (const std::exception& e) {
       const fs::path keep = dir / ("crash-" + std::to_string(i) + ext);
       std::ofstream(keep, std::ios::binary) << inputs[i];
+      ++kept;
       ADD_FAILURE() << what << ": mutant " << i << " threw " << typeid(e).name() << ": " << e.what() << " (kept as "
                     << keep << ")";
     }
   }
-  fs::remove_all(dir);
+  if (kept == 0) fs::remove_all(dir);  // (else it holds the inputs that failed)
   std::printf("%s: %zu inputs, %d refused with a one-line error, %zu parsed\n", what.c_str(), inputs.size(), refused,
               inputs.size() - std::size_t(refused));
   EXPECT_GT(refused, 0) << "no mutant was refused: the mutator does nothing";

@@ -3,10 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <system_error>
+#include <vector>
 #include <unistd.h>
 
 #include "hw/error.h"
@@ -20,11 +23,23 @@ using wafer::hw::testing::per_wafer;
 
 namespace {
 
+// The folders the tests write their files in, removed when the test program ends (one per test).
+struct TempDirs {
+  std::vector<std::filesystem::path> made;
+  ~TempDirs() {
+    for (const auto& d : made) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
+};
+TempDirs temp_dirs;
+
 std::filesystem::path temp_dir() {
-  auto d = std::filesystem::temp_directory_path() /
-           ("wafer_defects_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  std::filesystem::create_directories(d);
+  std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::replace(name.begin(), name.end(), '/', '_');  // (a parameterised test's name is Name/N)
+  auto d = std::filesystem::temp_directory_path() / ("wafer_defects_test_" + std::to_string(::getpid()) + "_" + name);
+  if (std::filesystem::create_directories(d)) temp_dirs.made.push_back(d);
   return d;
 }
 
