@@ -623,17 +623,18 @@ int run_decode(const std::vector<std::string>& args) {
   wall.add_int("layers_reused", std::int64_t(res.layers_reused), "layers", "layers copied once their state repeated");
   wall.add_int("layers_watched", std::int64_t(res.layers_watched), "layers",
                "layers of the runs watched for a repeated state (0: no run long enough)");
+  wall.add("reuse_cuts", res.cuts_s, "s", "of emulation, the cuts of the runs watched: describing the state, comparing, copying");
   // Wafer by wafer (a pipeline's wafers run side by side with --threads: which one bounds the wall time).
   auto& pw = wall.add_table("per_wafer",
                             {"wafer", "elaboration [s]", "emulation [s]", "tasks_executed [tasks]", "tasks_represented [tasks]",
-                             "layers_reused [layers]", "layers_watched [layers]", "reused_from"},
+                             "layers_reused [layers]", "layers_watched [layers]", "reuse_cuts [s]", "reused_from"},
                             "each wafer's executor built and run; a wafer whose step is another's, shifted (reused_from; -1: "
                             "emulated), costs 0 s");
   for (std::size_t k = 0; k < res.wafers.size(); ++k) {
     const sim::WaferStep& w = res.wafers[k];  // (a copied wafer's own costs are 0: sim::WaferStep)
     pw.rows.push_back({std::int64_t(k), w.elaboration_s, w.emulation_s, std::int64_t(w.step.tasks_executed),
                        std::int64_t(w.step.tasks_run), std::int64_t(w.step.layers_reused),
-                       std::int64_t(w.step.layers_watched), std::int64_t(w.reused_from)});
+                       std::int64_t(w.step.layers_watched), w.step.cuts_s, std::int64_t(w.reused_from)});
   }
   for (std::size_t i = 0; i < mapping.notes.size(); ++i) rep.add_text(fmt::format("note_{}", i + 1), mapping.notes[i]);
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <limits>
@@ -404,6 +405,7 @@ StepResult Executor::run() {
   r.tasks_executed = tasks_run_ - ru_.skipped_tasks;
   r.layers_reused = ru_.skipped_layers;
   r.layers_watched = ru_.watched;
+  r.cuts_s = ru_.cuts_s;
   r.tasks_total = slots_.size();
   r.bursts = bursts_.size() - (weight_burst_ == kNone ? 0 : 1) - image_.start.size();
   r.weight_bursts = weight_bursts_;
@@ -1409,6 +1411,12 @@ void Executor::advance_cursors(TileIndex t, std::uint64_t K) {
 void Executor::reuse_cut() {
   ru_.pending = false;
   if (ru_.done) return;
+  // (what watching costs, in wall time: StepResult::cuts_s)
+  struct Clock {
+    double& total;
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    ~Clock() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+  } clock{ru_.cuts_s};
   fold_runs();  // (work_ is compared with, and copied from, the previous cut's)
   const Cycle now = net_.now();
   auto& out = ru_.desc;

@@ -145,6 +145,7 @@ struct StepResult {
   std::uint64_t tasks_executed = 0;   // of tasks_run, those emulated (the others copied: ExecOptions::reuse)
   std::uint32_t layers_reused = 0;    // layers copied rather than emulated
   std::uint32_t layers_watched = 0;   // layers of the run reuse watched for a repeat (0: none tried)
+  double cuts_s = 0;  // wall seconds in reuse's cuts (describing, comparing, the jump); not deterministic
   std::uint64_t bursts = 0;           // bursts the cores sent (weights and injections excluded)
   std::uint64_t weight_bursts = 0, weight_bytes = 0;  // StreamIn ops served (no mesh bursts) and their bytes
   std::uint64_t unclaimed = 0;        // bursts no task took (a firmware bug when nonzero)
@@ -461,6 +462,7 @@ class Executor final : public noc::NetworkClient {
     bool on = false;                  // the image has a run of identical layers and the network can jump
     bool done = false;                // jumped, or gave up
     std::uint32_t watched = 0;        // layers a..b when armed (in space: of every run armed)
+    double cuts_s = 0;                // wall seconds in reuse_cut
     std::uint16_t a = 0, b = 0;       // layers a..b: identical blocks in every program
     std::vector<std::uint32_t> off, len;  // per program: layer a's block (first task), tasks per block
     std::uint32_t max_groups = 0;     // most claim groups of one program

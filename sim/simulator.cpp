@@ -640,7 +640,7 @@ StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fab
         ws.reused_from = int(from[k]);
         // (nothing built or run for it: its own cost is none, the result's is the earlier wafer's)
         ws.elaboration_s = ws.emulation_s = 0;
-        ws.step.tasks_executed = 0, ws.step.layers_reused = ws.step.layers_watched = 0;
+        ws.step.tasks_executed = 0, ws.step.layers_reused = ws.step.layers_watched = 0, ws.step.cuts_s = 0;
         if (opt.keep_task_runs) {
           runs_[k] = runs_[from[k]];
           for (auto& t : runs_[k]) t.trigger += shift, t.start += shift, t.end += shift;
@@ -663,6 +663,7 @@ StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fab
       res.tasks_executed += ws.step.tasks_executed;
       res.layers_reused += ws.step.layers_reused;
       res.layers_watched += ws.step.layers_watched;
+      res.cuts_s += ws.step.cuts_s;
       res.wafers.push_back(std::move(ws));
     }
     res.latency = start;

@@ -109,7 +109,7 @@ struct WaferStep {
   int reused_from = -1;             // the earlier wafer whose result this is (shifted), -1: emulated
   // Wall seconds building this wafer's executor and running it; not deterministic, like
   // StepResult::elaboration_s. A wafer reused from another has these, and its step's tasks_executed,
-  // layers_reused and layers_watched, at 0 (nothing of it was built or run).
+  // layers_reused, layers_watched and cuts_s, at 0 (nothing of it was built or run).
   double elaboration_s = 0, emulation_s = 0;
 };
 
@@ -138,6 +138,7 @@ struct StepResult {
   std::uint32_t wafers_reused = 0;
   std::uint32_t layers_reused = 0;  // layers copied within the wafers emulated (core::StepResult)
   std::uint32_t layers_watched = 0;  // layers of the runs reuse watched for a repeat (core::StepResult)
+  double cuts_s = 0;  // of emulation_s, the seconds in reuse's cuts (core::StepResult::cuts_s)
   bool mesh_kept = false;  // the mesh model of the previous step was reset and reused (Simulator::keep_mesh)
   std::uint32_t threads = 1;  // wafers emulated at once (StepOptions::threads, when they could be)
 };

@@ -5,8 +5,8 @@ given), exits the test on failure, and returns the result and its `wall_time` se
 differences(a, b, name_a, name_b) lists the sections in which two results differ, byte for byte (the same
 serialisation of both: sorted keys, no whitespace freedom).
 per_wafer_bad(result, wall, name) lists what is wrong with wall_time.per_wafer: a row per wafer of the
-configuration, whose tasks and layers add up to the totals, a wafer reused from another counted as such and
-costing nothing.
+configuration, whose tasks, layers and seconds in reuse's cuts add up to the totals (the cuts within the
+emulation, none without a run watched), a wafer reused from another counted as such and costing nothing.
 """
 import json, subprocess, sys
 
@@ -47,13 +47,21 @@ def per_wafer_bad(result, wall, name):
         total = sum(r[key] for r in rows)
         if total != wall[key]["value"]:
             bad.append(f"{name}: per_wafer {key} adds up to {total}, wall_time.{key} is {wall[key]['value']}")
+    cuts = sum(r["reuse_cuts"] for r in rows)
+    if abs(cuts - wall["reuse_cuts"]["value"]) > 1e-6 * max(1.0, cuts):
+        bad.append(f"{name}: per_wafer reuse_cuts adds up to {cuts}, wall_time.reuse_cuts is {wall['reuse_cuts']['value']}")
     copies = [r for r in rows if r["reused_from"] >= 0]
     if len(copies) != wall["wafers_reused"]["value"]:
         bad.append(f"{name}: {len(copies)} wafers reused in per_wafer, wall_time.wafers_reused is {wall['wafers_reused']['value']}")
     for r in rows:
         copy = r["reused_from"] >= 0
-        if copy and (r["reused_from"] >= r["wafer"] or r["elaboration"] != 0 or r["emulation"] != 0 or r["tasks_executed"] != 0):
+        if copy and (r["reused_from"] >= r["wafer"] or r["elaboration"] != 0 or r["emulation"] != 0 or r["tasks_executed"] != 0
+                     or r["reuse_cuts"] != 0):
             bad.append(f"{name}: wafer {r['wafer']} reused from {r['reused_from']} but built or ran something: {r}")
         if not copy and (r["emulation"] <= 0 or r["tasks_executed"] <= 0):
             bad.append(f"{name}: wafer {r['wafer']} emulated but shows no emulation time or task: {r}")
+        # (the cuts are part of the emulation, and there are none without a run watched)
+        if r["reuse_cuts"] < 0 or r["reuse_cuts"] > r["emulation"] or (r["layers_watched"] == 0 and r["reuse_cuts"] != 0):
+            bad.append(f"{name}: wafer {r['wafer']} spent {r['reuse_cuts']} s in cuts, emulation {r['emulation']} s, "
+                       f"{r['layers_watched']} layers watched: {r}")
     return bad

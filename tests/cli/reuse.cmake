@@ -16,6 +16,9 @@ reuse_test(wafers4_defects some ${TINY_R} --wafers 4 --density 20 --seed 3)
 # are still copied where they repeat (below): the same answer and the same trace.
 reuse_test(wafers4_trace none ${TINY_R} --wafers 4 --trace TRACE)
 reuse_test(wafers6_6layers some ${TINY6} --wafers 6)
+# Five wafers of 8 layers: wafers 2 and 3 are copies of wafer 1, which copies layers of its own; a copied
+# wafer's own costs (tasks, layers, seconds in cuts) are 0 in wall_time.per_wafer (decode_pair.py).
+reuse_test(small40_wafers5 some --wafer small --model ${DATA}/reuse_small_40_layers.json --context 512 --wafers 5)
 # Two wafers: the first holds the embedding, the second the head: nothing repeats.
 reuse_test(wafers2 none ${TINY_R} --wafers 2)
 reuse_test(wafers2_cycle none ${TINY_R} --wafers 2 --fidelity cycle)

@@ -20,6 +20,7 @@ threads_test(wafers3_cycle 2 2 ${TINY_T} --wafers 3 --fidelity cycle)
 threads_test(small_wafers2 2 2 ${SMALL_T} --wafers 2)
 threads_test(small_wafers2_square 2 2 ${SMALL_T} --wafers 2 --placement square)
 threads_test(small_wafers3_batch2 2 2 ${SMALL_T} --wafers 3 --batch 2)
+threads_test(small40_wafers5 2 2 --wafer small --model ${DATA}/reuse_small_40_layers.json --context 512 --wafers 5)
 # The mapping search (--placement auto): the candidates it emulates run side by side (sim::Simulator::run_batch),
 # the same table of candidates, the same choice, the same answer.
 threads_test(auto 2 2 ${TINY_T} --placement auto)
