@@ -1132,12 +1132,14 @@ void Executor::space_setup() {
       }
       if (layers > best_layers) best_layers = layers, best_per = per, best = std::move(runs);
     }
-  // Armed only for runs that can copy something. A run's first cut still sees the layers before it: on
-  // every wafer measured (the 8B, 70B and Mixtral with layer-bands and serpentine-bands on wse3, the tiny
-  // and small test models) the description at group a + 2 is the first to equal the one before, so a jump
-  // copies groups - 3 groups at most. A shorter run (a defective wafer's few alike bands) would only pay
-  // for the cuts: the claim cursors (tiles x claim groups), the touched slots, the route log and a
-  // description per group (on wse3 with 50 defects: 200 MB and 0.3 s for nothing).
+  // Armed only for runs whose copies pay for watching them. A run's first cut still sees the layers before
+  // it: on every wafer measured (the 8B, 70B and Mixtral with layer-bands and serpentine-bands on wse3, the
+  // tiny and small test models) the description at group a + 2 is the first to equal the one before, so a
+  // jump copies groups - 3 groups at most. Watching a run costs about what emulating 2 to 3.5 of its groups
+  // does on a defect-free wafer, and more on a defective one, whatever the run's length (the claim cursors,
+  // the touched slots, the route log, a description per cut, the jump's bookkeeping: bench/watch_cost.sh;
+  // docs/timing.md "The shortest run watched"), so a run of fewer than six groups, which copies two at
+  // most, is not watched.
   if (best.empty()) return;
   ru_.space = true;
   ru_.p = std::uint32_t(best_per);

@@ -526,7 +526,7 @@ class Executor final : public noc::NetworkClient {
   void reuse_release();
   void advance_cursors(hw::TileIndex t, std::uint64_t K);  // (a jump in time: the long lists' claim cursors)
   static std::pair<std::size_t, std::size_t> longest_run(const std::vector<std::uint8_t>& ok);
-  static constexpr std::size_t kMinSpaceGroups = 4;  // reuse in space: the shortest run armed (space_setup)
+  static constexpr std::size_t kMinSpaceGroups = 6;  // reuse in space: the shortest run armed (space_setup)
   std::uint32_t run_layer(std::uint32_t p, std::uint32_t k) const;
   std::uint64_t tile_ref(hw::TileIndex t) const { return std::uint64_t(t) - std::uint64_t(ru_.origin); }
   int tile_class(hw::TileIndex t, Cycle now);

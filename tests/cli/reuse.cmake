@@ -57,11 +57,11 @@ reuse_test(small_layer_bands_no_switch some --wafer ${DATA}/reuse_small_no_switc
 reuse_test(small_layer_bands_trace some ${SMALL8} --trace TRACE)
 reuse_test(small_layer_bands_trace_window some ${SMALL8} --trace TRACE --trace-window 0:15,20:40)
 reuse_test(small_layer_bands_cycle none ${SMALL8} --fidelity cycle)
-# The shortest run watched (core::Executor::kMinSpaceGroups, four groups: the state repeats from the run's
-# third cut, so four groups copy one): 6 layers leave four bands alike and copy one; 5 leave three, which
-# could copy nothing, and are not watched at all.
-reuse_test(small_layer_bands_4_alike some --wafer small --model ${DATA}/reuse_small_6_layers.json --context 512)
-reuse_test(small_layer_bands_3_alike unwatched --wafer small --model ${DATA}/reuse_small_5_layers.json --context 512)
+# The shortest run watched (core::Executor::kMinSpaceGroups, six groups: the state repeats from the run's
+# third cut, so six groups copy three, about what watching them costs; docs/timing.md): 8 layers leave six
+# bands alike and copy three; 7 leave five, which would copy two, and are not watched at all.
+reuse_test(small_layer_bands_6_alike some:3 --wafer small --model ${DATA}/reuse_small_8_layers.json --context 512)
+reuse_test(small_layer_bands_5_alike unwatched --wafer small --model ${DATA}/reuse_small_7_layers.json --context 512)
 # Defects: repaired links of other lengths make bands differ (a band is only copied onto bands alike); the
 # answer is the same whatever applies.
 reuse_test(layer_bands_defects any ${TINY6} --density 20 --seed 3)
