@@ -1135,7 +1135,7 @@ void Executor::space_setup() {
   // Armed only for runs whose copies pay for watching them. A run's first cut still sees the layers before
   // it: on every wafer measured (the 8B, 70B and Mixtral with layer-bands and serpentine-bands on wse3, the
   // tiny and small test models) the description at group a + 2 is the first to equal the one before, so a
-  // jump copies groups - 3 groups at most. Watching a run costs about what emulating 2 to 3.5 of its groups
+  // jump copies groups - 3 groups at most. Watching a run costs about what emulating 1.5 to 3.5 of its groups
   // does on a defect-free wafer, and more on a defective one, whatever the run's length (the claim cursors,
   // the touched slots, the route log, a description per cut, the jump's bookkeeping: bench/watch_cost.sh;
   // docs/timing.md "The shortest run watched"), so a run of fewer than six groups, which copies two at
