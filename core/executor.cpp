@@ -465,8 +465,12 @@ void Executor::on_timer(std::uint64_t tag, Cycle now) {
       const std::uint32_t slot = slot0_[w.tile] + w.k;
       ++slots_[slot].wcount;
       const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[w.tile]] + w.k];
-      if (ru_.on && !ru_.done) credit<true>(slot, w.tile, w.k, ti, now, now, weight_burst_, false);
-      else credit<false>(slot, w.tile, w.k, ti, now, now, weight_burst_, false);
+      if (ru_.on && !ru_.done && ru_.tracking) {
+        credit<true>(slot, w.tile, w.k, ti, now, now, weight_burst_, false);
+      } else {
+        if (ru_.on && !ru_.done) pre_touch(w.tile);
+        credit<false>(slot, w.tile, w.k, ti, now, now, weight_burst_, false);
+      }
     }
     if (wnext_ < warrivals_.size()) net_.timer(warrivals_[wnext_].at, kTimerWeights);
   } else if (kind == kTimerDeliver) {
@@ -548,9 +552,13 @@ template <bool kWatched>
   if (!claimed) ++unclaimed_;
 }
 
-// (the watched delivery out of line: its calls to note the slot would make the unwatched one save registers)
+// (the watched delivery out of line: its calls to note the slot would make the unwatched one save registers;
+// before the run's first cut only the sink is marked: Reuse::tracking)
 void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail) {
-  if (ru_.on && !ru_.done) [[unlikely]] return deliver_watched(id, sink, head, tail);
+  if (ru_.on && !ru_.done) [[unlikely]] {
+    if (ru_.tracking) return deliver_watched(id, sink, head, tail);
+    pre_touch(sink);
+  }
   deliver_to<false>(id, sink, head, tail);
 }
 [[gnu::noinline]] void Executor::deliver_watched(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail) {
@@ -687,7 +695,8 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     // (the runs are watched back to back from the step's start, so the starts seen here are all that
     // next_space_run asks about)
     ru_.layer_hi = std::max<std::uint32_t>(ru_.layer_hi, t.layer);
-    touch(slot, tile);
+    if (ru_.tracking) touch(slot, tile);
+    else pre_touch(tile);
     if (t.layer >= ru_.next && t.layer <= ru_.b) {
       if (t.layer == ru_.next && !ru_.pending) {  // the first task of this layer: a cut at the end of the cycle
         // (every p-th layer: the run repeats in groups of p layers)
@@ -1182,13 +1191,15 @@ bool Executor::next_space_run() {
   return false;
 }
 
-// Layers a..b watched from layer a's first cut on.
+// Layers a..b watched from layer a's first cut on (until then only the tiles reached are marked:
+// Reuse::tracking).
 void Executor::start_watching() {
   ru_.done = false;
   ru_.have = false;
+  ru_.tracking = false;
   ru_.next = ru_.a;
   ru_.watched += std::uint32_t(ru_.b - ru_.a + 1);
-  log_routes_ = !routes_.empty();
+  log_routes_ = false;
   route_log_.clear();
 }
 
@@ -1209,6 +1220,7 @@ void Executor::reuse_arm() {
   ru_.margin = costs_.task_overhead + most + 1;
   ru_.cursor.assign(grid_.size() * std::size_t(ru_.max_groups), 0);
   ru_.touched_bits.assign((slots_.size() + 63) / 64, 0);
+  ru_.pre_tiles.assign((std::size_t(grid_.size()) + 63) / 64, 0);
   ru_.on = true;
   if (ru_.space) arm_space_run();
   else start_watching();
@@ -1338,6 +1350,18 @@ void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
       lo = first + TileIndex(j) * ru_.S, hi = lo + ru_.S;
     }
   }
+  // The tiles reached before the run's first cut, marked rather than noted (Reuse::tracking): looked at
+  // the first time the bands are (which may be a later cut, when the first was not described).
+  for (std::size_t j = 0; j < nbands; ++j) {
+    const TileIndex t0 = TileIndex(ru_.band_y[j]) * TileIndex(W), t1 = t0 + ru_.S;
+    for (TileIndex t = t0; t < t1 && !again[j];) {
+      const std::uint64_t word = ru_.pre_tiles[t >> 6] >> (t & 63);
+      const TileIndex n = std::min<TileIndex>(64 - (t & 63), t1 - t);
+      if (n < 64 ? (word & ((std::uint64_t(1) << n) - 1)) : word) again[j] = 1;
+      t += n;
+    }
+  }
+  std::fill(ru_.pre_tiles.begin(), ru_.pre_tiles.end(), std::uint64_t(0));
   for (std::size_t j = 0; j < nbands; ++j) {
     if (!again[j]) continue;
     code[j] = 0;
@@ -1413,6 +1437,7 @@ void Executor::advance_cursors(TileIndex t, std::uint64_t K) {
 void Executor::reuse_cut() {
   ru_.pending = false;
   if (ru_.done) return;
+  const bool first_cut = !ru_.tracking;
   // (what watching costs, in wall time: StepResult::cuts_s)
   struct Clock {
     double& total;
@@ -1468,6 +1493,10 @@ void Executor::reuse_cut() {
     }
   }
   const bool usable = described && !ru_.bad;
+  if (first_cut) {  // (the run's first window starts here: its slots and routes are noted from now on)
+    ru_.tracking = true;
+    log_routes_ = !routes_.empty();
+  }
   // The route tables. In time: the same as at the previous cut when every entry the window changed holds
   // its value from before the window's first change of it again. In space: described (describe_bands); the
   // window may change only entries of the rows described at the previous cut.
@@ -1765,7 +1794,7 @@ void Executor::reuse_cut() {
 
 // After the jump (or once none can come): the cuts' records are not needed any more.
 void Executor::reuse_release() {
-  ru_.touched = {}, ru_.touched_tile = {}, ru_.touched_bits = {};
+  ru_.touched = {}, ru_.touched_tile = {}, ru_.touched_bits = {}, ru_.pre_tiles = {};
   ru_.desc = {}, ru_.prev_desc = {}, ru_.cursor = {}, ru_.open = {}, ru_.work_tiles = {};
 }
 

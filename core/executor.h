@@ -461,6 +461,11 @@ class Executor final : public noc::NetworkClient {
   struct Reuse {
     bool on = false;                  // the image has a run of identical layers and the network can jump
     bool done = false;                // jumped, or gave up
+    // From the run's first cut on, the slots touched and the routes switched are noted (touch, route_log_).
+    // Before it nothing is compared with anything: only the tiles reached are marked, one bit each
+    // (pre_tiles), for that cut to know which bands to look at (describe_bands).
+    bool tracking = false;
+    std::vector<std::uint64_t> pre_tiles;
     std::uint32_t watched = 0;        // layers a..b when armed (in space: of every run armed)
     double cuts_s = 0;                // wall seconds in reuse_cut
     std::uint16_t a = 0, b = 0;       // layers a..b: identical blocks in every program
@@ -536,6 +541,7 @@ class Executor final : public noc::NetworkClient {
   void sample_copies(Cycle D, std::uint64_t K, Cycle now);
   noc::Mesh* sampled_ = nullptr;  // run(): the mesh sampled in slices (ExecOptions::sample)
   Cycle next_sample_ = 0;
+  void pre_touch(hw::TileIndex tile) { ru_.pre_tiles[tile >> 6] |= std::uint64_t(1) << (tile & 63); }
   void touch(std::uint32_t slot, hw::TileIndex tile) {
     std::uint64_t& w = ru_.touched_bits[slot >> 6];
     const std::uint64_t bit = std::uint64_t(1) << (slot & 63);
