@@ -1369,6 +1369,19 @@ void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
     for (TileIndex t = t0; t < t1; ++t)
       if (image_.tile_program[t] != firmware::kIdle) code[j] |= std::uint8_t(1u << tile_class(t, now));
   }
+#ifndef NDEBUG
+  // (builds with assertions, the sanitizer leg of ./check: the bands not looked at again have the class a
+  // look at every tile gives, so what was touched or marked since the last look was noted)
+  for (std::size_t j = 0; j < nbands; ++j) {
+    std::uint8_t all = 0;
+    const TileIndex t0 = TileIndex(ru_.band_y[j]) * TileIndex(W), t1 = t0 + ru_.S;
+    for (TileIndex t = t0; t < t1; ++t)
+      if (image_.tile_program[t] != firmware::kIdle) all |= std::uint8_t(1u << tile_class(t, now));
+    if (all != code[j])
+      throw std::logic_error(fmt::format("reuse: band {} of the run classed {} at cycle {}, its tiles say {}", j,
+                                         int(code[j]), now, int(all)));
+  }
+#endif
   // Settled bands first, fresh ones last (a band of idle tiles only counts as either).
   std::size_t s = 0, f = nbands;
   while (s < nbands && (code[s] & ~2u) == 0) ++s;
