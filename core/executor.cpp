@@ -465,12 +465,14 @@ void Executor::on_timer(std::uint64_t tag, Cycle now) {
       const std::uint32_t slot = slot0_[w.tile] + w.k;
       ++slots_[slot].wcount;
       const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[w.tile]] + w.k];
-      if (ru_.on && !ru_.done && ru_.tracking) {
-        credit<true>(slot, w.tile, w.k, ti, now, now, weight_burst_, false);
-      } else {
-        if (ru_.on && !ru_.done) pre_touch(w.tile);
-        credit<false>(slot, w.tile, w.k, ti, now, now, weight_burst_, false);
+      if (ru_.on && !ru_.done) [[unlikely]] {  // (as deliver)
+        if (ru_.tracking) {
+          credit<true>(slot, w.tile, w.k, ti, now, now, weight_burst_, false);
+          continue;
+        }
+        pre_touch(w.tile);
       }
+      credit<false>(slot, w.tile, w.k, ti, now, now, weight_burst_, false);
     }
     if (wnext_ < warrivals_.size()) net_.timer(warrivals_[wnext_].at, kTimerWeights);
   } else if (kind == kTimerDeliver) {
