@@ -376,6 +376,7 @@ StepResult Executor::run() {
         add_burst(opt_.start, grid_.index(inj.tile), std::max<std::uint32_t>(1, inj.wavelets) - 1, inj.color, BurstKind::Injection);
     net_.timer(opt_.start, kTimerDeliver | id);
   }
+  first_data_ = bursts_.size();  // (the weights' record and the injections come first: every later burst is Data)
   auto* mesh = opt_.sample ? dynamic_cast<noc::Mesh*>(&net_) : nullptr;
   sampled_ = mesh;
   if (mesh) {
@@ -574,12 +575,13 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
   bool changed = false;
   const std::size_t n = grid_.size();
   std::uint8_t* const routes = routes_.data() + std::size_t(c) * kInPorts * n;  // this color's (input port, tile)
-  // Sets one router's route (its cell), noting whether a route configured before changed.
-  auto set = [&](std::size_t cell, std::uint8_t out) __attribute__((always_inline)) {
-    std::uint8_t& cfg = routes[cell];
+  // Sets one router's route (its cell: the input port's plane, the tile), noting whether a route configured
+  // before changed.
+  auto set = [&](std::size_t plane, std::size_t tile, std::uint8_t out) __attribute__((always_inline)) {
+    std::uint8_t& cfg = routes[plane + tile];
     if (cfg != out) {
       changed |= cfg != kUnrouted;
-      if (log_routes_) [[unlikely]] route_log_.push_back({std::size_t(&cfg - routes_.data()), cfg});
+      if (log_routes_) [[unlikely]] log_route(std::size_t(&cfg - routes_.data()), tile, cfg);
       cfg = out;
     }
   };
@@ -596,12 +598,12 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
     hw::Dir in = hw::Dir::Ramp;
     for (;;) {
       const hw::Dir out = noc::next_port(fabric_, here, d.first, in);
-      const std::size_t cell = std::size_t(unsigned(in)) * n + at;
+      const std::size_t plane = std::size_t(unsigned(in)) * n;
       if (out == hw::Dir::Ramp) {
-        set(cell, kDeliver);
+        set(plane, at, kDeliver);
         return changed;
       }
-      set(cell, std::uint8_t(1u << unsigned(out)));
+      set(plane, at, std::uint8_t(1u << unsigned(out)));
       here = hw::step(here, out), in = out;
       at = std::size_t(std::ptrdiff_t(at) + offset[unsigned(out)]);
     }
@@ -618,12 +620,12 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
     const std::uint8_t back_bit = std::uint8_t(1u << unsigned(back)), fwd_bit = std::uint8_t(1u << unsigned(fwd));
     const std::size_t stride = row ? 1 : std::size_t(grid_.width);
     const std::size_t at = grid_.index(target.src);
-    set(std::size_t(unsigned(hw::Dir::Ramp)) * n + at, std::uint8_t((v > lo ? back_bit : 0) | (v < hi ? fwd_bit : 0)));
+    set(std::size_t(unsigned(hw::Dir::Ramp)) * n, at, std::uint8_t((v > lo ? back_bit : 0) | (v < hi ? fwd_bit : 0)));
     const std::size_t back_cells = std::size_t(unsigned(back)) * n, fwd_cells = std::size_t(unsigned(fwd)) * n;
     for (std::int32_t u = v - 1; u >= lo; --u)
-      set(back_cells + at - std::size_t(v - u) * stride, std::uint8_t((u > lo ? back_bit : 0) | kDeliver));
+      set(back_cells, at - std::size_t(v - u) * stride, std::uint8_t((u > lo ? back_bit : 0) | kDeliver));
     for (std::int32_t u = v + 1; u <= hi; ++u)
-      set(fwd_cells + at + std::size_t(u - v) * stride, std::uint8_t((u < hi ? fwd_bit : 0) | kDeliver));
+      set(fwd_cells, at + std::size_t(u - v) * stride, std::uint8_t((u < hi ? fwd_bit : 0) | kDeliver));
     return changed;
   }
   walk_.clear();
@@ -633,12 +635,7 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
     walk_.pop_back();
     const noc::Step st = noc::route_step(fabric_, target, here, in);
     const std::uint8_t out = std::uint8_t(st.ports | (st.deliver ? 1u << unsigned(hw::Dir::Ramp) : 0u));
-    std::uint8_t& cfg = routes_[(std::size_t(c) * kInPorts + unsigned(in)) * grid_.size() + grid_.index(here)];
-    if (cfg != out) {
-      changed |= cfg != kUnrouted;
-      if (log_routes_) [[unlikely]] route_log_.push_back({std::size_t(&cfg - routes_.data()), cfg});
-      cfg = out;
-    }
+    set(std::size_t(unsigned(in)) * n, grid_.index(here), out);
     for (unsigned m = st.ports; m != 0; m &= m - 1) {
       const hw::Dir dir = hw::Dir(__builtin_ctz(m));
       walk_.push_back({hw::step(here, dir), dir});
@@ -712,7 +709,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
       } else {
         ru_.done = true;  // layers overlap in an unforeseen way: no reuse
         log_routes_ = false;
-        route_log_.clear();
+        clear_route_log();
         net_.unmark();
       }
     }
@@ -734,6 +731,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   core.free = e;
   core.last = slot;
   ++tasks_run_;
+  const bool noting = ru_.on && !ru_.done && ru_.tracking;  // (the window's bursts' senders: Reuse::burst_tile)
   for (std::size_t i = 0; i < nsends; ++i) {
     const auto& snd = t.sends[i];
     const std::uint32_t packed = send_costs_[base + i];  // (a copy: a nested call may grow the stack)
@@ -746,6 +744,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     std::uint32_t lag = snd.wavelets - 1;
     if (stream) lag = std::uint32_t(std::max<Cycle>(lag, vat + std::max<Cycle>(lag, e - s) - at));
     const std::uint32_t id = add_burst(vat, slot, lag, snd.color, BurstKind::Data, std::uint32_t(at - vat), sc_switches, sc_syncs);
+    if (noting) ru_.burst_tile.push_back(tile);
     noc::BurstSpec b;
     b.src = tile;
     b.dest = destination(snd.dest, here);
@@ -1204,8 +1203,9 @@ void Executor::start_watching() {
   ru_.tracking = false;
   ru_.next = ru_.a;
   ru_.watched += std::uint32_t(ru_.b - ru_.a + 1);
+  ru_.burst_tile.clear();
   log_routes_ = false;
-  route_log_.clear();
+  clear_route_log();
 }
 
 void Executor::reuse_arm() {
@@ -1521,11 +1521,9 @@ void Executor::reuse_cut() {
   bool routes_same = true;
   if (!route_log_.empty()) {
     if (ru_.space) {
-      const std::size_t n = grid_.size(), W = std::size_t(grid_.width);
-      for (const auto& [cell, before] : route_log_) {
-        const std::int64_t y = std::int64_t((cell % n) / W);
-        routes_same = routes_same && y >= ru_.prev_rows.first && y < ru_.prev_rows.second;
-      }
+      const std::int64_t W = grid_.width;
+      routes_same = std::int64_t(route_tiles_.first) >= ru_.prev_rows.first * W &&
+                    std::int64_t(route_tiles_.second) < ru_.prev_rows.second * W;
     } else {
       std::stable_sort(route_log_.begin(), route_log_.end(),
                        [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -1533,7 +1531,7 @@ void Executor::reuse_cut() {
         if (i == 0 || route_log_[i].first != route_log_[i - 1].first)
           routes_same = routes_[route_log_[i].first] == route_log_[i].second;
     }
-    route_log_.clear();
+    clear_route_log();
   }
   // The template: the window since the previous cut, if that was the layer before.
   // In space, the last settled band's routes: the same at both cuts, or (the previous cut's lying before
@@ -1558,14 +1556,10 @@ void Executor::reuse_cut() {
         break;
       }
       touched_max = std::max<std::uint32_t>(touched_max, run_layer(p, k));
-      const Slot& sl = slots_[s];
-      if (sl.crit != kNone && burst_at(sl.crit).kind != BurstKind::Data) {
-        jump = false;
-        break;
-      }
     }
-    for (std::uint64_t id = ru_.prev_bursts; id < nb && jump; ++id)
-      if (bursts_[id].kind != BurstKind::Data) jump = false;
+    // (and no touched slot's critical input may be an injection or streamed weights: checked below, with the
+    // slots read in slot order; every burst from first_data_ on is a Data one)
+    if (ru_.prev_bursts < first_data_) jump = false;
     // (the template's bursts are written: a jump's unwritten copies lie before any later template)
     if (!vcopies_.empty() && ru_.prev_bursts < vcopies_.back().first + vcopies_.back().copies * vcopies_.back().nb)
       jump = false;
@@ -1580,8 +1574,8 @@ void Executor::reuse_cut() {
   std::uint64_t K = jump && reach < ru_.b ? (ru_.b - reach) / ru_.p : 0;  // copies of p layers each
   if (K > 0 && ru_.space && !fresh_bands_alike()) K = 0;
   if (K > 0 && sampled_ && (!net_.reservations() || !sampled_->link_busy_data())) K = 0;  // samples to take
-  if (K == 0) {
-    // No jump here: this cut becomes the previous one.
+  // No jump here: this cut becomes the previous one.
+  auto no_jump = [&] {
     ru_.have = usable;
     ru_.prev_layer = ru_.layer;
     ru_.prev_at = now;
@@ -1596,15 +1590,16 @@ void Executor::reuse_cut() {
     std::swap(ru_.prev_settled_routes, ru_.settled_routes);
     std::swap(ru_.prev_desc, ru_.desc);
     untouch_all();
+    ru_.burst_tile.clear();
     if (usable) net_.mark(sampled_ != nullptr);
     else net_.unmark();  // (no jump can follow: the next cut has no usable one before it)
     if (ru_.next > ru_.b) {
-      ru_.done = true, log_routes_ = false, route_log_ = {};
+      ru_.done = true, log_routes_ = false, clear_route_log(true);
       net_.unmark();  // (no jump follows this mark)
       if (!next_space_run()) reuse_release();
     }
-    return;
-  }
+  };
+  if (K == 0) return no_jump();
   // Jump: the template [prev cut, this cut) repeats K times.
   const Cycle D = now - ru_.prev_at;
   const std::uint64_t NB = nb - ru_.prev_bursts, NT = tasks_run_ - ru_.prev_tasks;
@@ -1652,6 +1647,8 @@ void Executor::reuse_cut() {
   // The template's slots as they are at this cut, and the ones the state holds (the copies overwrite them).
   std::vector<Slot> tmpl(order.size());
   for (std::size_t i = 0; i < tmpl.size(); ++i) tmpl[i] = slots_[order[i]];
+  for (const Slot& sl : tmpl)
+    if (sl.crit != kNone && sl.crit < first_data_) return no_jump();  // (an injection's or the weights' arrival)
   std::vector<std::pair<std::uint32_t, Slot>> held;
   for (std::uint32_t s : ru_.open) held.push_back({s, slots_[s]});
   // In space, the cores as they are at this cut: of the tiles whose tasks ran in the template (each copy
@@ -1683,10 +1680,13 @@ void Executor::reuse_cut() {
   {
     // (a data burst's source is its sender's tile; a task's bursts follow one another, so the sender's tile is
     // looked up once per task)
-    TileIndex t = 0;
+    if (ru_.burst_tile.size() != NB) throw std::logic_error("reuse: the window's bursts and their senders' tiles disagree");
     for (std::uint64_t i = 0; i < NB; ++i) {
       const BurstRec& b = bursts_[ru_.prev_bursts + i];
-      if (i == 0 || !holds_slot(t, b.who)) t = slot_tile(b.who);
+      const TileIndex t = ru_.burst_tile[i];
+#ifndef NDEBUG
+      if (t != slot_tile(b.who)) throw std::logic_error("reuse: a burst's sender noted on another tile");
+#endif
       dsender[i] = rename_in(b.who, t, 1) - b.who;
       shift_check(b.inject, K * D);  // (the last copy's offset: every copy's fits, written or not)
     }
@@ -1804,7 +1804,7 @@ void Executor::reuse_cut() {
       ru_.space ? ru_.dr : 0);
   ru_.done = true;
   log_routes_ = false;
-  route_log_ = {};
+  clear_route_log(true);
   untouch_all();
   ru_.layer_hi = std::max(ru_.layer_hi, reach + std::uint32_t(K) * ru_.p);  // (the copies' layers have started)
   if (!next_space_run()) reuse_release();
@@ -1812,7 +1812,7 @@ void Executor::reuse_cut() {
 
 // After the jump (or once none can come): the cuts' records are not needed any more.
 void Executor::reuse_release() {
-  ru_.touched = {}, ru_.touched_tile = {}, ru_.touched_bits = {}, ru_.pre_tiles = {};
+  ru_.touched = {}, ru_.touched_tile = {}, ru_.touched_bits = {}, ru_.pre_tiles = {}, ru_.burst_tile = {};
   ru_.desc = {}, ru_.prev_desc = {}, ru_.cursor = {}, ru_.open = {}, ru_.work_tiles = {};
 }
 

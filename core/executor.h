@@ -410,6 +410,7 @@ class Executor final : public noc::NetworkClient {
   // record as the copy would have written it (reuse_cut). The event loop reads bursts_ directly: it only
   // meets bursts in flight, which are written.
   noc::RecordArray<BurstRec> bursts_;
+  std::uint64_t first_data_ = 0;  // the first Data burst's id: run() adds the others (weights, injections) first
   struct VirtualCopies {      // copies 1 .. copies of the template bursts [tmpl, tmpl + nb), not written
     std::uint64_t first;      // the first copy's first id (copy m, template burst i: first + (m - 1) nb + i)
     std::uint64_t copies, nb, tmpl;
@@ -453,9 +454,20 @@ class Executor final : public noc::NetworkClient {
   std::size_t send_top_ = 0;
   bool ran_ = false;
   bool streams_ = false;  // some task streams weights (StreamIn)
-  // Reuse: the route table entries changed since the last cut, each with its value before the change.
+  // Reuse: the route table entries changed since the last cut, each with its value before the change, and the
+  // lowest and highest tile of those entries (reuse in space asks only whether they lie in the rows described).
   std::vector<std::pair<std::size_t, std::uint8_t>> route_log_;
+  std::pair<std::size_t, std::size_t> route_tiles_{std::numeric_limits<std::size_t>::max(), 0};
   bool log_routes_ = false;
+  void log_route(std::size_t cell, std::size_t tile, std::uint8_t before) {
+    route_log_.push_back({cell, before});
+    route_tiles_ = {std::min(route_tiles_.first, tile), std::max(route_tiles_.second, tile)};
+  }
+  void clear_route_log(bool release = false) {
+    if (release) route_log_ = {};
+    else route_log_.clear();
+    route_tiles_ = {std::numeric_limits<std::size_t>::max(), 0};
+  }
 
   // ---- Reuse of repeated layers (ExecOptions::reuse; executor.cpp "Reuse") ----
   struct Reuse {
@@ -487,6 +499,7 @@ class Executor final : public noc::NetworkClient {
     std::vector<std::uint32_t> touched;  // slots credited or started since the previous cut (once each)
     std::vector<hw::TileIndex> touched_tile;  // ... and their tiles
     std::vector<std::uint64_t> touched_bits;  // per slot: in `touched`
+    std::vector<hw::TileIndex> burst_tile;   // per burst sent since the previous cut (tracking): its sender's tile
     std::vector<std::uint16_t> cursor;   // per tile and claim group: the first slot not yet full
     std::vector<std::uint32_t> open;     // while describing: slots the state holds (partly full, timer due)
     std::uint32_t state_max = 0;         // while describing: the latest layer the state names
