@@ -317,6 +317,14 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     return fmt::format("--weights stream or --wafers {}", suggest_wafers());
   };
 
+  // Per wafer whose image was emitted: its stages (as emitted), its index and what its emitter streams. A later
+  // wafer whose stages are those but for their names gets its image (below).
+  struct Emitted {
+    std::vector<StageSpec> specs;
+    std::size_t wafer;
+    std::int64_t stream_bytes;
+  };
+  std::vector<Emitted> emitted;
   for (int w = 0; w < opt.wafers; ++w) {
     const std::size_t s0 = first_stage[std::size_t(w)], s1 = first_stage[std::size_t(w) + 1];
     std::vector<StageShape> shapes;
@@ -485,29 +493,58 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     }
 
     // ---- emit ----------------------------------------------------------------------------------------------
-    detail::Emitter em(ep, fabric.grid());
-    for (const auto& s : specs) em.add(s);
-    firmware::Image img = em.finish(layer_names);
-    // What starts the step: token ids at the embedding's residual column, or the previous wafer's output.
-    for (std::int32_t r = 0; r < f.region.rect.h; ++r) {
-      firmware::Injection inj;
-      inj.tile = {detail::residual_x(f.region), f.region.rect.y0 + r};
-      if (f.kind == StageKind::Embedding) {
-        inj.color = detail::color::kToken;
-        inj.wavelets = std::uint32_t(std::max<std::int64_t>(1, ep.token_vectors() * 4 / spec.wavelet_bytes));
-      } else {
-        inj.color = detail::color::kResIn;
-        const std::int64_t vectors = f.kind == StageKind::Head ? ep.sequences() : ep.token_vectors();
-        std::int64_t bytes = detail::split(model.hidden, f.region.rect.h, r) * vectors * kActivationBytes;
-        inj.wavelets = std::uint32_t(std::max<std::int64_t>(1, (bytes + spec.wavelet_bytes - 1) / spec.wavelet_bytes));
+    auto emit = [&](std::int64_t& stream_bytes) {
+      detail::Emitter em(ep, fabric.grid());
+      for (const auto& s : specs) em.add(s);
+      firmware::Image img = em.finish(layer_names);
+      stream_bytes = em.stream_bytes();
+      // What starts the step: token ids at the embedding's residual column, or the previous wafer's output.
+      for (std::int32_t r = 0; r < f.region.rect.h; ++r) {
+        firmware::Injection inj;
+        inj.tile = {detail::residual_x(f.region), f.region.rect.y0 + r};
+        if (f.kind == StageKind::Embedding) {
+          inj.color = detail::color::kToken;
+          inj.wavelets = std::uint32_t(std::max<std::int64_t>(1, ep.token_vectors() * 4 / spec.wavelet_bytes));
+        } else {
+          inj.color = detail::color::kResIn;
+          const std::int64_t vectors = f.kind == StageKind::Head ? ep.sequences() : ep.token_vectors();
+          std::int64_t bytes = detail::split(model.hidden, f.region.rect.h, r) * vectors * kActivationBytes;
+          inj.wavelets = std::uint32_t(std::max<std::int64_t>(1, (bytes + spec.wavelet_bytes - 1) / spec.wavelet_bytes));
+        }
+        img.start.push_back(inj);
       }
-      img.start.push_back(inj);
+      if (mesh)
+        for (auto& inj : img.start) inj.tile.x = f.region.rect.x0 + f.region.rect.w - 1, inj.color = detail::mesh_color::kToken;
+      img.done_tile = done_tile;
+      img.done_color = done_color;
+      img.done_arrivals = 1;
+      return img;
+    };
+    // A pipeline's middle wafers often hold the same stages but for their names (as many decoder layers, placed
+    // alike): the emitter reads no name and the rest of its input is the same for every wafer (the fabric, the
+    // emit parameters), so such a wafer's image is the earlier one's with its own layer names (the 405B on 24
+    // wafers: 20 of its 24 wafers; builds with assertions emit it all the same and compare).
+    const auto same = std::find_if(emitted.begin(), emitted.end(), [&](const Emitted& e) {
+      return e.specs.size() == specs.size() &&
+             std::equal(specs.begin(), specs.end(), e.specs.begin(), [](const StageSpec& a, const StageSpec& b) {
+               return a.layer == b.layer && detail::same_but_layer(a, b);
+             });
+    });
+    firmware::Image img;
+    std::int64_t stream_bytes = 0;
+    if (same != emitted.end()) {
+      img = out.images[same->wafer];
+      img.layer_names = layer_names;
+      stream_bytes = same->stream_bytes;
+#ifndef NDEBUG
+      std::int64_t emitted_bytes = 0;
+      if (emit(emitted_bytes) != img || emitted_bytes != stream_bytes)
+        throw std::logic_error(fmt::format("mapping: wafer {} is not wafer {} renamed", w, same->wafer));
+#endif
+    } else {
+      img = emit(stream_bytes);
+      emitted.push_back({specs, std::size_t(w), stream_bytes});
     }
-    if (mesh)
-      for (auto& inj : img.start) inj.tile.x = f.region.rect.x0 + f.region.rect.w - 1, inj.color = detail::mesh_color::kToken;
-    img.done_tile = done_tile;
-    img.done_color = done_color;
-    img.done_arrivals = 1;
 
     // ---- figures --------------------------------------------------------------------------------------------
     WaferReport wr;
@@ -525,7 +562,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     }
     wr.sram_mean = wr.tiles_used ? sum / double(wr.tiles_used) : 0;
     wr.programs = img.programs.size();
-    wr.streamed_bytes_per_token = em.stream_bytes();
+    wr.streamed_bytes_per_token = stream_bytes;
     wr.io_channels_used = std::min<std::int64_t>(spec.io_channels, streamed_stages);
     wr.egress_bytes_per_token = w + 1 < opt.wafers ? model.hidden * ep.token_vectors() * kActivationBytes : 0;
     if (wr.sram_max > spec.sram_bytes)
