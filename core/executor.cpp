@@ -1678,8 +1678,7 @@ void Executor::reuse_cut() {
     dprev[i] = rename_in(tmpl[i].prev, where[i], 1) - tmpl[i].prev;
   }
   {
-    // (a data burst's source is its sender's tile; a task's bursts follow one another, so the sender's tile is
-    // looked up once per task)
+    // (a data burst's source is its sender's tile, noted as the burst was sent: Reuse::burst_tile)
     if (ru_.burst_tile.size() != NB) throw std::logic_error("reuse: the window's bursts and their senders' tiles disagree");
     for (std::uint64_t i = 0; i < NB; ++i) {
       const BurstRec& b = bursts_[ru_.prev_bursts + i];
