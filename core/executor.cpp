@@ -645,9 +645,11 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
 }
 
 void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
-  Core& core = cores_[tile];
-  const std::uint32_t slot = core.slot0 + k;
-  const std::uint32_t p = core.program;
+  // (the tile's first slot and program from the 4-byte arrays, its core record fetched while the sends' routes
+  // are walked: it is read only after them, as in expect_arrival)
+  __builtin_prefetch(&cores_[tile], 1);
+  const std::uint32_t slot = slot0_[tile] + k;
+  const std::uint32_t p = image_.tile_program[tile];
   const Task& t = image_.programs[p].tasks[k];
   TaskInfo& ti = tinfo_[prog0_[p] + k];  // (not const: counts its runs)
   const bool stream = t.start == Task::Start::Stream;
@@ -677,6 +679,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     send_costs_[base + i] = std::uint32_t(switches) | std::uint32_t(syncs) << 16;  // (one store: read back as one)
   }
   const Cycle fixed = Cycle(switches) * costs_.color_switch + Cycle(syncs) * costs_.collective_sync;
+  Core& core = cores_[tile];
   Cycle s, e;
   if (!stream) {
     Cycle t0 = now;
