@@ -48,7 +48,9 @@ constexpr std::uint64_t kTimerDeliver = 2ull << 56;  // | burst
 constexpr std::uint64_t kTimerWeights = 3ull << 56;  // the next streamed weights' tail (Executor::warrivals_)
 constexpr std::uint64_t kKindMask = 0xFFull << 56;
 constexpr std::uint32_t kStepStart = 0xFFFFFFFEu;  // prev_: bound by the core being armed from the step start
-constexpr std::uint8_t kUnrouted = 0xFF;           // routes_: no flow has used the color there yet
+// routes_: 0, no flow has used the color there yet (the table starts zero, its pages untouched until a route
+// is set: noc::ZeroedArray); else the route's output ports with kRouted set.
+constexpr std::uint8_t kUnrouted = 0, kRouted = 0x80;
 constexpr std::size_t kInPorts = 5;                // N, E, S, W, Ramp (as hw::Dir)
 
 noc::Destination destination(const Dest& d, Coord here) {
@@ -165,7 +167,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       if (used[p])
         for (const Task& task : image_.programs[p].tasks)
           for (const auto& snd : task.sends) route_colors_ = std::max<std::uint32_t>(route_colors_, snd.color + 1u);
-    routes_.assign(n * route_colors_ * kInPorts, kUnrouted);
+    routes_.assign_zero(n * route_colors_ * kInPorts);  // (kUnrouted everywhere)
   }
   if (opt_.reuse && !streams && net_.supports_reuse()) reuse_setup();
 }
@@ -579,6 +581,7 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
   // before changed.
   auto set = [&](std::size_t plane, std::size_t tile, std::uint8_t out) __attribute__((always_inline)) {
     std::uint8_t& cfg = routes[plane + tile];
+    out |= kRouted;
     if (cfg != out) {
       changed |= cfg != kUnrouted;
       if (log_routes_) [[unlikely]] log_route(std::size_t(&cfg - routes_.data()), tile, cfg);

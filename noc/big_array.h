@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <utility>
 #include <new>
@@ -107,6 +108,20 @@ struct HugePageAllocator {
   HugePageAllocator(const HugePageAllocator<U>&) {}
 
   T* allocate(std::size_t n) {
+    bool fresh = false;
+    return allocate_block(n, fresh);
+  }
+  // allocate(n), but reading as zero: a fresh mapping is the kernel's zero pages, not touched here (a page never
+  // written then costs no memory and no fault); a kept block, or a small one from the heap, is cleared.
+  T* allocate_zeroed(std::size_t n) {
+    bool fresh = false;
+    T* p = allocate_block(n, fresh);
+    if (!fresh) std::memset(static_cast<void*>(p), 0, n * sizeof(T));
+    return p;
+  }
+  // A block for n elements; `fresh`: a new mapping (all zero, no page touched).
+  T* allocate_block(std::size_t n, bool& fresh) {
+    fresh = false;
     const std::size_t bytes = n * sizeof(T);
     if (bytes < kHuge) {
       // (an over-aligned T, e.g. a record of half a cache line, keeps its alignment on this path too)
@@ -149,6 +164,7 @@ struct HugePageAllocator {
     if (aligned > a) munmap(m, aligned - a);
     if (aligned + mapped < a + mapped + kHuge) munmap(reinterpret_cast<void*>(aligned + mapped), a + kHuge - aligned);
     void* p = reinterpret_cast<void*>(aligned);
+    fresh = true;
     advise_huge_pages(p, mapped, huge_page_advice());
     pool.given.push_back({p, mapped});
     pool.in_use += mapped;
@@ -219,5 +235,44 @@ struct UninitHugePageAllocator : HugePageAllocator<T> {
 
 template <class T>
 using RecordArray = std::vector<T, UninitHugePageAllocator<T>>;
+
+// A fixed-size array of trivially copyable elements that reads as zero until written, on the same blocks: a
+// new mapping is not written at all, so the pages no element is ever written to are never faulted in (the
+// executor's route tables, of which a decode step routes through a few percent), and a kept block is cleared.
+template <class T>
+class ZeroedArray {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  ZeroedArray() = default;
+  ZeroedArray(const ZeroedArray&) = delete;
+  ZeroedArray& operator=(const ZeroedArray&) = delete;
+  ZeroedArray(ZeroedArray&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  ZeroedArray& operator=(ZeroedArray&& o) noexcept {
+    if (this != &o) release(), p_ = std::exchange(o.p_, nullptr), n_ = std::exchange(o.n_, 0);
+    return *this;
+  }
+  ~ZeroedArray() { release(); }
+  // n elements, all zero.
+  void assign_zero(std::size_t n) {
+    release();
+    if (n > 0) p_ = HugePageAllocator<T>().allocate_zeroed(n);
+    n_ = n;
+  }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  std::size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  T& operator[](std::size_t i) { return p_[i]; }
+  const T& operator[](std::size_t i) const { return p_[i]; }
+
+ private:
+  void release() {
+    if (p_) HugePageAllocator<T>().deallocate(p_, n_);
+    p_ = nullptr, n_ = 0;
+  }
+  T* p_ = nullptr;
+  std::size_t n_ = 0;
+};
 
 }  // namespace wafer::noc

@@ -6,12 +6,15 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hw/error.h"
 #include "noc/big_array.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace wafer::noc {
@@ -90,6 +93,48 @@ TEST(BigArrayPool, ARecordArrayGrowsWithoutWritingItsNewElements) {
     r.push_back(2);  // (after the stretch, in place)
     EXPECT_EQ(r[4 * kMiB], 2);
     EXPECT_EQ(r.data(), first);
+  }
+  keep_huge_blocks(false);
+}
+
+// A ZeroedArray reads as zero: on a fresh mapping without writing a byte (no page is faulted in until written), on
+// a kept block by clearing what the block held.
+#if defined(__linux__)
+TEST(ZeroedArray, AFreshBlockIsNotTouchedAndReadsZero) {
+  keep_huge_blocks(false);
+  ZeroedArray<std::uint8_t> z;
+  z.assign_zero(8 * kMiB);
+  ASSERT_EQ(z.size(), 8 * kMiB);
+  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident((8 * kMiB + page - 1) / page);
+  ASSERT_EQ(mincore(z.data(), 8 * kMiB, resident.data()), 0);
+  std::size_t in = 0;
+  for (unsigned char r : resident) in += r & 1;
+  EXPECT_EQ(in, 0u) << "pages of a fresh ZeroedArray were touched";
+  z[12345] = 3;
+  EXPECT_EQ(z[0], 0);
+  EXPECT_EQ(z[12345], 3);
+  EXPECT_EQ(z[8 * kMiB - 1], 0);
+}
+#endif
+
+TEST(ZeroedArray, AKeptBlockIsClearedBeforeItIsUsedAgain) {
+  keep_huge_blocks(true);
+  const std::uint8_t* first = nullptr;
+  {
+    BigArray<std::uint8_t> a(5 * kMiB, 7);
+    first = a.data();
+  }
+  {
+    ZeroedArray<std::uint8_t> z;
+    z.assign_zero(5 * kMiB);
+    ASSERT_EQ(z.data(), first);  // (the kept block)
+    EXPECT_EQ(z[0], 0);
+    EXPECT_EQ(z[kMiB + 17], 0);
+    EXPECT_EQ(z[5 * kMiB - 1], 0);
+    ZeroedArray<std::uint8_t> moved = std::move(z);
+    EXPECT_TRUE(z.empty());
+    EXPECT_EQ(moved.data(), first);
   }
   keep_huge_blocks(false);
 }
