@@ -444,9 +444,9 @@ class Executor final : public noc::NetworkClient {
   std::vector<std::uint32_t> critical_slots_;  // the slots critical_ marks, in the walk's order
   // Route tables (color_switch > 0): per (color, input port as hw::Dir, tile) the output ports (bit per
   // hw::Dir, the Ramp bit when the core receives) with kRouted set, kUnrouted (0) before the first flow: the
-  // table starts zero and untouched, so only the pages a route is set in are faulted in (the default decode
-  // sets routes in 894 of its 14,173 pages, 58 MB). Tiles innermost, so a row multicast's walk reads consecutive
-  // bytes.
+  // table starts zero and untouched, so only the pages a route is set in are faulted in (a few percent of them in
+  // the default decode: docs/timing.md "Route tables faulted in only where routes are set"). Tiles innermost,
+  // so a row multicast's walk reads consecutive bytes.
   noc::ZeroedArray<std::uint8_t> routes_;
   std::uint32_t route_colors_ = 0;
   std::vector<std::pair<hw::Coord, hw::Dir>> walk_;  // reroute's stack
