@@ -22,6 +22,13 @@ namespace {
 
 constexpr std::size_t kMiB = std::size_t(1) << 20;
 
+// Turns keeping on and leaves one kept block of 5 MiB and more, every byte 7; returns its address.
+const std::uint8_t* keep_a_block_of_sevens() {
+  keep_huge_blocks(true);
+  BigArray<std::uint8_t> a(5 * kMiB, 7);
+  return a.data();
+}
+
 TEST(BigArrayPool, AKeptBlockServesALargerRequestWithinWhatItWasMappedFor) {
   keep_huge_blocks(true);
   const std::size_t kept0 = huge_blocks_kept();
@@ -75,12 +82,7 @@ TEST(BigArrayPool, NothingIsKeptWhenKeepingIsOff) {
 // A RecordArray grows without writing its new elements: a kept block's old contents are still there after a
 // resize (a BigArray zeroes them, above), so the pages of a stretch grown over and never written are never touched.
 TEST(BigArrayPool, ARecordArrayGrowsWithoutWritingItsNewElements) {
-  keep_huge_blocks(true);
-  const std::uint8_t* first = nullptr;
-  {
-    BigArray<std::uint8_t> a(5 * kMiB, 7);
-    first = a.data();
-  }
+  const std::uint8_t* first = keep_a_block_of_sevens();
   {
     RecordArray<std::uint8_t> r;
     r.reserve(5 * kMiB);
@@ -119,12 +121,7 @@ TEST(ZeroedArray, AFreshBlockIsNotTouchedAndReadsZero) {
 #endif
 
 TEST(ZeroedArray, AKeptBlockIsClearedBeforeItIsUsedAgain) {
-  keep_huge_blocks(true);
-  const std::uint8_t* first = nullptr;
-  {
-    BigArray<std::uint8_t> a(5 * kMiB, 7);
-    first = a.data();
-  }
+  const std::uint8_t* first = keep_a_block_of_sevens();
   {
     ZeroedArray<std::uint8_t> z;
     z.assign_zero(5 * kMiB);
