@@ -15,7 +15,12 @@
 # AB_OLD: the other binary (required; e.g. a build of main in a worktree); the new one is WAFER_EMU (bench/run).
 # AB_RUNS: pairs per job (default 5). AB_JOBS: jobs separated by ';', each the arguments of one wafer-emu
 # command (default: the default decode; the 50-defect decode; Llama-3.1-70B on 4 wafers, one thread).
+# A job may be a sweep (`sweep --spec FILE --jobs 1`): each run gets a fresh --out folder; the medians of its points'
+# wall time and emulation are printed too (per build, the median over its runs), and the answers compared are the
+# points' results but for their wall times, in index order.
 # Example: AB_OLD=/tmp/base/build/release/apps/wafer-emu AB_JOBS='decode;decode --density 0.1 --seed 1' bench/run ab
+# A study's point: AB_JOBS="sweep --spec bench/data/defect-yield-slice.json --jobs 1" (the slice bench/study_wse3.sh
+# sweeps).
 set -euo pipefail
 : "${WAFER_EMU:?set by bench/run}"
 : "${AB_OLD:?AB_OLD: the binary to compare against}"
@@ -28,21 +33,28 @@ IFS=';' read -ra list <<< "$jobs"
 for j in "${list[@]}"; do
   read -ra args <<< "$j"
   echo "-- wafer-emu ${args[*]} ($runs interleaved pairs, old = $AB_OLD)"
-  : > "$tmp/old.t"; : > "$tmp/new.t"
+  : > "$tmp/old.t"; : > "$tmp/new.t"; : > "$tmp/old.pt"; : > "$tmp/new.pt"
+  sweep=0; [ "${args[0]}" = sweep ] && sweep=1
   for i in $(seq "$runs"); do
     order="old new"; [ $((i % 2)) = 0 ] && order="new old"
     for which in $order; do
       bin=$AB_OLD; [ "$which" = new ] && bin=$WAFER_EMU
-      if ! /usr/bin/time -f '%e %U %S %M' -o "$tmp/t" "$bin" "${args[@]}" --json "$tmp/$which.json" >/dev/null 2>"$tmp/err"; then
+      out=(--json "$tmp/$which.json")
+      if [ "$sweep" = 1 ]; then rm -rf "$tmp/$which.out"; out=(--out "$tmp/$which.out" --quiet); fi
+      if ! /usr/bin/time -f '%e %U %S %M' -o "$tmp/t" "$bin" "${args[@]}" "${out[@]}" >/dev/null 2>"$tmp/err"; then
         echo "  $which failed: $(tail -1 "$tmp/err")"
         continue 3
       fi
       cat "$tmp/t" >> "$tmp/$which.t"
+      if [ "$sweep" = 1 ]; then  # this run's median point: wall, emulation
+        python3 -c 'import json, statistics as st, sys; p = [json.loads(l)["wall_s"] for l in open(sys.argv[1])]; print(st.median(w["total"] for w in p), st.median(w["emulation"] for w in p))' \
+          "$tmp/$which.out/points.jsonl" >> "$tmp/$which.pt"
+      fi
     done
   done
-  python3 - "$tmp" <<'PY'
+  python3 - "$tmp" "$sweep" <<'PY'
 import json, statistics, sys
-d = sys.argv[1]
+d, sweep = sys.argv[1], sys.argv[2] == "1"
 def rows(w):  # per run: wall, user, system, peak RSS (KiB)
     return [list(map(float, l.split())) for l in open(f"{d}/{w}.t") if l.strip()]
 def load(rs):
@@ -70,6 +82,15 @@ for i, k in ((0, "wall"), (1, "user")):
     print(f"  {k}, pair by pair: median ratio {ratio:.3f}, new faster in {wins} of {m} pairs (sign test p = {p:.2f}: {verdict})")
 res = []
 for w in ("old", "new"):
+    if sweep:  # the points but for their wall times, in index order
+        pts = [json.loads(l) for l in open(f"{d}/{w}.out/points.jsonl")]
+        for p in pts:
+            p.pop("wall_s", None)
+        res.append(sorted(pts, key=lambda p: p["index"]))
+        runs = [list(map(float, l.split())) for l in open(f"{d}/{w}.pt") if l.strip()]
+        print(f"  {w}: median point {statistics.median(r[0] for r in runs):.3f} s, its emulation "
+              f"{statistics.median(r[1] for r in runs):.3f} s (medians over the runs of each run's median point)")
+        continue
     j = json.load(open(f"{d}/{w}.json"))
     j.pop("wall_time", None)
     res.append(j)
@@ -78,7 +99,8 @@ PY
   if [ "${AB_CALLGRIND:-0}" = 1 ] && command -v valgrind >/dev/null; then
     for which in old new; do
       bin=$AB_OLD; [ "$which" = new ] && bin=$WAFER_EMU
-      valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$bin" "${args[@]}" >/dev/null 2>"$tmp/cg.err"
+      out=(); if [ "$sweep" = 1 ]; then rm -rf "$tmp/vg.out"; out=(--out "$tmp/vg.out" --quiet); fi
+      valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$bin" "${args[@]}" "${out[@]}" >/dev/null 2>"$tmp/cg.err"
       sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/cg.err" > "$tmp/$which.ir"
     done
     python3 -c "import sys; o, n = (int(open(f).read()) for f in sys.argv[1:]); print(f'  instructions (callgrind): old {o / 1e9:.3f} G, new {n / 1e9:.3f} G, new / old {n / o:.4f}')" "$tmp/old.ir" "$tmp/new.ir"
@@ -87,7 +109,8 @@ PY
     read -ra ll <<< "${AB_CACHEGRIND_LL:+--LL=$AB_CACHEGRIND_LL}"
     for which in old new; do
       bin=$AB_OLD; [ "$which" = new ] && bin=$WAFER_EMU
-      valgrind --tool=cachegrind --cache-sim=yes "${ll[@]}" --cachegrind-out-file=/dev/null "$bin" "${args[@]}" >/dev/null 2>"$tmp/$which.cg"
+      out=(); if [ "$sweep" = 1 ]; then rm -rf "$tmp/vg.out"; out=(--out "$tmp/vg.out" --quiet); fi
+      valgrind --tool=cachegrind --cache-sim=yes "${ll[@]}" --cachegrind-out-file=/dev/null "$bin" "${args[@]}" "${out[@]}" >/dev/null 2>"$tmp/$which.cg"
     done
     python3 - "$tmp" <<'PY'
 import re, sys

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/study_wse3.sh: the rate of a real study (issue 10): a slice of configs/studies/defect-yield.json
-# (Llama-3.1-8B on wse3, negative-binomial defects at 0.1 per cm^2, alpha 2, STUDY_WSE3_SEEDS seeds, default
-# 6) swept with --jobs 1 and then --jobs 2: wall time, points per minute, the ratio, the median point's wall
-# time and the peak RSS. Run through bench/run. STUDY_WSE3_ARGS: more sweep options (e.g. --no-cache, to see the
+# (bench/data/defect-yield-slice.json: Llama-3.1-8B on wse3, negative-binomial defects at 0.1 per cm^2, alpha 2,
+# STUDY_WSE3_SEEDS seeds, default 6) swept with --jobs 1 and then --jobs 2: wall time, points per minute, the
+# ratio, the median point's wall time and the peak RSS. Run through bench/run. STUDY_WSE3_ARGS: more sweep options (e.g. --no-cache, to see the
 # points built from scratch). STUDY_WSE3_MPI=1: as 1 and 2 ranks of Open MPI's mpirun instead of --jobs.
 # STUDY_WSE3_FULL=1: the shipped study itself instead (configs/studies/defect-yield.json, 400 points: 4
 # densities x 2 alphas x 50 seeds) with --jobs 2 only (STUDY_WSE3_FULL_JOBS), once: wall time, points per
@@ -42,12 +42,9 @@ seeds="${STUDY_WSE3_SEEDS:-6}"
 read -r -a extra <<<"${STUDY_WSE3_ARGS:-}"
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
-cat >"$dir/study.json" <<JSON
-{"schema": 1, "name": "defect-yield-slice",
- "fixed": {"wafer": "wse3", "model": "llama-3.1-8b", "context": 4096, "batch": 1, "placement": "layer-bands",
-           "kernel": "bands", "weights": "resident", "repair": "row-shift", "defect_model": "negbin"},
- "axes": {"density": [0.1], "alpha": [2], "seed": {"from": 1, "count": $seeds}}}
-JSON
+# (bench/data/defect-yield-slice.json with its seed count set: the slice bench/ab.sh's sweep jobs take as it is)
+python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); s["axes"]["seed"]["count"] = int(sys.argv[2]); json.dump(s, open(sys.argv[3], "w"))' \
+  "$here/data/defect-yield-slice.json" "$seeds" "$dir/study.json"
 for jobs in 1 2; do
   if [ "${STUDY_WSE3_MPI:-0}" = 1 ]; then  # as ranks of Open MPI's mpirun rather than --jobs workers
     launch=(mpirun -n "$jobs" --oversubscribe)
