@@ -15,9 +15,9 @@
 # AB_OLD: the other binary (required; e.g. a build of main in a worktree); the new one is WAFER_EMU (bench/run).
 # AB_RUNS: pairs per job (default 5). AB_JOBS: jobs separated by ';', each the arguments of one wafer-emu
 # command (default: the default decode; the 50-defect decode; Llama-3.1-70B on 4 wafers, one thread).
-# A job may be a sweep (`sweep --spec FILE --jobs 1`): each run gets a fresh --out folder; the medians of its points'
-# wall time and emulation are printed too (per build, the median over its runs), and the answers compared are the
-# points' results but for their wall times, in index order.
+# A job may be a sweep (`sweep --spec FILE --jobs 1`): each run gets a fresh --out folder; the medians of the wall
+# time and emulation of its points that ran are printed too (per build, the median over its runs), and the answers
+# compared are the points' results but for their wall times, in index order.
 # Example: AB_OLD=/tmp/base/build/release/apps/wafer-emu AB_JOBS='decode;decode --density 0.1 --seed 1' bench/run ab
 # A study's point: AB_JOBS="sweep --spec bench/data/defect-yield-slice.json --jobs 1" (the slice bench/study_wse3.sh
 # sweeps).
@@ -29,6 +29,13 @@ jobs="${AB_JOBS:-decode;decode --density 0.1 --seed 1;decode --model llama-3.1-7
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# A sweep's output arguments (into `out`): a fresh folder $1 each run, since a sweep into a folder of finished
+# points skips them; none for any other job.
+sweep_out() {
+  out=()
+  if [ "$sweep" = 1 ]; then rm -rf "$1"; out=(--out "$1" --quiet); fi
+}
+
 IFS=';' read -ra list <<< "$jobs"
 for j in "${list[@]}"; do
   read -ra args <<< "$j"
@@ -39,15 +46,17 @@ for j in "${list[@]}"; do
     order="old new"; [ $((i % 2)) = 0 ] && order="new old"
     for which in $order; do
       bin=$AB_OLD; [ "$which" = new ] && bin=$WAFER_EMU
-      out=(--json "$tmp/$which.json")
-      if [ "$sweep" = 1 ]; then rm -rf "$tmp/$which.out"; out=(--out "$tmp/$which.out" --quiet); fi
+      sweep_out "$tmp/$which.out"
+      [ "$sweep" = 1 ] || out=(--json "$tmp/$which.json")
       if ! /usr/bin/time -f '%e %U %S %M' -o "$tmp/t" "$bin" "${args[@]}" "${out[@]}" >/dev/null 2>"$tmp/err"; then
         echo "  $which failed: $(tail -1 "$tmp/err")"
         continue 3
       fi
       cat "$tmp/t" >> "$tmp/$which.t"
-      if [ "$sweep" = 1 ]; then  # this run's median point: wall, emulation
-        python3 -c 'import json, statistics as st, sys; p = [json.loads(l)["wall_s"] for l in open(sys.argv[1])]; print(st.median(w["total"] for w in p), st.median(w["emulation"] for w in p))' \
+      if [ "$sweep" = 1 ]; then  # this run's median point that ran (a failed one has no emulation): wall, emulation
+        python3 -c 'import json, statistics as st, sys
+p = [l["wall_s"] for l in map(json.loads, open(sys.argv[1])) if l["status"] == "ok"]
+print(*(st.median(w[k] for w in p) if p else "nan" for k in ("total", "emulation")))' \
           "$tmp/$which.out/points.jsonl" >> "$tmp/$which.pt"
       fi
     done
@@ -89,7 +98,7 @@ for w in ("old", "new"):
         res.append(sorted(pts, key=lambda p: p["index"]))
         runs = [list(map(float, l.split())) for l in open(f"{d}/{w}.pt") if l.strip()]
         print(f"  {w}: median point {statistics.median(r[0] for r in runs):.3f} s, its emulation "
-              f"{statistics.median(r[1] for r in runs):.3f} s (medians over the runs of each run's median point)")
+              f"{statistics.median(r[1] for r in runs):.3f} s (medians over the runs of each run's median point that ran)")
         continue
     j = json.load(open(f"{d}/{w}.json"))
     j.pop("wall_time", None)
@@ -99,7 +108,7 @@ PY
   if [ "${AB_CALLGRIND:-0}" = 1 ] && command -v valgrind >/dev/null; then
     for which in old new; do
       bin=$AB_OLD; [ "$which" = new ] && bin=$WAFER_EMU
-      out=(); if [ "$sweep" = 1 ]; then rm -rf "$tmp/vg.out"; out=(--out "$tmp/vg.out" --quiet); fi
+      sweep_out "$tmp/vg.out"
       valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$bin" "${args[@]}" "${out[@]}" >/dev/null 2>"$tmp/cg.err"
       sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/cg.err" > "$tmp/$which.ir"
     done
@@ -109,7 +118,7 @@ PY
     read -ra ll <<< "${AB_CACHEGRIND_LL:+--LL=$AB_CACHEGRIND_LL}"
     for which in old new; do
       bin=$AB_OLD; [ "$which" = new ] && bin=$WAFER_EMU
-      out=(); if [ "$sweep" = 1 ]; then rm -rf "$tmp/vg.out"; out=(--out "$tmp/vg.out" --quiet); fi
+      sweep_out "$tmp/vg.out"
       valgrind --tool=cachegrind --cache-sim=yes "${ll[@]}" --cachegrind-out-file=/dev/null "$bin" "${args[@]}" "${out[@]}" >/dev/null 2>"$tmp/$which.cg"
     done
     python3 - "$tmp" <<'PY'

@@ -1652,9 +1652,10 @@ void Executor::reuse_cut() {
   }
   // The template's slots as they are at this cut, and the ones the state holds (the copies overwrite them).
   std::vector<Slot> tmpl(order.size());
-  for (std::size_t i = 0; i < tmpl.size(); ++i) tmpl[i] = slots_[order[i]];
-  for (const Slot& sl : tmpl)
-    if (sl.crit != kNone && sl.crit < first_data_) return no_jump();  // (an injection's or the weights' arrival)
+  for (std::size_t i = 0; i < tmpl.size(); ++i) {
+    tmpl[i] = slots_[order[i]];
+    if (tmpl[i].crit != kNone && tmpl[i].crit < first_data_) return no_jump();  // (an injection's or the weights' arrival)
+  }
   std::vector<std::pair<std::uint32_t, Slot>> held;
   for (std::uint32_t s : ru_.open) held.push_back({s, slots_[s]});
   // In space, the cores as they are at this cut: of the tiles whose tasks ran in the template (each copy
