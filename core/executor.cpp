@@ -151,7 +151,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   if (sends >= kNone) throw hw::InputError("firmware: more than 4 billion bursts per step");
   bursts_.reserve(sends);
   cores_.resize(n);
-  for (std::size_t t = 0; t < n; ++t) cores_[t] = {0, kNone, slot0_[t], image_.tile_program[t]};
+  for (std::size_t t = 0; t < n; ++t) cores_[t] = {0, kNone};
   claim_cursor_.assign(n * long_max_, 0);
   slots_.assign(slots, Slot{0, 0, kOpen, kOpen, kNone, kNone, 0, 0, 0, 0});
   wide_ = streams;  // (see Slot)
@@ -493,10 +493,11 @@ void Executor::on_arrival(std::uint64_t tag, TileIndex sink, Cycle head, Cycle t
 
 // The slots an arrival on `color` at `sink` may be credited to, and its burst record, fetched ahead (the
 // slots of a full wafer, hundreds of MB, are read at random: the arrival's first read of them was the
-// emulation's largest stall), and the sink's core record. Reads only tables that mostly stay in the caches: the
-// sink's program and first slot come from the 4-byte arrays (16 tiles a cache line), not from its 32-byte core
-// record (2 a line; 28 MB on wse3), which is fetched ahead for the arrival instead. Read here, that record was
-// this hint's own stall: 70 % of its samples, and the hint 19 % of Mixtral's on 3 wafers (perf, cpu-clock).
+// emulation's largest stall), and the sink's core record, for the task start the arrival may lead to. Reads only
+// tables that mostly stay in the caches: the sink's program and first slot, from the 4-byte arrays (16 tiles a
+// cache line). (Read from the core record when that held copies of them, 32 bytes, 2 a line, 28 MB on wse3,
+// they were this hint's own stall: 70 % of its samples, and the hint 19 % of Mixtral's on 3 wafers; perf,
+// cpu-clock.)
 void Executor::expect_arrival(std::uint64_t tag, TileIndex sink, noc::Color color) {
   __builtin_prefetch(&bursts_[std::uint32_t(tag)]);
   __builtin_prefetch(&cores_[sink], 1);
@@ -535,14 +536,13 @@ template <bool kWatched>
     if (done_count_ <= image_.done_arrivals && (done_crit_ == kNone || tail >= done_end_)) done_end_ = tail, done_crit_ = id;
     claimed = true;
   }
-  const Core& core = cores_[sink];
-  const std::uint32_t p = core.program;
+  const std::uint32_t p = image_.tile_program[sink];
   if (p != firmware::kIdle && b.color < trigger_colors_) {
     // The first task, in program order, waiting on the color that still needs arrivals (see group_of_).
     const std::uint16_t g = group_of_[std::size_t(p) * trigger_colors_ + b.color];
     if (g != kNoGroup) {
       const TaskInfo* ti = tinfo_.data() + prog0_[p];
-      const std::uint32_t s0 = core.slot0;
+      const std::uint32_t s0 = slot0_[sink];
       const Group& gr = groups_[pgroup0_[p] + g];
       const std::uint16_t* list = group_tasks_.data() + gr.begin;
       std::uint32_t i = 0;
@@ -648,8 +648,7 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
 }
 
 void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
-  // (the tile's first slot and program from the 4-byte arrays, its core record fetched while the sends' routes
-  // are walked: it is read only after them, as in expect_arrival)
+  // (its core record fetched while the sends' routes are walked: it is read only after them)
   __builtin_prefetch(&cores_[tile], 1);
   const std::uint32_t slot = slot0_[tile] + k;
   const std::uint32_t p = image_.tile_program[tile];

@@ -311,10 +311,10 @@ class Executor final : public noc::NetworkClient {
     return opt_.start + off;
   }
   hw::TileIndex src_of(const BurstRec& b) const { return b.kind == BurstKind::Data ? slot_tile(b.who) : b.who; }
-  // Whether `slot` is one of tile t's (from the tile's core record, which an arrival reads anyway).
+  // Whether `slot` is one of tile t's.
   bool holds_slot(hw::TileIndex t, std::uint32_t slot) const {
-    const Core& c = cores_[t];
-    return c.program != firmware::kIdle && slot - c.slot0 < prog0_[c.program + 1] - prog0_[c.program];
+    const std::uint32_t p = image_.tile_program[t];
+    return p != firmware::kIdle && slot - slot0_[t] < prog0_[p + 1] - prog0_[p];
   }
   // Template burst record b as copy m of a reuse jump writes it (or burst_at computes it): D cycles and its
   // sender `dsender` slots on per copy (the jump checks the last copy's offsets).
@@ -392,15 +392,13 @@ class Executor final : public noc::NetworkClient {
   std::vector<std::uint16_t> group_tasks_;
   // Per tile.
   std::vector<std::uint32_t> slot0_;   // first slot (size tiles + 1)
-  // What the event loop reads of a tile, in one record (two to a cache line, where the arrays apart took up
-  // to four lines): the cycle its core is free, its last task's slot, and copies of its first slot and its
-  // program.
-  struct alignas(32) Core {
+  // What the event loop reads and writes of a tile's core, in 16 bytes (four to a cache line): the cycle it
+  // is free and its last task's slot. Its program and first slot are read from the 4-byte arrays.
+  struct alignas(16) Core {
     Cycle free;
-    std::uint32_t last;     // kNone: no task yet
-    std::uint32_t slot0;    // slot0_[t]
-    std::uint32_t program;  // image.tile_program[t]
+    std::uint32_t last;  // kNone: no task yet
   };
+  static_assert(sizeof(Core) == 16);
   noc::BigArray<Core> cores_;
   // Per task slot.
   noc::BigArray<Slot> slots_;  // (huge pages: hundreds of MB on a full wafer, read in scattered order)
