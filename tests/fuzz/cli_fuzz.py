@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Seeded mutation fuzzing of the parsers that live in the program itself (study files of `sweep`, case
-files of `validate`), through the command line as a user meets them.
+files of `validate`), through the command line as a user meets them; and of the files `decode` takes (model
+config, wafer file, defect map), each through a whole decode on the tiny wafer, so that what a mutant that parses
+does to the mapper, the repair and the emulation is tried too (tests/fuzz/parsers_fuzz_test.cpp fuzzes their
+parsers alone, many more mutants).
 
 cli_fuzz.py WAFER_EMU SOURCE_DIR OUT_DIR [MUTANTS]
 
 Each mutant of a shipped file must either be accepted or refused with exit 2 and exactly one line on stderr
-(never an internal error, a crash, a hang). Nothing is emulated: `sweep --point` beyond any study's size stops
-after the whole study is checked; `validate --check` checks the cases only.
+(never an internal error, a crash, a hang). For the study and case files nothing is emulated: `sweep --point`
+beyond any study's size stops after the whole study is checked; `validate --check` checks the cases only.
 """
 import os, random, subprocess, sys
 
@@ -50,12 +53,26 @@ def main():
         ("cases", os.path.join(src, "tests/cli/data/validate_tiny.json"), lambda f: [exe, "validate", "--cases", f, "--check"],
          mutants),
     ]
+    # Decodes on the tiny wafer (a fraction of a second each under the sanitizers), a third as many mutants each.
+    decode = lambda *a: lambda f: [exe, "decode", "--context", "64", *[f if x == "FILE" else x for x in a]]
+    jobs += [
+        ("model", os.path.join(src, "configs/models/test/tiny-llama.json"), decode("--wafer", "tiny", "--model", "FILE"),
+         mutants // 3),
+        ("moe model", os.path.join(src, "configs/models/test/tiny-moe.json"), decode("--wafer", "small", "--model", "FILE"),
+         mutants // 3),
+        ("wafer", os.path.join(src, "tests/cli/data/wafer_override.json"),
+         decode("--wafer", "FILE", "--model", "tiny-llama"), mutants // 3),
+        ("defects json", os.path.join(src, "tests/cli/data/defects_ok.json"),
+         decode("--wafer", "tiny", "--model", "tiny-llama", "--defects", "FILE"), mutants // 3),
+        ("defects csv", os.path.join(src, "tests/cli/data/defects_ok.csv"),
+         decode("--wafer", "tiny", "--model", "tiny-llama", "--defects", "FILE"), mutants // 3),
+    ]
     problems = []
     for what, seed, cmd, mutants in jobs:
         good = open(seed).read()
         counts = {0: 0, 2: 0}
         for i in range(mutants):
-            f = os.path.join(out, f"{what.replace(' ', '_')}_{i}.json")
+            f = os.path.join(out, f"{what.replace(' ', '_')}_{i}{os.path.splitext(seed)[1]}")  # (the seed's kind)
             with open(f, "w") as h:
                 h.write(mutate(good, rng))
             try:
