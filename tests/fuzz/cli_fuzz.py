@@ -3,7 +3,7 @@
 files of `validate`), through the command line as a user meets them; and of the files `decode` takes (model
 config, wafer file, defect map), each through a whole decode on the tiny wafer, so that what a mutant that parses
 does to the mapper, the repair and the emulation is tried too (tests/fuzz/parsers_fuzz_test.cpp fuzzes their
-parsers alone, many more mutants).
+parsers alone, many more mutants); and decode's JSON results as `report` reads them.
 
 cli_fuzz.py WAFER_EMU SOURCE_DIR OUT_DIR [MUTANTS]
 
@@ -66,6 +66,9 @@ def main():
          decode("--wafer", "tiny", "--model", "tiny-llama", "--defects", "FILE"), mutants // 3),
         ("defects csv", os.path.join(src, "tests/cli/data/defects_ok.csv"),
          decode("--wafer", "tiny", "--model", "tiny-llama", "--defects", "FILE"), mutants // 3),
+        # (decode's results as `report` reads them back)
+        ("results", os.path.join(src, "traces/golden/decode_tiny_llama.json"),
+         lambda f: [exe, "report", "--in", f, "--out", os.path.join(out, "report.html")], mutants // 3),
     ]
     problems = []
     for what, seed, cmd, mutants in jobs:
