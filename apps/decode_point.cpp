@@ -159,6 +159,9 @@ std::vector<sim::StepResult> emulate_points(sim::Simulator& simulator, const std
     records.insert(records.end(), w.begin(), w.end());
   }
   if (points.empty()) return {};
+  // A job whose largest wafer keeps kLargeJobRecords of task records or more gets huge pages for its blocks
+  // unless WAFER_EMU_HUGE_PAGES says otherwise (noc::set_large_job).
+  noc::set_large_job(!records.empty() && *std::max_element(records.begin(), records.end()) >= kLargeJobRecords);
   const std::uint32_t fit = threads_for(std::move(records), threads, memory_available());
   std::vector<sim::Simulator::BatchStep> steps;
   for (std::size_t i = 0; i < points.size(); ++i) {

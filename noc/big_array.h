@@ -4,14 +4,16 @@
 // on their own, aligned to 2 MiB, and go back to the kernel when freed. Smaller blocks come from the ordinary
 // heap.
 //
-// Transparent huge pages: the blocks follow the system's policy unless WAFER_EMU_HUGE_PAGES says otherwise
-// (huge_page_advice below). They used to be offered for huge pages (madvise(MADV_HUGEPAGE)) always, for the
-// TLB; measured on the 2-core VM (bench/cold.sh, docs/timing.md "Huge pages and cold memory"), a huge page
-// faulted in after the machine has been idle a few seconds costs several times a small one: the default
-// decode run alone took 1.26 s with the advice and 0.84 s without, its emulation no faster with it.
+// Transparent huge pages: the blocks follow the system's policy unless WAFER_EMU_HUGE_PAGES says otherwise, or,
+// with the variable unset, the job is a large one (huge_page_advice, set_large_job below). They used to be
+// offered for huge pages (madvise(MADV_HUGEPAGE)) always, for the TLB; measured on the 2-core VM (bench/cold.sh,
+// docs/timing.md "Huge pages and cold memory"), a huge page faulted in after the machine has been idle a few
+// seconds costs several times a small one: the default decode run alone took 1.26 s with the advice and 0.84 s
+// without, its emulation no faster with it. Jobs whose task records are several GB, read at random, gain.
 #include <cstddef>
 #include <cstdint>
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -44,6 +46,19 @@ inline HugePageAdvice parse_huge_page_advice(const char* v) {
 inline HugePageAdvice huge_page_advice() {
   static const HugePageAdvice a = parse_huge_page_advice(std::getenv("WAFER_EMU_HUGE_PAGES"));
   return a;
+}
+// Whether the blocks mapped from now on belong to a large job (apps::emulate_points decides, from the job's task
+// records, before it allocates them): with WAFER_EMU_HUGE_PAGES unset, they are then offered for huge pages. (A
+// kept block, keep_huge_blocks, keeps the advice it was mapped with.)
+inline std::atomic<bool>& large_job_flag() {
+  static std::atomic<bool> on{false};
+  return on;
+}
+inline void set_large_job(bool on) { large_job_flag().store(on, std::memory_order_relaxed); }
+// The advice a block mapped now gets: the variable's, or huge pages for a large job when it is unset.
+inline HugePageAdvice block_advice() {
+  const HugePageAdvice a = huge_page_advice();
+  return a == HugePageAdvice::System && large_job_flag().load(std::memory_order_relaxed) ? HugePageAdvice::Huge : a;
 }
 // Gives a mapping that advice (a hint: failure only means the system's policy).
 inline void advise_huge_pages([[maybe_unused]] void* p, [[maybe_unused]] std::size_t bytes, HugePageAdvice a) {
@@ -165,7 +180,7 @@ struct HugePageAllocator {
     if (aligned + mapped < a + mapped + kHuge) munmap(reinterpret_cast<void*>(aligned + mapped), a + kHuge - aligned);
     void* p = reinterpret_cast<void*>(aligned);
     fresh = true;
-    advise_huge_pages(p, mapped, huge_page_advice());
+    advise_huge_pages(p, mapped, block_advice());
     pool.given.push_back({p, mapped});
     pool.in_use += mapped;
     pool.peak = std::max(pool.peak, pool.in_use);

@@ -208,6 +208,25 @@ TEST(HugePageAdvice, BlocksCarryTheAdviceAndNoneByDefault) {
   EXPECT_EQ(f.find(" hg "), std::string::npos) << f;
   munmap(m, n);
 }
+
+// With the variable unset, the blocks a large job maps (set_large_job, which apps::emulate_points sets from the
+// job's task records) are offered for huge pages, and those mapped after it is cleared are not.
+TEST(HugePageAdvice, ALargeJobsBlocksAreOfferedHugePages) {
+  ASSERT_EQ(huge_page_advice(), HugePageAdvice::System) << "run with WAFER_EMU_HUGE_PAGES unset";
+  set_large_job(true);
+  EXPECT_EQ(block_advice(), HugePageAdvice::Huge);
+  BigArray<std::uint8_t> large;
+  large.reserve(4 * kMiB);  // (mapped, never touched)
+  set_large_job(false);
+  EXPECT_EQ(block_advice(), HugePageAdvice::System);
+  BigArray<std::uint8_t> small;
+  small.reserve(4 * kMiB);
+  std::string f = vm_flags(large.data());
+  ASSERT_FALSE(f.empty()) << "no VmFlags for the block in /proc/self/smaps";
+  EXPECT_NE(f.find(" hg "), std::string::npos) << f;
+  f = vm_flags(small.data());
+  EXPECT_EQ(f.find(" hg "), std::string::npos) << f;
+}
 #endif
 
 }  // namespace
