@@ -226,11 +226,11 @@ Study parse_study(const ojson& j, const std::string& where, const std::filesyste
                                         fmt::join(ks, ", "), fmt::join(keys, ", ")));
         }
       }
-      // A value listed twice: the first value that equals one before it, found by sorting (a range has up to
-      // kMaxPoints values, too many to compare pairwise: that took 13 s for 72,292 seeds). JSON's order is
-      // consistent with its equality (numbers compare by value whatever their type), so equal values end up side
-      // by side, in list order (a stable sort).
-      if (!it->is_object()) {  // (a range's whole numbers are all different)
+      // A value listed twice: the first value that equals one before it, found by sorting, since an axis may
+      // hold up to kMaxPoints values, too many to compare pairwise (a range of 72,292 seeds took 13 s so). JSON's
+      // order is consistent with its equality (numbers compare by value whatever their type), so equal values end
+      // up side by side, in list order (a stable sort). A range is not checked: its whole numbers all differ.
+      if (!it->is_object()) {
         std::vector<std::size_t> order(values.size());
         std::iota(order.begin(), order.end(), std::size_t(0));
         std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return values[x] < values[y]; });
