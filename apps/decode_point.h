@@ -71,8 +71,9 @@ void check_memory(const mapper::Mapping& mapping);
 // Task records of a wafer (wafer_records) from which a job is a large one, whose blocks are offered for transparent
 // huge pages when WAFER_EMU_HUGE_PAGES is unset (noc::set_large_job). Measured cold on the 2-core VM (bench/cold.sh,
 // docs/timing.md "Huge pages and cold memory"): every job that lost by huge pages counts at most 1.5 GB a wafer
-// (the default decode 1.4 GB, Mixtral on 3 wafers 1.5 GB); Llama-3.2-1B's square on a 500 x 500 wse3 (5.1 GB) and
-// the 8B's whole square on wse3 (22.6 GB) gain. 4 GB lies between, below the smallest that gains.
+// (the default decode 1.4 GB, Mixtral on 3 wafers 1.5 GB); Llama-3.2-1B's square on a 500 x 500 wse3 (5.1 GB), the
+// 8B's whole-wafer placement (17.4 GB) and whole square (22.6 GB) on wse3 gain. 4 GB lies between, below the
+// smallest that gains.
 inline constexpr std::uint64_t kLargeJobRecords = 4'000'000'000ull;
 
 // The CPUs this process may run on (its affinity mask; at least 1): decode's default --threads.
