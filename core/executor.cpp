@@ -150,8 +150,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   if (streams) ++sends;  // the shared weights record
   if (sends >= kNone) throw hw::InputError("firmware: more than 4 billion bursts per step");
   bursts_.reserve(sends);
-  cores_.resize(n);
-  for (std::size_t t = 0; t < n; ++t) cores_[t] = {0, kNone};
+  cores_.assign(n, Core{0, kNone});
   claim_cursor_.assign(n * long_max_, 0);
   slots_.assign(slots, Slot{0, 0, kOpen, kOpen, kNone, kNone, 0, 0, 0, 0});
   wide_ = streams;  // (see Slot)
