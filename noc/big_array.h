@@ -274,6 +274,61 @@ class ZeroedArray {
     if (n > 0) p_ = HugePageAllocator<T>().allocate_zeroed(n);
     n_ = n;
   }
+  // n elements that read as zero only once each range of them has been through clear (the caller clears them
+  // all, before it reads any): a new mapping reads as zero already, a kept block holds what its last user left.
+  void assign_uncleared(std::size_t n) {
+    release();
+    fresh_ = true;
+    if (n > 0) p_ = HugePageAllocator<T>().allocate_block(n, fresh_);
+    n_ = n;
+  }
+  // Makes elements [begin, end) read as zero, their pages faulted in now (populate) or when first written: a
+  // new mapping's are zero (populated or left alone), a kept block's are written (populate) or given back to
+  // the kernel (read as zero again, faulted in when written).
+  void clear(std::size_t begin, std::size_t end, bool fill) {
+    end = std::min(end, n_);
+    if (!p_ || begin >= end) return;
+    if (fresh_) {
+      if (fill) populate(begin, end);
+      return;
+    }
+    auto* const first = reinterpret_cast<unsigned char*>(p_ + begin);
+    auto* const last = reinterpret_cast<unsigned char*>(p_ + end);
+#if defined(__linux__) && defined(MADV_DONTNEED)
+    if (!fill) {
+      // (the whole pages inside the range given back; the parts of pages at its ends written)
+      constexpr std::uintptr_t page = 4096;
+      auto* const a = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(first) + page - 1) / page * page);
+      auto* const b = reinterpret_cast<unsigned char*>(reinterpret_cast<std::uintptr_t>(last) / page * page);
+      if (a < b && madvise(a, std::size_t(b - a), MADV_DONTNEED) == 0) {
+        std::memset(first, 0, std::size_t(a - first));
+        std::memset(b, 0, std::size_t(last - b));
+        return;
+      }
+    }
+#endif
+    std::memset(first, 0, std::size_t(last - first));
+  }
+  // Faults every page in now, ahead of the writes that would (for an array every element of which will be
+  // written, in scattered order: one pass of the kernel's rather than a fault in the middle of the writer's
+  // work each time it reaches a new page). Reads as zero as before.
+  void populate() { populate(0, n_); }
+  // The same for elements [begin, end).
+  void populate(std::size_t begin, std::size_t end) {
+    end = std::min(end, n_);
+    if (!p_ || begin >= end) return;
+    const std::size_t bytes = (end - begin) * sizeof(T), page = 4096;
+    auto* const first = reinterpret_cast<unsigned char*>(p_ + begin);
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+    {
+      // (madvise wants a page-aligned start: the block's from the huge-page pool is, a small one may not be)
+      const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(first) / page * page;
+      if (madvise(reinterpret_cast<void*>(a), reinterpret_cast<std::uintptr_t>(first) + bytes - a, MADV_POPULATE_WRITE) == 0) return;
+    }
+#endif
+    // (without it: a write of what is there to one byte a page)
+    for (std::size_t i = 0; i < bytes; i += page) reinterpret_cast<volatile unsigned char*>(first)[i] = first[i];
+  }
   T* data() { return p_; }
   const T* data() const { return p_; }
   std::size_t size() const { return n_; }
@@ -288,6 +343,7 @@ class ZeroedArray {
   }
   T* p_ = nullptr;
   std::size_t n_ = 0;
+  bool fresh_ = true;  // (assign_uncleared: a new mapping)
 };
 
 }  // namespace wafer::noc

@@ -136,6 +136,56 @@ TEST(ZeroedArray, AKeptBlockIsClearedBeforeItIsUsedAgain) {
   keep_huge_blocks(false);
 }
 
+// assign_uncleared then clear, range by range (the executor's task slots): every element reads zero whichever way
+// its range was cleared, on a kept block (written, or its pages given back: the ends of a range that share a
+// page with the next are written, not given back) and on a small block from the heap; on a fresh mapping a
+// range cleared without filling is not touched, one cleared with filling is faulted in.
+TEST(ZeroedArray, UnclearedBlocksReadZeroOnceEveryRangeIsCleared) {
+  // (ranges whose ends fall inside pages: 3 MiB + 5 bytes is not a page boundary)
+  const std::size_t cut1 = kMiB + 123, cut2 = 3 * kMiB + 5, n = 5 * kMiB;
+  const std::uint8_t* first = keep_a_block_of_sevens();
+  {
+    ZeroedArray<std::uint8_t> z;
+    z.assign_uncleared(n);
+    ASSERT_EQ(z.data(), first);  // (the kept block, still holding sevens)
+    EXPECT_EQ(z[cut1 + 1], 7);
+    z.clear(0, cut1, true);
+    z.clear(cut1, cut2, false);
+    z.clear(cut2, n, true);
+    for (std::size_t i : {std::size_t(0), cut1 - 1, cut1, cut1 + 1, cut1 + 4096, cut2 - 1, cut2, cut2 + 1, n - 1})
+      EXPECT_EQ(z[i], 0) << i;
+    std::size_t nonzero = 0;
+    for (std::size_t i = 0; i < n; ++i) nonzero += z[i] != 0;
+    EXPECT_EQ(nonzero, 0u);
+  }
+  keep_huge_blocks(false);
+  {
+    ZeroedArray<std::uint64_t> small;  // (from the heap, which may hold an earlier allocation's bytes)
+    small.assign_uncleared(50'000);
+    small.clear(0, 20'000, false);
+    small.clear(20'000, 50'000, true);
+    std::size_t nonzero = 0;
+    for (std::size_t i = 0; i < 50'000; ++i) nonzero += small[i] != 0;
+    EXPECT_EQ(nonzero, 0u);
+  }
+#if defined(__linux__)
+  {
+    ZeroedArray<std::uint8_t> z;
+    z.assign_uncleared(8 * kMiB);
+    z.clear(0, 2 * kMiB, true);
+    z.clear(2 * kMiB, 8 * kMiB, false);
+    const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> resident((8 * kMiB + page - 1) / page);
+    ASSERT_EQ(mincore(z.data(), 8 * kMiB, resident.data()), 0);
+    std::size_t filled = 0, left = 0;
+    for (std::size_t p = 0; p < resident.size(); ++p) (p * page < 2 * kMiB ? filled : left) += resident[p] & 1;
+    EXPECT_EQ(filled, 2 * kMiB / page) << "a populated range was not faulted in";
+    EXPECT_EQ(left, 0u) << "a range cleared without filling was touched";
+    EXPECT_EQ(z[5 * kMiB], 0);
+  }
+#endif
+}
+
 // Below the huge-page size the array comes from the C library's allocator; an over-aligned element (the
 // executor's per-tile record is half a cache line) keeps its alignment there too.
 TEST(BigArray, SmallArraysOfOverAlignedElementsAreAligned) {
