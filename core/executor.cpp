@@ -152,10 +152,10 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   bursts_.reserve(sends);
   cores_.assign(n, Core{0, kNone});
   claim_cursor_.assign(n * long_max_, 0);
-  slots_.assign(slots, Slot{0, 0, kOpen, kOpen, kNone, kNone, 0, 0, 0, 0});
+  slots_.assign_uncleared(slots);  // (cleared below, at the end: every task before anything reached it, Slot)
   wide_ = streams;  // (see Slot)
   if (wide_) burst_hi_.reserve(sends);
-  if (wide_) hi_.assign(slots, SlotHigh{0, 0, kOpen, kOpen});
+  if (wide_) hi_.assign_zero(slots);
   done_tile_ = grid_.index(image_.done_tile);
   if (costs_.color_switch > 0) {
     // (the colors of the programs some tile runs)
@@ -169,6 +169,29 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
     routes_.assign_zero(n * route_colors_ * kInPorts);  // (kUnrouted everywhere)
   }
   if (opt_.reuse && !streams && net_.supports_reuse()) reuse_setup();
+  // The slots' pages are faulted in up front, in one pass: faulted in by the event loop instead, in the order
+  // it reaches them, they cost the 50-defect decode 4 % of its wall time, and Mixtral's wafers, two threads
+  // faulting side by side, 14 %. All of them, unless reuse in space may copy bands: a jump's copies are not
+  // written (SlotCopies), so the bands a run would copy are left out, those from its fourth group to its last
+  // but one (its state repeats from the third cut, and the renaming stops short of its end: "Reuse" in
+  // docs/timing.md). (A guess: a page it gets wrong is faulted in when written, as any.)
+  // (A kept block, the process's last step's, is cleared alike: written where populated, given back elsewhere.)
+  if (wide_) hi_.populate();
+  std::size_t from = 0;  // the first slot not cleared yet
+  if (ru_.on && ru_.space) {
+    const auto skip = [&](const std::vector<std::int32_t>& band_y, std::int32_t dr) {
+      if (band_y.size() < 6) return;
+      const TileIndex W = TileIndex(grid_.width);
+      const TileIndex t0 = TileIndex(band_y[3]) * W, t1 = TileIndex(band_y[band_y.size() - 2] + dr) * W;
+      if (t0 >= t1 || t1 > grid_.size() || slot0_[t0] < from) return;  // (not rows one after another)
+      slots_.clear(from, slot0_[t0], true);
+      slots_.clear(slot0_[t0], slot0_[t1], false);
+      from = slot0_[t1];
+    };
+    skip(ru_.band_y, ru_.dr);
+    for (std::size_t r = ru_.run + 1; r < ru_.runs.size(); ++r) skip(ru_.runs[r].band_y, ru_.runs[r].dr);
+  }
+  slots_.clear(from, slots_.size(), true);
 }
 
 Executor::~Executor() = default;
@@ -335,7 +358,7 @@ void Executor::too_long(Cycle at) const {
       "the step runs past cycle {} ({} cycles from its start at {}): the cores' task records hold a step of up to "
       "{} cycles when no weights stream (docs/timing.md); something in the wafer's parameters or the firmware makes "
       "it far longer than a decode step",
-      at, at - opt_.start, opt_.start, kOpen - 1));
+      at, at - opt_.start, opt_.start, kMaxOffset));
 }
 
 [[gnu::always_inline]] inline std::uint32_t Executor::add_burst(Cycle inject, std::uint32_t who, std::uint32_t lag, noc::Color color, BurstKind kind,
@@ -343,7 +366,7 @@ void Executor::too_long(Cycle at) const {
                                                                  std::uint16_t syncs) {
   const std::uint64_t off = inject - opt_.start;
   if (wide_) [[unlikely]] burst_hi_.push_back(std::uint32_t(off >> 32));
-  else if (off >= kOpen) [[unlikely]] too_long(inject);
+  else if (off > kMaxOffset) [[unlikely]] too_long(inject);
   const std::uint32_t id = std::uint32_t(bursts_.size());
   bursts_.push_back({std::uint32_t(off), who, lag, vshift, switches, syncs, color, kind, false});
   return id;
@@ -431,9 +454,9 @@ template <bool kWatched>
                                                     Cycle when, Cycle tail, std::uint32_t burst, bool data) {
   Slot& sl = slots_[slot];
   if constexpr (kWatched) touch(slot, tile);
-  const bool first = sl.crit == kNone;
+  const bool first = sl.crit == enc(kNone);
   Cycle ready = ready_of(slot);
-  if (first || when > ready) sl.crit = burst, set_cycle<&Slot::ready, &SlotHigh::ready>(slot, when), ready = when;
+  if (first || when > ready) sl.crit = enc(burst), set_cycle<&Slot::ready, &SlotHigh::ready>(slot, when), ready = when;
   if (first || tail > tail_of(slot)) set_cycle<&Slot::tail, &SlotHigh::tail>(slot, tail);
   if (data) ++sl.count;
   if (sl.count == ti.arrivals && sl.wcount == ti.weight_arrivals) {
@@ -562,6 +585,7 @@ template <bool kWatched>
 // (the watched delivery out of line: its calls to note the slot would make the unwatched one save registers;
 // before the run's first cut only the sink is marked: Reuse::tracking)
 void Executor::deliver(std::uint32_t id, TileIndex sink, Cycle head, Cycle tail) {
+  materialize(sink);
   if (ru_.on && !ru_.done) [[unlikely]] {
     if (ru_.tracking) return deliver_watched(id, sink, head, tail);
     pre_touch(sink);
@@ -647,6 +671,7 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
 }
 
 void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
+  materialize(tile);
   // (its core record fetched while the sends' routes are walked: it is read only after them)
   __builtin_prefetch(&cores_[tile], 1);
   const std::uint32_t slot = slot0_[tile] + k;
@@ -684,7 +709,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   Cycle s, e;
   if (!stream) {
     Cycle t0 = now;
-    if (core.free > now) t0 = core.free, slots_[slot].prev = core.last;
+    if (core.free > now) t0 = core.free, slots_[slot].prev = enc(core.last);
     s = t0 + costs_.task_overhead;
     e = s + ti.setup + ti.body + fixed;
   } else {
@@ -694,7 +719,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     const Cycle ready = ready_of(slot);
     const Cycle armed = core.free + costs_.task_overhead + ti.setup + fixed;
     s = ready;
-    if (armed > ready) s = armed, slots_[slot].prev = core.last == kNone ? kStepStart : core.last;
+    if (armed > ready) s = armed, slots_[slot].prev = enc(core.last == kNone ? kStepStart : core.last);
     e = std::max(s + ti.body, tail_of(slot) + costs_.stream_stage_latency);
   }
   if (ru_.on && !ru_.done) {
@@ -850,7 +875,8 @@ void Executor::walk_critical_path(StepResult& r) {
       const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[tile]] + k];
       const bool stream = t.start == Task::Start::Stream;
       layer = t.layer, op = t.op;
-      const Cycle s = start_of(slot);
+      const Slot sl = read_slot(tile, slot);  // (a jump's copies are not all written: read_slot)
+      const Cycle s = cycle_in<&Slot::start, &SlotHigh::start>(sl, slot);
       if (ref > s) {  // the task's own work [s, ref]: setup, op bodies, then the sends' fixed costs
         Cycle span = ref - s;
         if (!stream) {
@@ -866,26 +892,27 @@ void Executor::walk_critical_path(StepResult& r) {
         }
         add(Cause::Compute, span, layer, op);
       }
-      if (slots_[slot].prev != kNone) {  // waited for its core: activation (+ what ran while armed), then the core's previous task
+      if (dec(sl.prev) != kNone) {  // waited for its core: activation (+ what ran while armed), then the core's previous task
         add(Cause::TaskOverhead, costs_.task_overhead, layer, op);
         if (stream) {
           add(Cause::VectorSetup, ti.setup, layer, op);
-          add(Cause::ColorSwitch, Cycle(slots_[slot].switches) * costs_.color_switch, layer, op);
-          add(Cause::CollectiveSync, Cycle(slots_[slot].syncs) * costs_.collective_sync, layer, op);
+          add(Cause::ColorSwitch, Cycle(sl.switches) * costs_.color_switch, layer, op);
+          add(Cause::CollectiveSync, Cycle(sl.syncs) * costs_.collective_sync, layer, op);
         }
-        if (slots_[slot].prev == kStepStart) {
+        if (dec(sl.prev) == kStepStart) {
           ended = true;
           break;
         }
-        slot = slots_[slot].prev;
-        ref = end_of(slot);
-        ref_switches = slots_[slot].switches, ref_syncs = slots_[slot].syncs;
+        slot = dec(sl.prev);
+        const Slot before = read_slot(tile, slot);
+        ref = cycle_in<&Slot::end, &SlotHigh::end>(before, slot);
+        ref_switches = before.switches, ref_syncs = before.syncs;
         continue;
       }
       // Waited for its input.
-      burst = slots_[slot].crit;
+      burst = dec(sl.crit);
       sink = tile;
-      arrive = ready_of(slot);
+      arrive = cycle_in<&Slot::ready, &SlotHigh::ready>(sl, slot);
       to_tail = true;
       if (!stream) {
         add(Cause::TaskOverhead, costs_.task_overhead, layer, op);
@@ -917,6 +944,58 @@ Executor::BurstRec Executor::burst_at(std::uint64_t id) const {
     return burst_copy(bursts_[v->tmpl + i], m, v->D, v->dsender[i]);
   }
   return bursts_[id];
+}
+
+// Copy m of the touched template slot tmpl[i] (SlotCopies).
+Executor::Slot Executor::SlotCopies::copy(std::uint32_t i, std::uint32_t m) const {
+  Slot o = tmpl[i];
+  if (o.crit != enc(kNone)) o.ready += m * D, o.tail += m * D, o.crit += m * NB;
+  if (o.start != kOpen) o.start += m * D, o.end += m * D;
+  o.prev += m * dprev[i];
+  return o;
+}
+
+// Over out[s - s0] for the slots s of [s0, s1) some copy reaches: copy m of the touched template slot s - m P
+// for the largest such m (the copies in ascending order, a later one's replacing an earlier one's, as when
+// each was written whole).
+void Executor::SlotCopies::apply(std::uint32_t s0, std::uint32_t s1, Slot* out) const {
+  if (s1 <= s0 || s1 - 1 < std::uint64_t(lo) + P) return;
+  const std::uint64_t m_lo = s0 > hi ? std::max<std::uint64_t>(1, (s0 - hi + P - 1) / P) : 1;  // s - m P <= hi
+  const std::uint64_t m_hi = std::min<std::uint64_t>(copies, (s1 - 1 - lo) / P);                // s - m P >= lo
+  for (std::uint64_t m = m_lo; m <= m_hi; ++m)
+    for (std::uint32_t s = s0; s < s1; ++s) {
+      const std::uint64_t x = s - m * P;
+      if (x < lo || x > hi) continue;
+      if (const std::uint32_t i = index[x - lo]; i != kNone) out[s - s0] = copy(i, std::uint32_t(m));
+    }
+}
+
+// The latest jump's copies that reach tile t (t in [copied_lo_, copied_lo_ + copied_n_)), if any.
+const Executor::SlotCopies* Executor::copies_of(TileIndex t) const {
+  for (auto c = scopies_.rbegin(); c != scopies_.rend(); ++c)
+    if (t >= c->t_lo && t < c->t_hi) return &*c;
+  return nullptr;
+}
+
+// Slot s of tile t as a full run writes it (SlotCopies).
+Executor::Slot Executor::read_slot(TileIndex t, std::uint32_t s) const {
+  Slot v = slots_[s];
+  if (copied(t)) [[unlikely]]
+    if (const SlotCopies* c = copies_of(t)) c->apply(s, s + 1, &v);
+  return v;
+}
+
+void Executor::read_tile(TileIndex t, Slot* out) const {
+  const std::uint32_t s0 = slot0_[t], s1 = slot0_[t + 1];
+  std::memcpy(static_cast<void*>(out), slots_.data() + s0, std::size_t(s1 - s0) * sizeof(Slot));
+  if (copied(t))
+    if (const SlotCopies* c = copies_of(t)) c->apply(s0, s1, out);
+}
+
+// Writes tile t's copied slots to slots_, before the step reads or changes them there.
+[[gnu::noinline]] void Executor::materialize_tile(TileIndex t) {
+  if (const SlotCopies* c = copies_of(t)) c->apply(slot0_[t], slot0_[t + 1], slots_.data() + slot0_[t]);
+  materialized_[t >> 6] |= std::uint64_t(1) << (t & 63);
 }
 
 // ---- Reuse of repeated layers ------------------------------------------------------------------------
@@ -1279,6 +1358,7 @@ void Executor::describe_burst(std::vector<std::uint64_t>& out, std::uint32_t id)
 // Advances tile t's claim-group cursors; its class: 0 fresh (nothing arrived, nothing ran), 1 settled
 // (every task full, the core free before now - margin), 2 at work.
 int Executor::tile_class(TileIndex t, Cycle now) {
+  materialize(t);
   const std::uint32_t p = image_.tile_program[t];
   const std::uint32_t g0 = pgroup0_[p], g1 = pgroup0_[p + 1];
   const TaskInfo* ti = tinfo_.data() + prog0_[p];
@@ -1298,6 +1378,7 @@ int Executor::tile_class(TileIndex t, Cycle now) {
 // Tile t's core (its free cycle while it can matter, its last task) and per claim group the first task not
 // yet full with its arrivals so far (tile_class has advanced the cursors).
 void Executor::describe_tile(std::vector<std::uint64_t>& out, TileIndex t, Cycle now, std::uint64_t nb) {
+  materialize(t);
   const std::uint32_t p = image_.tile_program[t];
   const Cycle cf = cores_[t].free;
   out.push_back(cf + ru_.margin >= now ? cf - now : 0xFFFF'FFFF'FFFF'FFF0ull);
@@ -1317,9 +1398,9 @@ void Executor::describe_tile(std::vector<std::uint64_t>& out, TileIndex t, Cycle
     const Slot& sl = slots_[s0 + list[i]];
     if (sl.count > 0) ru_.open.push_back(s0 + list[i]);
     if (sl.count > 0)
-      out.insert(out.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), opt_.start + sl.ready - now,
-                             opt_.start + sl.tail - now,
-                             std::uint64_t(sl.crit) - nb});
+      out.insert(out.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), opt_.start + sl.ready - 1 - now,
+                             opt_.start + sl.tail - 1 - now,
+                             std::uint64_t(dec(sl.crit)) - nb});
     else
       out.push_back(5);
   }
@@ -1488,13 +1569,14 @@ void Executor::reuse_cut() {
         if (kind == kTimerReady) {
           const TileIndex tile = TileIndex((tag >> 16) & 0xFFFFFFFFull);
           const std::uint32_t k = std::uint32_t(tag & 0xFFFF);
+          materialize(tile);
           const Slot& sl = slots_[slot0_[tile] + k];
           ru_.open.push_back(slot0_[tile] + k);
           o.push_back(tile_ref(tile));
           describe_task(o, tile, k);
-          o.insert(o.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), opt_.start + sl.ready - now,
-                             opt_.start + sl.tail - now,
-                             std::uint64_t(sl.crit) - nb});
+          o.insert(o.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), opt_.start + sl.ready - 1 - now,
+                             opt_.start + sl.tail - 1 - now,
+                             std::uint64_t(dec(sl.crit)) - nb});
         } else if (kind == kTimerDeliver) {
           describe_burst(o, std::uint32_t(tag & 0xFFFFFFFFull));
         } else {
@@ -1621,16 +1703,17 @@ void Executor::reuse_cut() {
     return rename_in(slot, slot_tile(slot), m);
   };
   // (Reuse is off when weights stream, so the slots hold 32-bit offsets here: Slot.)
+  // (a slot's cycle as kept, its offset + 1)
   auto shift_check = [&](std::uint32_t v, Cycle by) {
     const std::uint64_t x = std::uint64_t(v) + by;
-    if (x >= kOpen) [[unlikely]] too_long(opt_.start + x);
+    if (x > kMaxOffset + 1) [[unlikely]] too_long(opt_.start + x - 1);
     return std::uint32_t(x);
   };
   auto shift = [&](std::uint32_t& v, Cycle by) { v = shift_check(v, by); };
   auto moved = [&](Slot sl, TileIndex t, std::uint64_t m) {  // a slot of tile t, m layers on
-    if (sl.crit != kNone) shift(sl.ready, m * D), shift(sl.tail, m * D), sl.crit += std::uint32_t(m * NB);
+    if (sl.crit != enc(kNone)) shift(sl.ready, m * D), shift(sl.tail, m * D), sl.crit += std::uint32_t(m * NB);
     if (sl.start != kOpen) shift(sl.start, m * D), shift(sl.end, m * D);
-    sl.prev = rename_in(sl.prev, t, m);
+    sl.prev = enc(rename_in(dec(sl.prev), t, m));
     return sl;
   };
   // The template's slots in slot order (so that each copy writes memory in one ascending sweep), from the
@@ -1652,7 +1735,7 @@ void Executor::reuse_cut() {
   std::vector<Slot> tmpl(order.size());
   for (std::size_t i = 0; i < tmpl.size(); ++i) {
     tmpl[i] = slots_[order[i]];
-    if (tmpl[i].crit != kNone && tmpl[i].crit < first_data_) return no_jump();  // (an injection's or the weights' arrival)
+    if (tmpl[i].crit != enc(kNone) && dec(tmpl[i].crit) < first_data_) return no_jump();  // (an injection's or the weights' arrival)
   }
   std::vector<std::pair<std::uint32_t, Slot>> held;
   for (std::uint32_t s : ru_.open) held.push_back({s, slots_[s]});
@@ -1680,7 +1763,7 @@ void Executor::reuse_cut() {
   std::vector<std::uint32_t> dto(tmpl.size()), dprev(tmpl.size()), dsender(NB);
   for (std::size_t i = 0; i < tmpl.size(); ++i) {
     dto[i] = ru_.space ? slot0_[where[i] + S] - slot0_[where[i]] : ru_.len[image_.tile_program[where[i]]];
-    dprev[i] = rename_in(tmpl[i].prev, where[i], 1) - tmpl[i].prev;
+    dprev[i] = rename_in(dec(tmpl[i].prev), where[i], 1) - dec(tmpl[i].prev);
   }
   {
     // (a data burst's source is its sender's tile, noted as the burst was sent: Reuse::burst_tile)
@@ -1692,7 +1775,7 @@ void Executor::reuse_cut() {
       if (t != slot_tile(b.who)) throw std::logic_error("reuse: a burst's sender noted on another tile");
 #endif
       dsender[i] = rename_in(b.who, t, 1) - b.who;
-      shift_check(b.inject, K * D);  // (the last copy's offset: every copy's fits, written or not)
+      shift_check(b.inject + 1, K * D);  // (the last copy's offset, + 1 as a slot's: every copy's fits, written or not)
     }
   }
   // The copies' bursts: the mesh's events name only bursts in flight at this cut (renamed K copies on: the
@@ -1713,36 +1796,59 @@ void Executor::reuse_cut() {
   // keeps copy m's, as when each copy is written whole before the next, and a block stays in the caches while
   // its K copies are written.
   for (const Slot& sl : tmpl) {
-    if (sl.crit != kNone) shift_check(std::max(sl.ready, sl.tail), K * D);
+    if (sl.crit != enc(kNone)) shift_check(std::max(sl.ready, sl.tail), K * D);
     if (sl.start != kOpen) shift_check(std::max(sl.start, sl.end), K * D);
   }
-  // A copy adds to a slot's 32-bit words what one copy adds (its cycles D, its critical burst NB ids, its
-  // predecessor dprev slots; nothing to the counts in the last two words): each block keeps its slots as the
-  // last copy wrote them and adds that again, word by word (a loop the compiler vectorises).
-  struct Words {
-    std::uint32_t w[8];
-  };
-  static_assert(sizeof(Words) == sizeof(Slot) && offsetof(Slot, count) == 6 * sizeof(std::uint32_t));
-  constexpr std::size_t kBlock = 2048;
-  std::vector<Words> cur(std::min(kBlock, tmpl.size())), add(cur.size());
-  std::vector<std::uint32_t> dst(cur.size());
-  const std::uint32_t D32 = std::uint32_t(D), NB32 = std::uint32_t(NB);
-  for (std::size_t end = tmpl.size(); end > 0;) {
-    const std::size_t begin = end > kBlock ? end - kBlock : 0, n = end - begin;
-    for (std::size_t j = 0; j < n; ++j) {
-      const Slot& sl = tmpl[begin + j];
-      std::memcpy(&cur[j], &sl, sizeof(Slot));
-      const std::uint32_t in = sl.crit != kNone ? D32 : 0, run = sl.start != kOpen ? D32 : 0;
-      add[j] = {{in, in, run, run, sl.crit != kNone ? NB32 : 0, dprev[begin + j], 0, 0}};
-      dst[j] = order[begin + j];
-    }
-    for (std::uint64_t m = 1; m <= K; ++m)
+  // In space, the copies are not written (SlotCopies): the tiles they reach read them through read_slot until
+  // the step touches them again. Every copy moves a slot by one band's slots, the same P for every slot (checked).
+  const bool virtual_slots = ru_.space && !tmpl.empty() &&
+                             std::all_of(dto.begin(), dto.end(), [&](std::uint32_t d) { return d == dto[0]; });
+  if (virtual_slots) {
+    SlotCopies c;
+    c.lo = order.front(), c.hi = order.back(), c.copies = K, c.P = dto[0];
+    c.D = std::uint32_t(D), c.NB = std::uint32_t(NB);
+    c.t_lo = slot_tile(c.lo + c.P);
+    c.t_hi = slot_tile(std::uint32_t(std::min<std::uint64_t>(c.hi + K * c.P, slots_.size() - 1))) + 1;
+    c.index.assign(std::size_t(c.hi - c.lo) + 1, kNone);
+    for (std::size_t i = 0; i < order.size(); ++i) c.index[order[i] - c.lo] = std::uint32_t(i);
+    c.tmpl = std::move(tmpl), c.dprev = std::move(dprev);
+    // (tiles an earlier jump's copies reach and this one's too: written first, then this jump's to come)
+    if (materialized_.empty()) materialized_.assign((grid_.size() + 63) / 64, 0);
+    for (TileIndex t = c.t_lo; t < c.t_hi; ++t) materialize(t);
+    for (TileIndex t = c.t_lo; t < c.t_hi; ++t) materialized_[t >> 6] &= ~(std::uint64_t(1) << (t & 63));
+    const TileIndex lo = copied_n_ ? std::min(copied_lo_, c.t_lo) : c.t_lo;
+    const TileIndex hi = copied_n_ ? std::max(copied_lo_ + copied_n_, c.t_hi) : c.t_hi;
+    copied_lo_ = lo, copied_n_ = hi - lo;
+    scopies_.push_back(std::move(c));
+  } else {
+    // A copy adds to a slot's 32-bit words what one copy adds (its cycles D, its critical burst NB ids, its
+    // predecessor dprev slots; nothing to the counts in the last two words): each block keeps its slots as the
+    // last copy wrote them and adds that again, word by word (a loop the compiler vectorises).
+    struct Words {
+      std::uint32_t w[8];
+    };
+    static_assert(sizeof(Words) == sizeof(Slot) && offsetof(Slot, count) == 6 * sizeof(std::uint32_t));
+    constexpr std::size_t kBlock = 2048;
+    std::vector<Words> cur(std::min(kBlock, tmpl.size())), add(cur.size());
+    std::vector<std::uint32_t> dst(cur.size());
+    const std::uint32_t D32 = std::uint32_t(D), NB32 = std::uint32_t(NB);
+    for (std::size_t end = tmpl.size(); end > 0;) {
+      const std::size_t begin = end > kBlock ? end - kBlock : 0, n = end - begin;
       for (std::size_t j = 0; j < n; ++j) {
-        for (int w = 0; w < 8; ++w) cur[j].w[w] += add[j].w[w];
-        dst[j] += dto[begin + j];
-        std::memcpy(&slots_[dst[j]], &cur[j], sizeof(Slot));
+        const Slot& sl = tmpl[begin + j];
+        std::memcpy(&cur[j], &sl, sizeof(Slot));
+        const std::uint32_t in = sl.crit != enc(kNone) ? D32 : 0, run = sl.start != kOpen ? D32 : 0;
+        add[j] = {{in, in, run, run, sl.crit != enc(kNone) ? NB32 : 0, dprev[begin + j], 0, 0}};
+        dst[j] = order[begin + j];
       }
-    end = begin;
+      for (std::uint64_t m = 1; m <= K; ++m)
+        for (std::size_t j = 0; j < n; ++j) {
+          for (int w = 0; w < 8; ++w) cur[j].w[w] += add[j].w[w];
+          dst[j] += dto[begin + j];
+          std::memcpy(&slots_[dst[j]], &cur[j], sizeof(Slot));
+        }
+      end = begin;
+    }
   }
   for (std::uint64_t m = 1; m <= K; ++m) {
     for (std::uint64_t i = 0; i < NB && m > unwritten; ++i)
@@ -1754,7 +1860,11 @@ void Executor::reuse_cut() {
   }
   // The state K layers on: the slots it holds (written by the copies already when the template touched
   // them; kept explicit), the cores.
-  for (const auto& [s, sl] : held) slots_[rename(s, K)] = moved(sl, slot_tile(s), K);
+  for (const auto& [s, sl] : held) {
+    const std::uint32_t to = rename(s, K);
+    materialize(slot_tile(to));  // (its copies first, as when they were written before)
+    slots_[to] = moved(sl, slot_tile(s), K);
+  }
   if (ru_.space) {
     for (const Core& c : state) {
       cores_[c.t + TileIndex(K) * S].free = c.free + K * D;
@@ -1884,15 +1994,17 @@ void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32
   std::sort(critical_slots.begin(), critical_slots.end());
   std::size_t next_crit = 0;  // the first critical slot not passed yet
   auto pass = [&](TileIndex t, std::uint32_t s, bool crit) {
-    if (!ran(s)) return;
+    if (!ran(t, s)) return;
     const Task& task = task_at(t, s - slot0_[t]);
-    f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, ready_of(s), start_of(s), end_of(s), crit});
+    const Slot sl = read_slot(t, s);
+    f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, cycle_in<&Slot::ready, &SlotHigh::ready>(sl, s),
+       cycle_in<&Slot::start, &SlotHigh::start>(sl, s), cycle_in<&Slot::end, &SlotHigh::end>(sl, s), crit});
   };
   for (TileIndex t = 0; t < grid_.size(); ++t) {
     std::uint32_t runs = 0;
     if (every) runs = slot0_[t + 1] - slot0_[t];
     else
-      for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) runs += this->ran(s);
+      for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) runs += this->ran(t, s);
     if (!runs) continue;
     const bool all = keep_tile(t, runs);
     while (next_crit < critical_slots.size() && critical_slots[next_crit] < slot0_[t]) ++next_crit;
@@ -1908,9 +2020,11 @@ void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32
 void Executor::for_each_run(const std::function<void(const TaskRun&)>& f) const {
   for (TileIndex t = 0; t < grid_.size(); ++t) {
     for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
-      if (!ran(s)) continue;
+      if (!ran(t, s)) continue;
       const Task& task = task_at(t, s - slot0_[t]);
-      f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, ready_of(s), start_of(s), end_of(s),
+      const Slot sl = read_slot(t, s);
+      f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, cycle_in<&Slot::ready, &SlotHigh::ready>(sl, s),
+         cycle_in<&Slot::start, &SlotHigh::start>(sl, s), cycle_in<&Slot::end, &SlotHigh::end>(sl, s),
          !critical_.empty() && critical_[s] != 0});
     }
   }

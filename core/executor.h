@@ -204,16 +204,22 @@ class Executor final : public noc::NetworkClient {
   void for_each_tile_spans(F&& f) const {
     using Span = std::pair<Cycle, Cycle>;
     std::vector<Span> buf;
+    std::vector<Slot> tile_buf;  // (a tile's slots that a jump's copies hold: read_tile)
     const Slot* const slots = slots_.data();  // (locals: the stores to buf cannot move them)
     const std::uint32_t* const slot0 = slot0_.data();
     const std::size_t tiles = slot0_.empty() ? 0 : slot0_.size() - 1;
-    const Cycle base = opt_.start;
+    const Cycle base = opt_.start - 1;  // (a slot keeps its cycles' offsets + 1)
     for (hw::TileIndex t = 0; t < tiles; ++t) {
       const std::uint32_t s0 = slot0[t], s1 = slot0[t + 1];
       if (buf.size() < s1 - s0) buf.resize(s1 - s0);
       Span* const first = buf.data();
       Span* last = first;
-      if (!wide_) {
+      if (copied(t)) [[unlikely]] {
+        if (tile_buf.size() < s1 - s0) tile_buf.resize(s1 - s0);
+        read_tile(t, tile_buf.data());
+        for (std::uint32_t s = s0; s < s1; ++s)
+          if (const Slot& sl = tile_buf[s - s0]; sl.start != kOpen) *last++ = {base + sl.start, base + sl.end};
+      } else if (!wide_) {
         for (std::uint32_t s = s0; s < s1; ++s)
           if (slots[s].start != kOpen) *last++ = {base + slots[s].start, base + slots[s].end};
       } else {
@@ -254,40 +260,56 @@ class Executor final : public noc::NetworkClient {
   // 48-byte slots with 64-bit cycles took 460 MB on a full wafer and ran the default decode 0.3 s slower,
   // docs/timing.md "A run with every task emulated"). Its four cycles are offsets from the step's start
   // (ExecOptions::start) in 32 bits, up to 2^32 - 2 cycles (3.9 s at 1.1 GHz: a step that runs longer is
-  // refused, naming it), start = kOpen while the task has not run. A step that streams weights may run far
-  // longer (a 405B streamed through one wafer takes some 6 G cycles): its slots keep the offsets' high
-  // halves in hi_ (wide_). Read and written through the accessors below, but in the loops that know which.
+  // refused, naming it). A step that streams weights may run far longer (a 405B streamed through one wafer
+  // takes some 6 G cycles): its slots keep the offsets' high halves in hi_ (wide_). Read and written through
+  // the accessors below, but in the loops that know which.
+  // A slot that is all zero is a task before anything reached it: the cycles are kept one more than their
+  // offsets (start = kOpen, 0, while the task has not run) and crit and prev one more than the burst and slot
+  // they name (0: kNone), so the slots need no pass to set them up (noc::ZeroedArray: a page no task of it
+  // runs on is never touched).
   struct alignas(32) Slot {  // (aligned: a slot never straddles two cache lines, the arrival hint fetches one)
     std::uint32_t ready, tail, start, end;  // trigger; latest input tail; start (after overhead); end
-    std::uint32_t crit, prev;       // critical input burst; core predecessor (kNone: input-bound)
+    std::uint32_t crit, prev;       // critical input burst; core predecessor (kNone: input-bound); both + 1
     std::uint16_t count, wcount;    // colour arrivals; weight bursts arrived
     std::uint16_t switches, syncs;  // its sends' route switches and collective starts
   };
   static_assert(sizeof(Slot) == 32 && alignof(Slot) == 32);
-  struct SlotHigh {  // wide_: the high halves of a slot's offsets
+  struct SlotHigh {  // wide_: the high halves of a slot's cycles (offset + 1, as Slot's)
     std::uint32_t ready, tail, start, end;
   };
-  static constexpr std::uint32_t kOpen = 0xFFFFFFFFu;  // Slot::start (and its high half) before the task runs
+  static constexpr std::uint32_t kOpen = 0;  // Slot::start (and its high half) before the task runs
+  static constexpr std::uint64_t kMaxOffset = 0xFFFF'FFFEull;  // the largest offset a 32-bit record holds
+  // Slot::crit and Slot::prev as kept (+ 1: kNone is 0) and as read.
+  static constexpr std::uint32_t enc(std::uint32_t v) { return v + 1u; }
+  static constexpr std::uint32_t dec(std::uint32_t kept) { return kept - 1u; }
   bool wide_ = false;
-  noc::BigArray<SlotHigh> hi_;  // (empty unless wide_)
+  noc::ZeroedArray<SlotHigh> hi_;  // (empty unless wide_)
+  // A cycle of slot s, whose record (as kept, or as read_slot computes it) is `sl`.
+  template <std::uint32_t Slot::*Lo, std::uint32_t SlotHigh::*Hi>
+  Cycle cycle_in(const Slot& sl, std::uint32_t s) const {
+    std::uint64_t kept = sl.*Lo;
+    if (wide_) [[unlikely]] kept |= std::uint64_t(hi_[s].*Hi) << 32;
+    return opt_.start + kept - 1;
+  }
   template <std::uint32_t Slot::*Lo, std::uint32_t SlotHigh::*Hi>
   Cycle cycle_of(std::uint32_t s) const {
-    std::uint64_t off = slots_[s].*Lo;
-    if (wide_) [[unlikely]] off |= std::uint64_t(hi_[s].*Hi) << 32;
-    return opt_.start + off;
+    return cycle_in<Lo, Hi>(slots_[s], s);
   }
   template <std::uint32_t Slot::*Lo, std::uint32_t SlotHigh::*Hi>
   void set_cycle(std::uint32_t s, Cycle v) {
-    const std::uint64_t off = v - opt_.start;
-    if (wide_) [[unlikely]] hi_[s].*Hi = std::uint32_t(off >> 32);
-    else if (off >= kOpen) [[unlikely]] too_long(v);
-    slots_[s].*Lo = std::uint32_t(off);
+    const std::uint64_t kept = v - opt_.start + 1;
+    if (wide_) [[unlikely]] hi_[s].*Hi = std::uint32_t(kept >> 32);
+    else if (kept > kMaxOffset + 1) [[unlikely]] too_long(v);
+    slots_[s].*Lo = std::uint32_t(kept);
   }
   Cycle ready_of(std::uint32_t s) const { return cycle_of<&Slot::ready, &SlotHigh::ready>(s); }
   Cycle tail_of(std::uint32_t s) const { return cycle_of<&Slot::tail, &SlotHigh::tail>(s); }
   Cycle start_of(std::uint32_t s) const { return cycle_of<&Slot::start, &SlotHigh::start>(s); }
   Cycle end_of(std::uint32_t s) const { return cycle_of<&Slot::end, &SlotHigh::end>(s); }
   bool ran(std::uint32_t s) const { return slots_[s].start != kOpen || (wide_ && hi_[s].start != kOpen); }
+  bool ran(hw::TileIndex t, std::uint32_t s) const {  // (slot s of tile t, which a jump's copies may hold: read_slot)
+    return copied(t) ? read_slot(t, s).start != kOpen : ran(s);
+  }
   [[noreturn]] void too_long(Cycle at) const;
   enum class BurstKind : std::uint8_t { Data, Injection, Weights };
   // One per burst sent, 24 bytes (every field written at the send: bursts_ grows without writing). Its
@@ -401,7 +423,7 @@ class Executor final : public noc::NetworkClient {
   static_assert(sizeof(Core) == 16);
   noc::BigArray<Core> cores_;
   // Per task slot.
-  noc::BigArray<Slot> slots_;  // (huge pages: hundreds of MB on a full wafer, read in scattered order)
+  noc::ZeroedArray<Slot> slots_;  // (huge pages: hundreds of MB on a full wafer, read in scattered order)
   // Per burst, by id (its index). Reuse's copies of a template's bursts are not all written out: those no
   // event of the mesh can name after the jump lie in stretches of bursts_ grown over and never written (no
   // page touched: noc::RecordArray) and are read through burst_at, which computes each from its template
@@ -418,6 +440,39 @@ class Executor final : public noc::NetworkClient {
   };
   std::vector<VirtualCopies> vcopies_;  // in id order
   BurstRec burst_at(std::uint64_t id) const;
+  // Nor are the copies of its slots, in space (reuse_cut): a jump keeps the template's slots, and a tile some
+  // copy reaches holds its slots in slots_ only once the step touches it again (materialize, called where
+  // the event loop and the cuts' descriptions first read a tile's slots: the tiles of the last copies, the
+  // state moved on). Until then read_slot computes them: slot s holds copy m of template slot s - m x P, for
+  // the largest m <= copies whose template slot the window touched (that copy was written last), and
+  // otherwise what slots_ holds.
+  struct SlotCopies {
+    std::uint32_t lo, hi;     // the template's touched slots lie in [lo, hi]
+    std::uint64_t copies;     // copies 1 .. copies
+    std::uint32_t P;          // each copy's move in slots (a band's: the same for every tile of the run)
+    std::uint32_t D, NB;      // ... in cycles and in burst ids
+    hw::TileIndex t_lo, t_hi;  // the tiles some copy reaches: [t_lo, t_hi)
+    std::vector<std::uint32_t> index;  // per slot s of [lo, hi]: its place in tmpl if touched, else kNone
+    std::vector<Slot> tmpl;            // the touched slots at the cut, in slot order
+    std::vector<std::uint32_t> dprev;  // ... and per copy the move of each one's core predecessor
+    Slot copy(std::uint32_t i, std::uint32_t m) const;
+    void apply(std::uint32_t s0, std::uint32_t s1, Slot* out) const;
+  };
+  std::vector<SlotCopies> scopies_;         // in slot order
+  std::vector<std::uint64_t> materialized_;  // per tile: its slots are in slots_ (bit), for tiles of scopies_
+  hw::TileIndex copied_lo_ = 0, copied_n_ = 0;  // every tile of scopies_ lies in [copied_lo_, copied_lo_ + copied_n_)
+  // Whether tile t's slots are (some of them) copies read_slot computes; materialize(t) writes them.
+  bool copied(hw::TileIndex t) const {
+    return t - copied_lo_ < copied_n_ && !(materialized_[t >> 6] >> (t & 63) & 1);
+  }
+  void materialize(hw::TileIndex t) {
+    if (copied(t)) [[unlikely]] materialize_tile(t);
+  }
+  void materialize_tile(hw::TileIndex t);
+  const SlotCopies* copies_of(hw::TileIndex t) const;
+  Slot read_slot(hw::TileIndex t, std::uint32_t s) const;
+  // Tile t's slots as read_slot reads them, into out[0 .. its task count).
+  void read_tile(hw::TileIndex t, Slot* out) const;
   // Done detection.
   hw::TileIndex done_tile_;
   std::uint32_t done_count_ = 0, done_crit_ = kNone;
