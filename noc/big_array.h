@@ -262,9 +262,11 @@ class ZeroedArray {
   ZeroedArray() = default;
   ZeroedArray(const ZeroedArray&) = delete;
   ZeroedArray& operator=(const ZeroedArray&) = delete;
-  ZeroedArray(ZeroedArray&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  ZeroedArray(ZeroedArray&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)), fresh_(std::exchange(o.fresh_, true)) {}
   ZeroedArray& operator=(ZeroedArray&& o) noexcept {
-    if (this != &o) release(), p_ = std::exchange(o.p_, nullptr), n_ = std::exchange(o.n_, 0);
+    if (this != &o)
+      release(), p_ = std::exchange(o.p_, nullptr), n_ = std::exchange(o.n_, 0), fresh_ = std::exchange(o.fresh_, true);
     return *this;
   }
   ~ZeroedArray() { release(); }
