@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <stdexcept>
 #include <tuple>
@@ -998,6 +1001,32 @@ void Executor::read_tile(TileIndex t, Slot* out) const {
   materialized_[t >> 6] |= std::uint64_t(1) << (t & 63);
 }
 
+// ---- Cut log (a diagnostic build: bench/cut_match.sh) ---------------------------------------------------
+// Built with WAFER_EMU_CUT_LOG defined, the executor watches a step's bands as runs whether or not their rows
+// are alike link for link (a defective wafer's too), takes no jump, and writes per cut to stderr "cut LAYER
+// CYCLE WORDS EQ_PREV EQ_TEMPLATE": the description's length, whether it equals the one before and the
+// template's. The template is the first description that equals the one before, saved to the file
+// WAFER_EMU_CUT_LOG_SAVE names, or read from WAFER_EMU_CUT_LOG_LOAD (another step's: the defect-free wafer's).
+void Executor::cut_log(const std::vector<std::uint64_t>& out, bool usable) {
+  if (!cut_template_loaded_) {
+    cut_template_loaded_ = true;
+    if (const char* path = std::getenv("WAFER_EMU_CUT_LOG_LOAD")) {
+      std::ifstream f(path, std::ios::binary);
+      for (std::uint64_t v; f.read(reinterpret_cast<char*>(&v), sizeof v);) cut_template_.push_back(v);
+    }
+  }
+  const bool same = usable && out == ru_.prev_desc;
+  if (same && cut_template_.empty()) {
+    cut_template_ = out;
+    if (const char* path = std::getenv("WAFER_EMU_CUT_LOG_SAVE")) {
+      std::ofstream f(path, std::ios::binary);
+      f.write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size() * sizeof(std::uint64_t)));
+    }
+  }
+  std::fprintf(stderr, "cut %u %llu %zu %d %d\n", unsigned(ru_.layer), static_cast<unsigned long long>(net_.now()),
+               out.size(), int(same), int(usable && !cut_template_.empty() && out == cut_template_));
+}
+
 // ---- Reuse of repeated layers ------------------------------------------------------------------------
 // Two shapes of repetition (docs/timing.md "Reuse"):
 //  - in time: the programs hold layers a..b as identical blocks (the same tasks but for Task::layer), one
@@ -1188,7 +1217,7 @@ void Executor::space_setup() {
       for (std::size_t g = 1; g < ng; ++g) {
         const std::int32_t d = glo[g] - glo[g - 1];
         if (ghi[g - 1] < 0 || ghi[g] < 0 || d <= 0 || ghi[g - 1] - glo[g - 1] >= d || ghi[g] - glo[g] >= d ||
-            glo[g] + d > H || !fabric_.rows_alike(glo[g - 1], d, d))
+            glo[g] + d > H || !(kCutLog || fabric_.rows_alike(glo[g - 1], d, d)))
           continue;
         // Tile by tile: both idle, or programs of one class whose layers are in group g-1 and per on.
         const TileIndex from = TileIndex(glo[g - 1]) * TileIndex(W), shift = TileIndex(d) * TileIndex(W);
@@ -1631,6 +1660,10 @@ void Executor::reuse_cut() {
   ru_.route_row_min = std::numeric_limits<std::int32_t>::max();
   bool jump = usable && ru_.have && ru_.prev_layer + ru_.p == ru_.layer && out == ru_.prev_desc && routes_same &&
               unclaimed_ == ru_.prev_unclaimed && done_count_ == ru_.prev_done && warrivals_.empty();
+  if constexpr (kCutLog) {
+    cut_log(out, usable);
+    jump = false;
+  }
   std::uint32_t touched_max = 0;
   if (jump) {
     for (std::size_t i = 0; i < ru_.touched.size(); ++i) {

@@ -592,6 +592,14 @@ class Executor final : public noc::NetworkClient {
   } ru_;
   void reuse_setup();
   void space_setup();
+#ifdef WAFER_EMU_CUT_LOG
+  static constexpr bool kCutLog = true;
+#else
+  static constexpr bool kCutLog = false;
+#endif
+  void cut_log(const std::vector<std::uint64_t>& out, bool usable);  // (kCutLog: bench/cut_match.sh)
+  std::vector<std::uint64_t> cut_template_;
+  bool cut_template_loaded_ = false;
   void arm_space_run();
   bool next_space_run();
   void start_watching();
