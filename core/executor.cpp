@@ -990,9 +990,12 @@ Executor::Slot Executor::read_slot(TileIndex t, std::uint32_t s) const {
 
 void Executor::read_tile(TileIndex t, Slot* out) const {
   const std::uint32_t s0 = slot0_[t], s1 = slot0_[t + 1];
-  std::memcpy(static_cast<void*>(out), slots_.data() + s0, std::size_t(s1 - s0) * sizeof(Slot));
-  if (copied(t))
-    if (const SlotCopies* c = copies_of(t)) c->apply(s0, s1, out);
+  const SlotCopies* c = copied(t) ? copies_of(t) : nullptr;
+  // (a tile fresh at the jump and not touched since holds zeros: not read, so that its pages, never written,
+  // are not faulted in to be read)
+  if (c && t >= c->zero_from) std::memset(static_cast<void*>(out), 0, std::size_t(s1 - s0) * sizeof(Slot));
+  else std::memcpy(static_cast<void*>(out), slots_.data() + s0, std::size_t(s1 - s0) * sizeof(Slot));
+  if (c) c->apply(s0, s1, out);
 }
 
 // Writes tile t's copied slots to slots_, before the step reads or changes them there.
@@ -1842,6 +1845,10 @@ void Executor::reuse_cut() {
     c.D = std::uint32_t(D), c.NB = std::uint32_t(NB);
     c.t_lo = slot_tile(c.lo + c.P);
     c.t_hi = slot_tile(std::uint32_t(std::min<std::uint64_t>(c.hi + K * c.P, slots_.size() - 1))) + 1;
+    // (the bands from the first fresh one on: nothing arrived at their tiles, nothing ran, describe_bands)
+    c.zero_from = ru_.fresh_band < ru_.band_y.size()
+                      ? TileIndex(ru_.band_y[ru_.fresh_band]) * TileIndex(grid_.width)
+                      : TileIndex(grid_.size());
     c.index.assign(std::size_t(c.hi - c.lo) + 1, kNone);
     for (std::size_t i = 0; i < order.size(); ++i) c.index[order[i] - c.lo] = std::uint32_t(i);
     c.tmpl = std::move(tmpl), c.dprev = std::move(dprev);

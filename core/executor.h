@@ -452,6 +452,7 @@ class Executor final : public noc::NetworkClient {
     std::uint32_t P;          // each copy's move in slots (a band's: the same for every tile of the run)
     std::uint32_t D, NB;      // ... in cycles and in burst ids
     hw::TileIndex t_lo, t_hi;  // the tiles some copy reaches: [t_lo, t_hi)
+    hw::TileIndex zero_from;   // the tiles from here on were fresh at the jump: slots_ holds zero for them
     std::vector<std::uint32_t> index;  // per slot s of [lo, hi]: its place in tmpl if touched, else kNone
     std::vector<Slot> tmpl;            // the touched slots at the cut, in slot order
     std::vector<std::uint32_t> dprev;  // ... and per copy the move of each one's core predecessor
