@@ -158,7 +158,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   slots_.assign_uncleared(slots);  // (cleared below, at the end: every task before anything reached it, Slot)
   wide_ = streams;  // (see Slot)
   if (wide_) burst_hi_.reserve(sends);
-  if (wide_) hi_.assign_zero(slots);
+  if (wide_) hi_.assign_uncleared(slots);
   done_tile_ = grid_.index(image_.done_tile);
   if (costs_.color_switch > 0) {
     // (the colors of the programs some tile runs)
@@ -179,11 +179,11 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   // but one (its state repeats from the third cut, and the renaming stops short of its end: "Reuse" in
   // docs/timing.md). (A guess: a page it gets wrong is faulted in when written, as any.)
   // (A kept block, the process's last step's, is cleared alike: written where populated, given back elsewhere.)
-  if (wide_) hi_.populate();
+  hi_.clear(0, hi_.size(), true);  // (wide_ only: no reuse, every slot written)
   std::size_t from = 0;  // the first slot not cleared yet
   if (ru_.on && ru_.space) {
     const auto skip = [&](const std::vector<std::int32_t>& band_y, std::int32_t dr) {
-      if (band_y.size() < 6) return;
+      if (band_y.size() < kMinSpaceGroups) return;  // (not watched)
       const TileIndex W = TileIndex(grid_.width);
       const TileIndex t0 = TileIndex(band_y[3]) * W, t1 = TileIndex(band_y[band_y.size() - 2] + dr) * W;
       if (t0 >= t1 || t1 > grid_.size() || slot0_[t0] < from) return;  // (not rows one after another)
@@ -674,7 +674,11 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
 }
 
 void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
-  materialize(tile);
+#ifndef NDEBUG
+  // (a task starts once its arrivals are in: the delivery that brought them materialized its tile, and a jump
+  // materializes the tiles of the tasks its state holds, timers' included)
+  if (copied(tile)) throw std::logic_error(fmt::format("reuse: a task of tile {} starts before its copies are written", tile));
+#endif
   // (its core record fetched while the sends' routes are walked: it is read only after them)
   __builtin_prefetch(&cores_[tile], 1);
   const std::uint32_t slot = slot0_[tile] + k;
@@ -1387,6 +1391,13 @@ void Executor::describe_burst(std::vector<std::uint64_t>& out, std::uint32_t id)
                          std::uint64_t(b.vshift), std::uint64_t(b.switches), std::uint64_t(b.syncs)});
 }
 
+// Slot s's arrivals so far, relative to the cut (now) and to the bursts sent by then (nb).
+void Executor::describe_arrivals(std::vector<std::uint64_t>& out, std::uint32_t s, Cycle now, std::uint64_t nb) const {
+  const Slot& sl = slots_[s];
+  out.insert(out.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), ready_of(s) - now, tail_of(s) - now,
+                         std::uint64_t(dec(sl.crit)) - nb});
+}
+
 // Advances tile t's claim-group cursors; its class: 0 fresh (nothing arrived, nothing ran), 1 settled
 // (every task full, the core free before now - margin), 2 at work.
 int Executor::tile_class(TileIndex t, Cycle now) {
@@ -1427,14 +1438,12 @@ void Executor::describe_tile(std::vector<std::uint64_t>& out, TileIndex t, Cycle
       continue;
     }
     describe_task(out, t, list[i]);
-    const Slot& sl = slots_[s0 + list[i]];
-    if (sl.count > 0) ru_.open.push_back(s0 + list[i]);
-    if (sl.count > 0)
-      out.insert(out.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), opt_.start + sl.ready - 1 - now,
-                             opt_.start + sl.tail - 1 - now,
-                             std::uint64_t(dec(sl.crit)) - nb});
-    else
+    if (slots_[s0 + list[i]].count > 0) {
+      ru_.open.push_back(s0 + list[i]);
+      describe_arrivals(out, s0 + list[i], now, nb);
+    } else {
       out.push_back(5);
+    }
   }
 }
 
@@ -1602,13 +1611,10 @@ void Executor::reuse_cut() {
           const TileIndex tile = TileIndex((tag >> 16) & 0xFFFFFFFFull);
           const std::uint32_t k = std::uint32_t(tag & 0xFFFF);
           materialize(tile);
-          const Slot& sl = slots_[slot0_[tile] + k];
           ru_.open.push_back(slot0_[tile] + k);
           o.push_back(tile_ref(tile));
           describe_task(o, tile, k);
-          o.insert(o.end(), {std::uint64_t(sl.count), std::uint64_t(sl.wcount), opt_.start + sl.ready - 1 - now,
-                             opt_.start + sl.tail - 1 - now,
-                             std::uint64_t(dec(sl.crit)) - nb});
+          describe_arrivals(o, slot0_[tile] + k, now, nb);
         } else if (kind == kTimerDeliver) {
           describe_burst(o, std::uint32_t(tag & 0xFFFFFFFFull));
         } else {
@@ -1854,8 +1860,7 @@ void Executor::reuse_cut() {
     c.tmpl = std::move(tmpl), c.dprev = std::move(dprev);
     // (tiles an earlier jump's copies reach and this one's too: written first, then this jump's to come)
     if (materialized_.empty()) materialized_.assign((grid_.size() + 63) / 64, 0);
-    for (TileIndex t = c.t_lo; t < c.t_hi; ++t) materialize(t);
-    for (TileIndex t = c.t_lo; t < c.t_hi; ++t) materialized_[t >> 6] &= ~(std::uint64_t(1) << (t & 63));
+    for (TileIndex t = c.t_lo; t < c.t_hi; ++t) materialize(t), materialized_[t >> 6] &= ~(std::uint64_t(1) << (t & 63));
     const TileIndex lo = copied_n_ ? std::min(copied_lo_, c.t_lo) : c.t_lo;
     const TileIndex hi = copied_n_ ? std::max(copied_lo_ + copied_n_, c.t_hi) : c.t_hi;
     copied_lo_ = lo, copied_n_ = hi - lo;
@@ -2024,6 +2029,13 @@ std::vector<TaskRun> Executor::task_runs() const {
   return out;
 }
 
+// Slot s of tile t, whose record (read_slot) is sl, as a task run.
+TaskRun Executor::run_of(TileIndex t, std::uint32_t s, const Slot& sl, bool crit) const {
+  const Task& task = task_at(t, s - slot0_[t]);
+  return {t, std::uint16_t(s - slot0_[t]), task.layer, task.op, cycle_in<&Slot::ready, &SlotHigh::ready>(sl, s),
+          cycle_in<&Slot::start, &SlotHigh::start>(sl, s), cycle_in<&Slot::end, &SlotHigh::end>(sl, s), crit};
+}
+
 void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32_t)>& keep_tile,
                                  const std::function<void(const TaskRun&)>& f) const {
   // When every task ran (a finished step), a tile's runs are its slots, and a tile not kept needs only its
@@ -2034,17 +2046,13 @@ void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32
   std::sort(critical_slots.begin(), critical_slots.end());
   std::size_t next_crit = 0;  // the first critical slot not passed yet
   auto pass = [&](TileIndex t, std::uint32_t s, bool crit) {
-    if (!ran(t, s)) return;
-    const Task& task = task_at(t, s - slot0_[t]);
-    const Slot sl = read_slot(t, s);
-    f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, cycle_in<&Slot::ready, &SlotHigh::ready>(sl, s),
-       cycle_in<&Slot::start, &SlotHigh::start>(sl, s), cycle_in<&Slot::end, &SlotHigh::end>(sl, s), crit});
+    if (const Slot sl = read_slot(t, s); ran_in(sl, s)) f(run_of(t, s, sl, crit));
   };
   for (TileIndex t = 0; t < grid_.size(); ++t) {
     std::uint32_t runs = 0;
     if (every) runs = slot0_[t + 1] - slot0_[t];
     else
-      for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) runs += this->ran(t, s);
+      for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) runs += ran_in(read_slot(t, s), s);
     if (!runs) continue;
     const bool all = keep_tile(t, runs);
     while (next_crit < critical_slots.size() && critical_slots[next_crit] < slot0_[t]) ++next_crit;
@@ -2059,14 +2067,8 @@ void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32
 
 void Executor::for_each_run(const std::function<void(const TaskRun&)>& f) const {
   for (TileIndex t = 0; t < grid_.size(); ++t) {
-    for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) {
-      if (!ran(t, s)) continue;
-      const Task& task = task_at(t, s - slot0_[t]);
-      const Slot sl = read_slot(t, s);
-      f({t, std::uint16_t(s - slot0_[t]), task.layer, task.op, cycle_in<&Slot::ready, &SlotHigh::ready>(sl, s),
-         cycle_in<&Slot::start, &SlotHigh::start>(sl, s), cycle_in<&Slot::end, &SlotHigh::end>(sl, s),
-         !critical_.empty() && critical_[s] != 0});
-    }
+    for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s)
+      if (const Slot sl = read_slot(t, s); ran_in(sl, s)) f(run_of(t, s, sl, !critical_.empty() && critical_[s] != 0));
   }
 }
 

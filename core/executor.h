@@ -306,10 +306,9 @@ class Executor final : public noc::NetworkClient {
   Cycle tail_of(std::uint32_t s) const { return cycle_of<&Slot::tail, &SlotHigh::tail>(s); }
   Cycle start_of(std::uint32_t s) const { return cycle_of<&Slot::start, &SlotHigh::start>(s); }
   Cycle end_of(std::uint32_t s) const { return cycle_of<&Slot::end, &SlotHigh::end>(s); }
-  bool ran(std::uint32_t s) const { return slots_[s].start != kOpen || (wide_ && hi_[s].start != kOpen); }
-  bool ran(hw::TileIndex t, std::uint32_t s) const {  // (slot s of tile t, which a jump's copies may hold: read_slot)
-    return copied(t) ? read_slot(t, s).start != kOpen : ran(s);
-  }
+  bool ran_in(const Slot& sl, std::uint32_t s) const { return sl.start != kOpen || (wide_ && hi_[s].start != kOpen); }
+  bool ran(std::uint32_t s) const { return ran_in(slots_[s], s); }
+  TaskRun run_of(hw::TileIndex t, std::uint32_t s, const Slot& sl, bool crit) const;
   [[noreturn]] void too_long(Cycle at) const;
   enum class BurstKind : std::uint8_t { Data, Injection, Weights };
   // One per burst sent, 24 bytes (every field written at the send: bursts_ grows without writing). Its
@@ -598,6 +597,7 @@ class Executor final : public noc::NetworkClient {
 #else
   static constexpr bool kCutLog = false;
 #endif
+  void describe_arrivals(std::vector<std::uint64_t>& out, std::uint32_t s, Cycle now, std::uint64_t nb) const;
   void cut_log(const std::vector<std::uint64_t>& out, bool usable);  // (kCutLog: bench/cut_match.sh)
   std::vector<std::uint64_t> cut_template_;
   bool cut_template_loaded_ = false;

@@ -31,6 +31,8 @@
 
 namespace wafer::noc {
 
+inline constexpr std::size_t kPage = 4096;  // (the smallest page: madvise's alignment)
+
 // What the big blocks ask of the kernel, from WAFER_EMU_HUGE_PAGES, read once: "1" offers them for transparent
 // huge pages (MADV_HUGEPAGE), "0" keeps them off huge pages (MADV_NOHUGEPAGE, for systems whose policy is
 // "always"); unset or empty, nothing (the system's policy). Anything else is refused: an unknown value must
@@ -299,7 +301,7 @@ class ZeroedArray {
 #if defined(__linux__) && defined(MADV_DONTNEED)
     if (!fill) {
       // (the whole pages inside the range given back; the parts of pages at its ends written)
-      constexpr std::uintptr_t page = 4096;
+      constexpr std::uintptr_t page = kPage;
       auto* const a = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(first) + page - 1) / page * page);
       auto* const b = reinterpret_cast<unsigned char*>(reinterpret_cast<std::uintptr_t>(last) / page * page);
       if (a < b && madvise(a, std::size_t(b - a), MADV_DONTNEED) == 0) {
@@ -319,7 +321,7 @@ class ZeroedArray {
   void populate(std::size_t begin, std::size_t end) {
     end = std::min(end, n_);
     if (!p_ || begin >= end) return;
-    const std::size_t bytes = (end - begin) * sizeof(T), page = 4096;
+    const std::size_t bytes = (end - begin) * sizeof(T), page = kPage;
     auto* const first = reinterpret_cast<unsigned char*>(p_ + begin);
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
     {
