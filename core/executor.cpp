@@ -1054,8 +1054,9 @@ void Executor::cut_log(const std::vector<std::uint64_t>& out, bool usable) {
 // arrivals so far; the records of the bursts in flight and the tasks the pending timers will start. In
 // space, tiles are described band by band: the leading bands whose tiles are all settled (every task full,
 // the core's free cycle past mattering) and the trailing ones whose tiles are all fresh (nothing arrived,
-// nothing ran) as two marks, every band between them tile by tile, and the route tables of the rows from
-// the last settled band to the first fresh one (describe_bands). When the description at the cut of layer
+// nothing ran) as two marks, every band between them tile by tile; the route tables of the rows from
+// the last settled band to the first fresh one are compared with the previous cut's in place (describe_bands,
+// routes_as_before). When the description at the cut of layer
 // l equals the one at layer l - p (p = 1 in time), the window between the two (the template) was clean
 // (every task it touched lies in the run, no route changed but as the description allows, no burst went
 // unclaimed, the step did not end), the run is deterministic and nothing in it reads an absolute cycle or
@@ -1290,8 +1291,7 @@ void Executor::arm_space_run() {
   ru_.S = TileIndex(ru_.dr) * TileIndex(grid_.width);
   ru_.band_y = std::move(r.band_y);
   ru_.rows = ru_.prev_rows = {0, 0};
-  ru_.settled_routes.clear();
-  ru_.prev_settled_routes.clear();
+  ru_.route_split = ru_.prev_route_split = 0;
   ru_.route_row_min = std::numeric_limits<std::int32_t>::max();
   ru_.fresh_band = 0;
   // Before the first run's first cut every band is fresh (describe_bands); arrivals before a later run was
@@ -1448,8 +1448,8 @@ void Executor::describe_tile(std::vector<std::uint64_t>& out, TileIndex t, Cycle
 }
 
 // In space: the leading settled bands and the trailing fresh ones as two marks (relative to the cut's band),
-// every band between them tile by tile (whatever its tiles' state), and the route tables of the rows from
-// the last leading settled band to the first trailing fresh one (kept in ru_.rows for the jump).
+// every band between them tile by tile (whatever its tiles' state); the rows from the last leading settled band
+// to the first trailing fresh one, whose route tables routes_as_before compares, in ru_.rows (and for the jump).
 void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::uint64_t nb) {
   const std::int32_t W = grid_.width;
   const std::size_t nbands = ru_.band_y.size();
@@ -1528,30 +1528,49 @@ void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
       ru_.work_tiles.push_back(t);
     }
   }
-  // The route tables from the last settled band to the first fresh one (within the bands): those of the
-  // rows from the first band at work on in the description, the last settled band's apart (ru_.settled_routes;
-  // at the run's first cuts it lies before the run, and only a window that did not route through it can be
-  // compared with a cut that has it: reuse_cut).
+  // The route tables from the last settled band to the first fresh one (within the bands): not copied into the
+  // description (on a band of 80 k tiles they were more than half of it, tens of MB a cut), but compared in
+  // place with the previous cut's at a cut whose description equals it (routes_as_before). Noted here: their
+  // rows, and where the last settled band's end (at the run's first cuts it lies before the run, and only a
+  // window that did not route through it can be compared with a cut that has it: reuse_cut).
   const std::size_t j0 = s > 0 ? s - 1 : 0, j1 = std::min(f + 1, nbands);
   ru_.rows = {ru_.band_y[j0], ru_.band_y[j1 - 1] + ru_.dr};
-  ru_.settled_routes.clear();
-  if (!routes_.empty()) {
-    const std::size_t n = grid_.size(), t0 = std::size_t(ru_.rows.first) * W, t1 = std::size_t(ru_.rows.second) * W;
-    const std::size_t ts = s > 0 ? std::min(t1, t0 + std::size_t(ru_.dr) * W) : t0;  // the settled band's end
-    auto copy = [&](std::vector<std::uint64_t>& to, std::size_t from, std::size_t end) {
-      if (end == from) return;  // (no rows: memcpy takes no null pointer)
-      const std::size_t words = (end - from + 7) / 8;
-      for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell) {
-        const std::size_t at = to.size();
-        to.resize(at + words, 0);
-        std::memcpy(to.data() + at, routes_.data() + cell * n + from, end - from);
+  {
+    const std::size_t t0 = std::size_t(ru_.rows.first) * W, t1 = std::size_t(ru_.rows.second) * W;
+    ru_.route_split = s > 0 ? std::min(t1, t0 + std::size_t(ru_.dr) * W) : t0;
+    // (the diagnostic cut log compares descriptions with another step's: there they hold the tables)
+    if constexpr (kCutLog)
+      if (!routes_.empty() && t1 > ru_.route_split) {
+        const std::size_t n = grid_.size(), words = (t1 - ru_.route_split + 7) / 8;
+        for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell) {
+          const std::size_t at = out.size();
+          out.resize(at + words, 0);
+          std::memcpy(out.data() + at, routes_.data() + cell * n + ru_.route_split, t1 - ru_.route_split);
+        }
       }
-    };
-    copy(ru_.settled_routes, t0, ts);
-    copy(out, ts, t1);
   }
   // The bands after the first fresh one have the routes of the first (checked at a jump: ru_.fresh_band).
   ru_.fresh_band = f;
+}
+
+// In space, at a cut whose description equals the previous cut's (so that its rows are those of the previous
+// cut moved one band on): whether the route tables of the rows described hold what those of the previous cut's
+// held then, moved one band on. The last settled band's: the same, or (the previous cut had none within the
+// run) not routed through in the window: no send since the previous cut routed in a row before the first row it
+// described at work. The rows from there to the first fresh band's end: the same.
+bool Executor::routes_as_before() {
+  const std::size_t W = std::size_t(grid_.width);
+  const std::size_t t0 = std::size_t(ru_.rows.first) * W, ts = ru_.route_split, t1 = std::size_t(ru_.rows.second) * W;
+  const std::size_t p0 = std::size_t(ru_.prev_rows.first) * W, ps = ru_.prev_route_split,
+                    p1 = std::size_t(ru_.prev_rows.second) * W;
+  sort_route_log(route_log_);
+  const std::size_t n = grid_.size(), cells = route_colors_ * kInPorts;
+  if (ps > p0) {
+    if (ts - t0 != ps - p0 || !entries_were(routes_.data(), n, cells, route_log_, t0, p0, ts - t0)) return false;
+  } else if (ru_.route_row_min < ru_.prev_rows.first) {
+    return false;
+  }
+  return t1 - ts == p1 - ps && entries_were(routes_.data(), n, cells, route_log_, ts, ps, t1 - ts);
 }
 
 // A jump in time (tile t's tasks K blocks on): its long lists' claim cursors moved to the first task not yet
@@ -1640,8 +1659,9 @@ void Executor::reuse_cut() {
     log_routes_ = !routes_.empty();
   }
   // The route tables. In time: the same as at the previous cut when every entry the window changed holds
-  // its value from before the window's first change of it again. In space: described (describe_bands); the
-  // window may change only entries of the rows described at the previous cut.
+  // its value from before the window's first change of it again. In space: the window may change only entries
+  // of the rows described at the previous cut, and the rows described now hold what those held then
+  // (routes_as_before, asked last: only at a cut whose description equals the one before).
   bool routes_same = true;
   if (!route_log_.empty()) {
     if (ru_.space) {
@@ -1649,26 +1669,18 @@ void Executor::reuse_cut() {
       routes_same = std::int64_t(route_tiles_.first) >= ru_.prev_rows.first * W &&
                     std::int64_t(route_tiles_.second) < ru_.prev_rows.second * W;
     } else {
-      std::stable_sort(route_log_.begin(), route_log_.end(),
-                       [](const auto& x, const auto& y) { return x.first < y.first; });
+      sort_route_log(route_log_);
       for (std::size_t i = 0; i < route_log_.size() && routes_same; ++i)
         if (i == 0 || route_log_[i].first != route_log_[i - 1].first)
           routes_same = routes_[route_log_[i].first] == route_log_[i].second;
     }
-    clear_route_log();
   }
   // The template: the window since the previous cut, if that was the layer before.
-  // In space, the last settled band's routes: the same at both cuts, or (the previous cut's lying before
-  // the run) not routed through in the window: no send since the previous cut routed in a row before the
-  // first row it described at work.
-  if (ru_.space && !routes_.empty()) {
-    // (a cut with a settled band within the run has its routes: at least one row of every cell)
-    if (!ru_.prev_settled_routes.empty()) routes_same = routes_same && ru_.settled_routes == ru_.prev_settled_routes;
-    else routes_same = routes_same && ru_.route_row_min >= ru_.prev_rows.first;
-  }
-  ru_.route_row_min = std::numeric_limits<std::int32_t>::max();
   bool jump = usable && ru_.have && ru_.prev_layer + ru_.p == ru_.layer && out == ru_.prev_desc && routes_same &&
               unclaimed_ == ru_.prev_unclaimed && done_count_ == ru_.prev_done && warrivals_.empty();
+  if (jump && ru_.space && !routes_.empty()) jump = routes_as_before();
+  clear_route_log();
+  ru_.route_row_min = std::numeric_limits<std::int32_t>::max();
   if constexpr (kCutLog) {
     cut_log(out, usable);
     jump = false;
@@ -1715,7 +1727,7 @@ void Executor::reuse_cut() {
     ru_.prev_unclaimed = unclaimed_;
     ru_.prev_done = done_count_;
     ru_.prev_rows = ru_.rows;
-    std::swap(ru_.prev_settled_routes, ru_.settled_routes);
+    ru_.prev_route_split = ru_.route_split;
     std::swap(ru_.prev_desc, ru_.desc);
     untouch_all();
     ru_.burst_tile.clear();

@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "core/costs.h"
+#include "core/route_log.h"
 #include "firmware/program.h"
 #include "hw/wafer_spec.h"
 #include "memory/stream_port.h"
@@ -511,7 +512,7 @@ class Executor final : public noc::NetworkClient {
   bool streams_ = false;  // some task streams weights (StreamIn)
   // Reuse: the route table entries changed since the last cut, each with its value before the change, and the
   // lowest and highest tile of those entries (reuse in space asks only whether they lie in the rows described).
-  std::vector<std::pair<std::size_t, std::uint8_t>> route_log_;
+  RouteLog route_log_;
   std::pair<std::size_t, std::size_t> route_tiles_{std::numeric_limits<std::size_t>::max(), 0};
   bool log_routes_ = false;
   void log_route(std::size_t cell, std::size_t tile, std::uint8_t before) {
@@ -583,9 +584,10 @@ class Executor final : public noc::NetworkClient {
     hw::TileIndex origin = 0;                 // the cut's band's first tile (descriptions are relative to it)
     std::vector<hw::TileIndex> work_tiles;    // while describing: the tiles of the bands at work
     std::pair<std::int32_t, std::int32_t> rows{0, 0}, prev_rows{0, 0};  // rows whose routes are described
-    // The last settled band's route tables, kept apart from the description (describe_bands; empty when the
-    // cut had no settled band within the run); the first row routed through since the last cut (start_task).
-    std::vector<std::uint64_t> settled_routes, prev_settled_routes;
+    // Where the rows of the last settled band end (describe_bands; rows.first's first tile when the cut had no
+    // settled band within the run), at this cut and the one before; the first row routed through since the last
+    // cut (start_task).
+    std::size_t route_split = 0, prev_route_split = 0;
     std::int32_t route_row_min = std::numeric_limits<std::int32_t>::max();
     std::size_t fresh_band = 0;               // the first fresh band (index from a)
     std::vector<std::uint8_t> band_code;      // per band, as at the last cut (describe_bands)
@@ -615,6 +617,7 @@ class Executor final : public noc::NetworkClient {
   void describe_tile(std::vector<std::uint64_t>& out, hw::TileIndex t, Cycle now, std::uint64_t nb);
   void describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::uint64_t nb);
   bool fresh_bands_alike() const;
+  bool routes_as_before();
   void sample_copies(Cycle D, std::uint64_t K, Cycle now);
   noc::Mesh* sampled_ = nullptr;  // run(): the mesh sampled in slices (ExecOptions::sample)
   Cycle next_sample_ = 0;
