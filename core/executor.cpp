@@ -90,6 +90,12 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       ti.arrivals = t.arrivals;
       ti.stream = t.start == Task::Start::Stream;
       ti.op = t.op;
+      ti.layer = t.layer;
+      if (sends_.size() + t.sends.size() > std::numeric_limits<std::uint32_t>::max())
+        throw hw::InputError("firmware: more than 4 billion sends in the programs");
+      ti.send0 = std::uint32_t(sends_.size());
+      ti.nsends = std::uint16_t(t.sends.size());
+      sends_.insert(sends_.end(), t.sends.begin(), t.sends.end());
       for (const auto& op : t.ops) {
         ti.setup += costs_.setup(op);
         ti.body += costs_.body(op);
@@ -229,6 +235,8 @@ void Executor::validate() const {
           throw hw::InputError(fmt::format("firmware: program {} has a {} op of {} elements in {} vector ops (a "
                                            "positive divisor of its elements)",
                                            p, firmware::to_string(op.kind), op.elements, op.vectors));
+      if (t.sends.size() > 0xFFFF)
+        throw hw::InputError(fmt::format("firmware: program {} has a task of {} sends, more than 65535", p, t.sends.size()));
       for (const auto& s : t.sends) {
         std::int32_t span = std::max<std::int32_t>(1, s.dest.span);
         std::int32_t x1 = s.dest.dx + (s.dest.kind == Dest::Kind::Row ? span - 1 : 0);
@@ -683,9 +691,9 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   __builtin_prefetch(&cores_[tile], 1);
   const std::uint32_t slot = slot0_[tile] + k;
   const std::uint32_t p = image_.tile_program[tile];
-  const Task& t = image_.programs[p].tasks[k];
   TaskInfo& ti = tinfo_[prog0_[p] + k];  // (not const: counts its runs)
-  const bool stream = t.start == Task::Start::Stream;
+  const firmware::Send* const sends = sends_.data() + ti.send0;
+  const bool stream = ti.stream;
   const Coord here = grid_.coord(tile);
   // The fixed costs before each send: a collective's synchronisation, a route switch.
   // A segment of only the sender, or the sender itself (a local task activation): no router route.
@@ -695,12 +703,12 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   std::uint16_t switches = 0, syncs = 0;
   // A stack: delivering a segment multicast's copy to the sender itself can start another task of this
   // tile (a nested call) while this one still reads its entries. Its top only grows its storage.
-  const std::size_t nsends = t.sends.size();
+  const std::size_t nsends = ti.nsends;
   const std::size_t base = send_top_;
   send_top_ += nsends;
   if (send_costs_.size() < send_top_) [[unlikely]] send_costs_.resize(send_top_ + 16);
   for (std::size_t i = 0; i < nsends; ++i) {
-    const auto& snd = t.sends[i];
+    const auto& snd = sends[i];
     const noc::Destination d = destination(snd.dest, here);
     if (snd.collective && syncs < 0xFFFF) ++syncs;
     if (!routes_.empty() && !local(snd.dest)) {
@@ -732,15 +740,16 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   if (ru_.on && !ru_.done) {
     // (the runs are watched back to back from the step's start, so the starts seen here are all that
     // next_space_run asks about)
-    ru_.layer_hi = std::max<std::uint32_t>(ru_.layer_hi, t.layer);
+    const std::uint16_t layer = ti.layer;
+    ru_.layer_hi = std::max<std::uint32_t>(ru_.layer_hi, layer);
     if (ru_.tracking) touch(slot, tile);
     else pre_touch(tile);
-    if (t.layer >= ru_.next && t.layer <= ru_.b) {
-      if (t.layer == ru_.next && !ru_.pending) {  // the first task of this layer: a cut at the end of the cycle
+    if (layer >= ru_.next && layer <= ru_.b) {
+      if (layer == ru_.next && !ru_.pending) {  // the first task of this layer: a cut at the end of the cycle
         // (every p-th layer: the run repeats in groups of p layers)
         ru_.pending = true;
-        ru_.layer = t.layer;
-        ru_.next = t.layer + ru_.p;
+        ru_.layer = layer;
+        ru_.next = layer + ru_.p;
         net_.pause_at(now + 1);
       } else {
         ru_.done = true;  // layers overlap in an unforeseen way: no reuse
@@ -769,7 +778,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   ++tasks_run_;
   const bool noting = ru_.on && !ru_.done && ru_.tracking;  // (the window's bursts' senders: Reuse::burst_tile)
   for (std::size_t i = 0; i < nsends; ++i) {
-    const auto& snd = t.sends[i];
+    const auto& snd = sends[i];
     const std::uint32_t packed = send_costs_[base + i];  // (a copy: a nested call may grow the stack)
     const std::uint16_t sc_switches = std::uint16_t(packed), sc_syncs = std::uint16_t(packed >> 16);
     // When the send leaves in the model.

@@ -246,17 +246,22 @@ class Executor final : public noc::NetworkClient {
     Cycle setup = 0;      // vector_setup x ops (StreamIn included)
     Cycle body = 0;       // op bodies
     std::uint32_t stream_bytes = 0;
-    std::uint16_t weight_arrivals = 0;  // StreamIn ops (one weight arrival each)
     std::uint32_t need = 0;             // arrivals + weight_arrivals
-    std::uint16_t arrivals = 1;
-    noc::Color trigger = 0;
-    bool stream = false;
-    std::uint16_t op = 0;               // Task::op
     // Runs since the last fold_runs, which adds to work_ the costs every run of this task pays alike (cheaper
     // per task than adding them as it starts; kept here, in the record start_task reads, not in an array apart).
     std::uint32_t runs = 0;
+    // Its sends: sends_[send0 ..], nsends of them (start_task reads them from here rather than through the
+    // image's program, its task and its vector: three loads, each waiting on the one before).
+    std::uint32_t send0 = 0;
+    std::uint16_t nsends = 0;
+    std::uint16_t weight_arrivals = 0;  // StreamIn ops (one weight arrival each)
+    std::uint16_t arrivals = 1;
+    std::uint16_t op = 0;               // Task::op
+    std::uint16_t layer = 0;            // Task::layer
+    noc::Color trigger = 0;
+    bool stream = false;
   };
-  static_assert(sizeof(TaskInfo) == 40);
+  static_assert(sizeof(TaskInfo) == 48);
   // One task of one tile: everything the event loop touches, in one place (32 bytes: two to a cache line;
   // 48-byte slots with 64-bit cycles took 460 MB on a full wafer and ran the default decode 0.3 s slower,
   // docs/timing.md "A run with every task emulated"). Its four cycles are offsets from the step's start
@@ -384,6 +389,7 @@ class Executor final : public noc::NetworkClient {
   hw::Grid grid_;
 
   std::vector<TaskInfo> tinfo_;        // flat: program p's tasks at prog0_[p] ..
+  std::vector<firmware::Send> sends_;  // every program task's sends, in order (TaskInfo::send0)
   std::vector<std::uint32_t> prog0_;
   // Claiming an arrival without scanning the whole program: per program and trigger color a group, the
   // list of the tasks with that trigger in program order (group_of_[p * trigger_colors_ + c]: the group's

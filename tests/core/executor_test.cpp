@@ -202,6 +202,18 @@ TEST(Executor, RefusesAnOpWhoseVectorOpsDoNotDivideItsElements) {
   EXPECT_EQ(refusal(im), "");
 }
 
+// A task's sends are counted in 16 bits (Executor::TaskInfo): 65535 are accepted, 65536 refused, naming the program.
+TEST(Executor, RefusesATaskOfMoreThan65535Sends) {
+  Image im = empty_image({8, 8});
+  Program p;
+  p.tasks.push_back(task(1, {{OpKind::Fmac, 64}}, std::vector<Send>(0xFFFF, to(1, 0, 0))));
+  place(im, {0, 0}, p);
+  im.done_tile = {0, 0};
+  EXPECT_EQ(refusal(im), "");
+  im.programs[0].tasks[0].sends.push_back(im.programs[0].tasks[0].sends.back());
+  EXPECT_EQ(refusal(im), "firmware: program 0 has a task of 65536 sends, more than 65535");
+}
+
 // One tile: the token (4 wavelets) arrives, a 64-MAC GEMV block runs, the result goes 3 hops east.
 //   injection: head 0, tail 3; start = 3 + 10 = 13; Fmac 64: 6 + 16 = 22 -> end 35;
 //   send 1 wavelet 3 hops: head = tail = 38.
