@@ -1538,7 +1538,7 @@ void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
     }
   }
   // The route tables from the last settled band to the first fresh one (within the bands): not copied into the
-  // description (on a band of 80 k tiles they were more than half of it, tens of MB a cut), but compared in
+  // description (on a band of 80 k tiles they were more than half of it, some 20 MB a cut), but compared in
   // place with the previous cut's at a cut whose description equals it (routes_as_before). Noted here: their
   // rows, and where the last settled band's end (at the run's first cuts it lies before the run, and only a
   // window that did not route through it can be compared with a cut that has it: reuse_cut).

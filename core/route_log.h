@@ -1,7 +1,8 @@
 #pragma once
 // The route tables' changes since a cut, and the tables as they were at it: how core::Executor's reuse in
 // space compares the route tables of the rows a cut describes with those of the cut before, in place
-// (docs/timing.md "Reuse of repeated layers"). Pure: no SystemC.
+// (docs/timing.md "Reuse: paying once for what repeats, exactly", "Route tables compared in place"). Pure: no
+// SystemC.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
