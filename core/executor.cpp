@@ -2087,9 +2087,11 @@ void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32
 }
 
 void Executor::for_each_run(const std::function<void(const TaskRun&)>& f) const {
+  std::vector<Slot> buf;
   for (TileIndex t = 0; t < grid_.size(); ++t) {
+    const Slot* const slots = tile_slots(t, buf);
     for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s)
-      if (const Slot sl = read_slot(t, s); ran_in(sl, s)) f(run_of(t, s, sl, !critical_.empty() && critical_[s] != 0));
+      if (const Slot& sl = slots[s - slot0_[t]]; ran_in(sl, s)) f(run_of(t, s, sl, !critical_.empty() && critical_[s] != 0));
   }
 }
 

@@ -205,9 +205,8 @@ class Executor final : public noc::NetworkClient {
   void for_each_tile_spans(F&& f) const {
     using Span = std::pair<Cycle, Cycle>;
     std::vector<Span> buf;
-    std::vector<Slot> tile_buf;  // (a tile's slots that a jump's copies hold: read_tile)
-    const Slot* const slots = slots_.data();  // (locals: the stores to buf cannot move them)
-    const std::uint32_t* const slot0 = slot0_.data();
+    std::vector<Slot> tile_buf;  // (a tile's slots that a jump's copies hold: tile_slots)
+    const std::uint32_t* const slot0 = slot0_.data();  // (a local: the stores to buf cannot move it)
     const std::size_t tiles = slot0_.empty() ? 0 : slot0_.size() - 1;
     const Cycle base = opt_.start - 1;  // (a slot keeps its cycles' offsets + 1)
     for (hw::TileIndex t = 0; t < tiles; ++t) {
@@ -215,14 +214,10 @@ class Executor final : public noc::NetworkClient {
       if (buf.size() < s1 - s0) buf.resize(s1 - s0);
       Span* const first = buf.data();
       Span* last = first;
-      if (copied(t)) [[unlikely]] {
-        if (tile_buf.size() < s1 - s0) tile_buf.resize(s1 - s0);
-        read_tile(t, tile_buf.data());
-        for (std::uint32_t s = s0; s < s1; ++s)
-          if (const Slot& sl = tile_buf[s - s0]; sl.start != kOpen) *last++ = {base + sl.start, base + sl.end};
-      } else if (!wide_) {
-        for (std::uint32_t s = s0; s < s1; ++s)
-          if (slots[s].start != kOpen) *last++ = {base + slots[s].start, base + slots[s].end};
+      if (!wide_) {
+        const Slot* const slots = tile_slots(t, tile_buf);
+        for (std::uint32_t i = 0; i < s1 - s0; ++i)
+          if (slots[i].start != kOpen) *last++ = {base + slots[i].start, base + slots[i].end};
       } else {
         for (std::uint32_t s = s0; s < s1; ++s)
           if (ran(s)) *last++ = {start_of(s), end_of(s)};
@@ -480,6 +475,13 @@ class Executor final : public noc::NetworkClient {
   Slot read_slot(hw::TileIndex t, std::uint32_t s) const;
   // Tile t's slots as read_slot reads them, into out[0 .. its task count).
   void read_tile(hw::TileIndex t, Slot* out) const;
+  // Tile t's slots as a full run holds them: in slots_, or (some are copies not written) read into buf.
+  const Slot* tile_slots(hw::TileIndex t, std::vector<Slot>& buf) const {
+    if (!copied(t)) [[likely]] return slots_.data() + slot0_[t];
+    buf.resize(slot0_[t + 1] - slot0_[t]);
+    read_tile(t, buf.data());
+    return buf.data();
+  }
   // Done detection.
   hw::TileIndex done_tile_;
   std::uint32_t done_count_ = 0, done_crit_ = kNone;

@@ -313,11 +313,9 @@ class ZeroedArray {
 #endif
     std::memset(first, 0, std::size_t(last - first));
   }
-  // Faults every page in now, ahead of the writes that would (for an array every element of which will be
-  // written, in scattered order: one pass of the kernel's rather than a fault in the middle of the writer's
-  // work each time it reaches a new page). Reads as zero as before.
-  void populate() { populate(0, n_); }
-  // The same for elements [begin, end).
+  // Faults the pages of elements [begin, end) in now, ahead of the writes that would (for elements every one of
+  // which will be written, in scattered order: one pass of the kernel's rather than a fault in the middle of the
+  // writer's work each time it reaches a new page). They read as zero as before.
   void populate(std::size_t begin, std::size_t end) {
     end = std::min(end, n_);
     if (!p_ || begin >= end) return;
