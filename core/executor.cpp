@@ -793,6 +793,14 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     noc::BurstSpec b;
     b.src = tile;
     b.dest = destination(snd.dest, here);
+    // The first sink's program and first slot, which the arrival hint reads first (expect_arrival, at the hop
+    // before), fetched now, some hops ahead: a unicast's sink lies away from the tiles the loop has just read
+    // (docs/timing.md "The sink's entries fetched at the send").
+    if (grid_.inside(b.dest.first)) {
+      const TileIndex first_sink = grid_.index(b.dest.first);
+      __builtin_prefetch(&image_.tile_program[first_sink]);
+      __builtin_prefetch(&slot0_[first_sink]);
+    }
     if (b.dest.kind != noc::Destination::Kind::Tile) {
       const bool row = b.dest.kind == noc::Destination::Kind::RowSegment;
       const hw::Rect seg = row ? hw::Rect{b.dest.first.x, b.dest.first.y, b.dest.span, 1}
