@@ -7,7 +7,8 @@
 # mappings of the 8B (refused up front when their task records exceed the memory: the refusal is printed; both
 # fit a 24 GB machine and run about 1 and 1.5-2 minutes, so those two run JOBS_LONG_RUNS times, default 1),
 # and the default decode at 0.1 defects per cm^2 (about 50 defects on wse3) and at 2 per cm^2 (about 1,000)
-# against the defect-free run. JOBS_ONLY=a,b picks jobs by name. With JOBS_CALLGRIND=1 (and valgrind
+# against the defect-free run, the default decode with --no-reuse, and the 1B's square on a 300 x 300 wafer (a
+# small stand-in for the whole square). JOBS_ONLY=a,b picks jobs by name. With JOBS_CALLGRIND=1 (and valgrind
 # installed) also the instruction counts of the default decode and of the 50-defect one.
 set -euo pipefail
 : "${WAFER_EMU:?set by bench/run}"
@@ -59,6 +60,13 @@ job "RUNS=$long_runs" whole_wafer decode --placement whole-wafer
 job "RUNS=$long_runs" whole_square decode --placement square --kernel meshgemv
 job defects_50 decode --density 0.1 --seed 1
 job defects_1000 decode --density 2 --seed 1
+# The default decode with every task emulated: what the 50-defect run costs (it emulates every task too).
+job no_reuse decode --no-reuse
+# The whole square's kind of step in seconds rather than minutes: Llama-3.2-1B's square on a 300 x 300 wse3
+# (every layer's tasks on every tile, the meshgemv kernel), for work on that per-task cost (docs/timing.md
+# "What the goals left would take").
+job square_300 decode --wafer "$(dirname "${BASH_SOURCE[0]}")/data/wse3-300x300.json" --model llama-3.2-1b \
+  --placement square --kernel meshgemv
 
 if [ "${JOBS_CALLGRIND:-0}" = 1 ] && command -v valgrind >/dev/null; then
   # (the defective run emulates every task: the inner loop's cost without reuse)
