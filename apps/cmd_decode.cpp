@@ -259,7 +259,11 @@ int run_decode(const std::vector<std::string>& args) {
       ("search-budget", po::value<std::int64_t>()->default_value(SearchBudget{}.task_runs)->value_name("N"),
        "--placement auto: tile task runs the emulated candidates may take together")
       ("defects", po::value<std::string>()->value_name("FILE"), "defect map (CSV or JSON, physical coordinates)")
-      ("density", po::value<double>()->value_name("D"), "generate defects at D per cm^2 (Poisson) instead of a file")
+      ("density", po::value<double>()->value_name("D"), "generate defects at D per cm^2 instead of a file")
+      ("defect-model", po::value<std::string>()->default_value("poisson")->value_name("poisson|negbin"),
+       "the generated defects' model: Poisson, or negative binomial (clustered, --alpha): a sweep's defect_model")
+      ("alpha", po::value<double>()->value_name("A"),
+       "--defect-model negbin: clustering parameter (smaller = more clustered; default 2): a sweep's alpha")
       ("seed", po::value<std::uint64_t>()->default_value(1)->value_name("S"), "seed of the generated defect map")
       ("defects-out", po::value<std::string>()->value_name("FILE"),
        "write the defect map used (--defects or --density) as .csv or .json, as read by --defects")
@@ -343,6 +347,21 @@ int run_decode(const std::vector<std::string>& args) {
   if (mo.weight_bits != 16 && mo.weight_bits != 8)
     throw hw::InputError(fmt::format("--weight-bits {} must be 16 or 8", mo.weight_bits));
   if (vm.count("defects") && vm.count("density")) throw hw::InputError("give --defects FILE or --density D, not both");
+  // The generated defects' model (a sweep's defect_model and alpha: a point of a study is decoded with the same map).
+  hw::DefectGenParams gen;
+  try {
+    gen.model = hw::parse_defect_model(vm["defect-model"].as<std::string>());
+  } catch (const hw::InputError& e) {
+    throw hw::InputError(fmt::format("--defect-model: {}", e.what()));
+  }
+  if (!vm["defect-model"].defaulted() && !vm.count("density"))
+    throw hw::InputError("--defect-model applies to generated defects: give --density D too");
+  if (vm.count("alpha")) {
+    if (gen.model != hw::DefectModel::NegBinomial)
+      throw hw::InputError("--alpha applies to --defect-model negbin (clustered defects)");
+    if (!vm.count("density")) throw hw::InputError("--alpha applies to generated defects: give --density D too");
+    gen.alpha = vm["alpha"].as<double>();
+  }
   if (vm.count("defects-out")) {
     if (!vm.count("defects") && !vm.count("density")) throw hw::InputError("--defects-out needs --defects FILE or --density D");
     check_map_path(vm["defects-out"].as<std::string>(), "--defects-out");
@@ -377,12 +396,14 @@ int run_decode(const std::vector<std::string>& args) {
       map = hw::read_defects(vm["defects"].as<std::string>(), spec);
       defects_desc = fmt::format("{} ({} defects)", vm["defects"].as<std::string>(), map.size());
     } else {
-      hw::DefectGenParams gp;
+      hw::DefectGenParams gp = gen;
       gp.density_per_cm2 = vm["density"].as<double>();
       if (!(gp.density_per_cm2 >= 0) || gp.density_per_cm2 > 1e4)
         throw hw::InputError(fmt::format("--density {} must be between 0 and 10000 per cm^2", gp.density_per_cm2));
       map = hw::generate_defects(spec, gp, vm["seed"].as<std::uint64_t>());
-      defects_desc = fmt::format("generated: {} per cm^2, seed {} ({} defects)", gp.density_per_cm2,
+      const std::string clustered =
+          gp.model == hw::DefectModel::NegBinomial ? fmt::format(", negative binomial with alpha {}", gp.alpha) : "";
+      defects_desc = fmt::format("generated: {} per cm^2{}, seed {} ({} defects)", gp.density_per_cm2, clustered,
                                  vm["seed"].as<std::uint64_t>(), map.size());
     }
     // (before the repair, so that a map the repair refuses can be looked at)

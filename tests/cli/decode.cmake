@@ -65,6 +65,17 @@ wafer_cli_test(decode_missing_field --exit 2 --one-line-error --stderr "decode_m
 wafer_cli_test(decode_dump_outside --exit 2 --one-line-error --stderr "--dump-firmware 8,0 is outside the 8x8 array" -- ${WAFER_EMU} decode ${TINY} --dump-firmware 8,0)
 wafer_cli_test(decode_dump_malformed --exit 2 --one-line-error --stderr "expected X,Y" -- ${WAFER_EMU} decode ${TINY} --dump-firmware 3)
 wafer_cli_test(decode_both_defects --exit 2 --one-line-error --stderr "not both" -- ${WAFER_EMU} decode ${TINY} --density 1 --defects x.csv)
+# The generated defects' model (a sweep's defect_model and alpha; cli.sweep_decode_negbin compares the numbers).
+wafer_cli_test(decode_negbin --stdout "defects +generated: 40 per cm\\^2, negative binomial with alpha 0.5, seed 2"
+  -- ${WAFER_EMU} decode ${TINY} --density 40 --defect-model negbin --alpha 0.5 --seed 2)
+wafer_cli_test(decode_alpha_poisson --exit 2 --one-line-error --stderr "--alpha applies to --defect-model negbin"
+  -- ${WAFER_EMU} decode ${TINY} --density 1 --alpha 2)
+wafer_cli_test(decode_model_alone --exit 2 --one-line-error --stderr "--defect-model applies to generated defects: give --density D too"
+  -- ${WAFER_EMU} decode ${TINY} --defect-model negbin)
+wafer_cli_test(decode_model_unknown --exit 2 --one-line-error --stderr "--defect-model: unknown defect model 'zipf' \\(known: poisson, negbin\\)"
+  -- ${WAFER_EMU} decode ${TINY} --density 1 --defect-model zipf)
+wafer_cli_test(decode_alpha_zero --exit 2 --one-line-error --stderr "alpha = 0 must be finite and > 0"
+  -- ${WAFER_EMU} decode ${TINY} --density 1 --defect-model negbin --alpha 0)
 wafer_cli_test(decode_repair --exit 2 --one-line-error --stderr "unknown repair scheme 'glue'" -- ${WAFER_EMU} decode ${TINY} --repair glue)
 wafer_cli_test(decode_trace_unwritable --exit 2 --one-line-error --stderr "cannot write output file" -- ${WAFER_EMU} decode ${TINY} --trace ${OUT}/no-such-dir/t.json)
 

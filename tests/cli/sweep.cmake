@@ -28,6 +28,8 @@ endif()
 add_test(NAME cli.sweep_memory COMMAND ${SWEEP_CHECK} memory ${WAFER_EMU} ${DATA}/sweep_memory.json ${OUT}/sweep_memory)
 # A point's numbers equal `wafer-emu decode`'s for the same settings.
 add_test(NAME cli.sweep_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${STUDY} ${OUT}/sweep_decode)
+# ... and for clustered maps: `decode --defect-model negbin --alpha A` generates the point's map.
+add_test(NAME cli.sweep_decode_negbin COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${DATA}/sweep_negbin.json ${OUT}/sweep_decode_negbin)
 # The summary's statistics on a known set of point results.
 add_test(NAME cli.sweep_stats COMMAND ${SWEEP_CHECK} stats ${WAFER_EMU} ${STUDY} ${OUT}/sweep_stats)
 wafer_cli_test(sweep_help --stdout "[-]-spec" --stdout "[-]-jobs" --stdout "[-]-summarize" -- ${WAFER_EMU} sweep --help)
