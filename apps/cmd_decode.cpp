@@ -396,14 +396,13 @@ int run_decode(const std::vector<std::string>& args) {
       map = hw::read_defects(vm["defects"].as<std::string>(), spec);
       defects_desc = fmt::format("{} ({} defects)", vm["defects"].as<std::string>(), map.size());
     } else {
-      hw::DefectGenParams gp = gen;
-      gp.density_per_cm2 = vm["density"].as<double>();
-      if (!(gp.density_per_cm2 >= 0) || gp.density_per_cm2 > 1e4)
-        throw hw::InputError(fmt::format("--density {} must be between 0 and 10000 per cm^2", gp.density_per_cm2));
-      map = hw::generate_defects(spec, gp, vm["seed"].as<std::uint64_t>());
+      gen.density_per_cm2 = vm["density"].as<double>();
+      if (!(gen.density_per_cm2 >= 0) || gen.density_per_cm2 > 1e4)
+        throw hw::InputError(fmt::format("--density {} must be between 0 and 10000 per cm^2", gen.density_per_cm2));
+      map = hw::generate_defects(spec, gen, vm["seed"].as<std::uint64_t>());
       const std::string clustered =
-          gp.model == hw::DefectModel::NegBinomial ? fmt::format(", negative binomial with alpha {}", gp.alpha) : "";
-      defects_desc = fmt::format("generated: {} per cm^2{}, seed {} ({} defects)", gp.density_per_cm2, clustered,
+          gen.model == hw::DefectModel::NegBinomial ? fmt::format(", negative binomial with alpha {}", gen.alpha) : "";
+      defects_desc = fmt::format("generated: {} per cm^2{}, seed {} ({} defects)", gen.density_per_cm2, clustered,
                                  vm["seed"].as<std::uint64_t>(), map.size());
     }
     // (before the repair, so that a map the repair refuses can be looked at)

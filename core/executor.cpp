@@ -500,7 +500,7 @@ void Executor::on_timer(std::uint64_t tag, Cycle now) {
       const WeightArrival w = warrivals_[wnext_++];
       const std::uint32_t slot = slot0_[w.tile] + w.k;
       ++slots_[slot].wcount;
-      const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[w.tile]] + w.k];
+      const TaskInfo& ti = info_at(w.tile, w.k);
       if (ru_.on && !ru_.done) [[unlikely]] {  // (as deliver)
         if (ru_.tracking) {
           credit<true>(slot, w.tile, w.k, ti, now, now, weight_burst_, false);
@@ -861,8 +861,8 @@ void Executor::walk_critical_path(StepResult& r) {
     const BurstRec b = burst_at(burst);
     if (b.kind == BurstKind::Data) {
       const TileIndex t = slot_tile(b.who);
-      const Task& st = task_at(t, b.who - slot0_[t]);
-      layer = st.layer, op = st.op;
+      const TaskInfo& sti = info_at(t, b.who - slot0_[t]);
+      layer = sti.layer, op = sti.op;
     }
   }
   for (std::uint64_t guard = 0; guard <= slots_.size() + bursts_.size() + 1; ++guard) {
@@ -895,10 +895,9 @@ void Executor::walk_critical_path(StepResult& r) {
       ++bd.path_tasks;
       if (!critical_[slot]) critical_[slot] = 1, critical_slots_.push_back(slot);
       const std::uint32_t k = slot - slot0_[tile];
-      const Task& t = task_at(tile, k);
-      const TaskInfo& ti = tinfo_[prog0_[image_.tile_program[tile]] + k];
-      const bool stream = t.start == Task::Start::Stream;
-      layer = t.layer, op = t.op;
+      const TaskInfo& ti = info_at(tile, k);
+      const bool stream = ti.stream;
+      layer = ti.layer, op = ti.op;
       const Slot sl = read_slot(tile, slot);  // (a jump's copies are not all written: read_slot)
       const Cycle s = cycle_in<&Slot::start, &SlotHigh::start>(sl, slot);
       if (ref > s) {  // the task's own work [s, ref]: setup, op bodies, then the sends' fixed costs
@@ -1687,9 +1686,7 @@ void Executor::reuse_cut() {
                     std::int64_t(route_tiles_.second) < ru_.prev_rows.second * W;
     } else {
       sort_route_log(route_log_);
-      for (std::size_t i = 0; i < route_log_.size() && routes_same; ++i)
-        if (i == 0 || route_log_[i].first != route_log_[i - 1].first)
-          routes_same = routes_[route_log_[i].first] == route_log_[i].second;
+      routes_same = entries_restored(routes_.data(), route_log_);
     }
   }
   // The template: the window since the previous cut, if that was the layer before.
@@ -2060,8 +2057,8 @@ std::vector<TaskRun> Executor::task_runs() const {
 
 // Slot s of tile t, whose record (read_slot) is sl, as a task run.
 TaskRun Executor::run_of(TileIndex t, std::uint32_t s, const Slot& sl, bool crit) const {
-  const Task& task = task_at(t, s - slot0_[t]);
-  return {t, std::uint16_t(s - slot0_[t]), task.layer, task.op, cycle_in<&Slot::ready, &SlotHigh::ready>(sl, s),
+  const TaskInfo& ti = info_at(t, s - slot0_[t]);
+  return {t, std::uint16_t(s - slot0_[t]), ti.layer, ti.op, cycle_in<&Slot::ready, &SlotHigh::ready>(sl, s),
           cycle_in<&Slot::start, &SlotHigh::start>(sl, s), cycle_in<&Slot::end, &SlotHigh::end>(sl, s), crit};
 }
 

@@ -372,6 +372,8 @@ class Executor final : public noc::NetworkClient {
   };
   Ideal ideal_latency(const BurstRec& b, hw::TileIndex src, hw::TileIndex sink, bool to_tail) const;
   const firmware::Task& task_at(hw::TileIndex tile, std::uint32_t k) const;
+  // Tile `tile`'s task k's record (what the loop and the walk read of a task: its costs, layer, operator, sends).
+  const TaskInfo& info_at(hw::TileIndex tile, std::uint32_t k) const { return tinfo_[prog0_[image_.tile_program[tile]] + k]; }
 
   const hw::WaferSpec& spec_;
   const firmware::Image& image_;

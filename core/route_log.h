@@ -1,6 +1,7 @@
 #pragma once
-// The route tables' changes since a cut, and the tables as they were at it: how core::Executor's reuse in
-// space compares the route tables of the rows a cut describes with those of the cut before, in place
+// The route tables' changes since a cut, and the tables as they were at it: how core::Executor's reuse compares
+// the route tables with those at the cut before, in place (in time: the whole tables as before; in space: the rows
+// a cut describes against those the cut before described)
 // (docs/timing.md "Reuse: paying once for what repeats, exactly", "Route tables compared in place"). Pure: no
 // SystemC.
 #include <algorithm>
@@ -19,6 +20,14 @@ using RouteLog = std::vector<std::pair<std::size_t, std::uint8_t>>;
 // entry's value from before the log began.
 inline void sort_route_log(RouteLog& log) {
   std::stable_sort(log.begin(), log.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+}
+
+// Whether every entry `log` (sorted: sort_route_log) changed holds again the value it held before its first change:
+// the tables (entries indexed as in the log) are as they were before the log began.
+inline bool entries_restored(const std::uint8_t* tables, const RouteLog& log) {
+  for (std::size_t i = 0; i < log.size(); ++i)
+    if ((i == 0 || log[i].first != log[i - 1].first) && tables[log[i].first] != log[i].second) return false;
+  return true;
 }
 
 // Whether entries [a, a + len) of each of the `cells` cells of `tables` (n entries a cell) hold now what entries

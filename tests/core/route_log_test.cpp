@@ -76,5 +76,26 @@ TEST(RouteLog, OverlappingRangesTakeTheNewOneAsItIsNow) {
   EXPECT_TRUE(x.were(2, 1, 3));
 }
 
+// Reuse in time: the tables as before the window when every entry it changed holds its first noted value again.
+TEST(RouteLog, TablesRestoredWhenEveryChangedEntryHoldsItsFirstValueAgain) {
+  Tables x;
+  auto restored = [&] {
+    RouteLog sorted = x.log;
+    sort_route_log(sorted);
+    return entries_restored(x.t.data(), sorted);
+  };
+  EXPECT_TRUE(restored());  // nothing changed
+  x.set(9, 1);              // 5 -> 1
+  EXPECT_FALSE(restored());
+  x.set(9, 2);              // 1 -> 2: its first noted value is still 5
+  EXPECT_FALSE(restored());
+  x.set(9, 5);              // back to 5
+  EXPECT_TRUE(restored());
+  x.set(2, 2);              // "changed" to its own value: the same as before
+  EXPECT_TRUE(restored());
+  x.set(2, 7);
+  EXPECT_FALSE(restored());
+}
+
 }  // namespace
 }  // namespace wafer::core
