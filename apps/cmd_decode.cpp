@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <thread>
 
 #include "apps/cli.h"
 #include "apps/decode_point.h"
@@ -466,6 +467,20 @@ int run_decode(const std::vector<std::string>& args) {
     mapping = std::move(searched->chosen_run->mapping);
   } else {
     if (prefill > 0) point.options.tokens = max_chunk > 0 ? std::min(max_chunk, prefill) : prefill;
+    // The mesh model the step runs on depends on the fabric alone: with a core to spare it is built while the
+    // step is mapped (sim::Simulator::prepare_mesh; the default job's mesh takes about as long as its mapping,
+    // docs/timing.md "The mesh built while the step is mapped").
+    std::optional<std::thread> prepare;
+    struct Join {
+      std::optional<std::thread>& t;
+      ~Join() {
+        if (t) t->join();
+      }
+    } join{prepare};
+    if (cache && threads > 1 && !vm.count("dump-firmware")) {
+      if (!simulator) new_simulator();
+      prepare.emplace([&] { simulator->prepare_mesh(spec, fabric, fidelity); });
+    }
     mapping = map_point(point, fabric);
   }
   const double mapping_s = since(t_start);

@@ -293,7 +293,23 @@ Simulator::~Simulator() = default;
 
 void Simulator::keep_mesh(bool on) {
   keep_mesh_ = on;
-  if (!on) mesh_.reset(), mesh_fabric_.reset();
+  if (!on) mesh_.reset(), mesh_fabric_.reset(), mesh_fresh_ = false;
+}
+
+bool Simulator::prepare_mesh(const hw::WaferSpec& spec, const noc::Fabric& fabric, noc::Fidelity fidelity) noexcept {
+  if (!keep_mesh_) return false;
+  try {
+    mesh_.reset(), mesh_fabric_.reset(), mesh_fresh_ = false;
+    auto copy = std::make_unique<noc::Fabric>(fabric);
+    auto mesh = noc::make_mesh(fidelity, *copy, noc::MeshParams::from(spec));
+    // (as step_mesh sets up a new mesh)
+    if (auto* cm = dynamic_cast<noc::CycleMesh*>(mesh.get())) cm->report_heads(true);
+    mesh_fabric_ = std::move(copy), mesh_ = std::move(mesh), mesh_fresh_ = true;
+    return true;
+  } catch (...) {
+    mesh_.reset(), mesh_fabric_.reset();
+    return false;
+  }
 }
 
 
@@ -304,10 +320,12 @@ noc::Mesh* Simulator::step_mesh(const hw::WaferSpec& spec, const noc::Fabric& fa
   const noc::MeshParams params = noc::MeshParams::from(spec);
   noc::Mesh* mesh = nullptr;
   if (keep_mesh_ && mesh_ && mesh_->fidelity() == opt.fidelity && mesh_->params() == params && *mesh_fabric_ == fabric) {
-    mesh_->reset();  // whatever the last step left (it may have thrown part way)
+    if (!mesh_fresh_) mesh_->reset();  // whatever the last step left (it may have thrown part way)
     mesh = mesh_.get();
-    kept = true;
+    kept = !mesh_fresh_;  // (a mesh prepare_mesh built for this step is not one kept from another)
+    mesh_fresh_ = false;
   } else {
+    mesh_fresh_ = false;
     if (keep_mesh_) {
       mesh_.reset();
       mesh_fabric_ = std::make_unique<noc::Fabric>(fabric);

@@ -181,6 +181,14 @@ class Simulator {
   // Results are the same either way (a reset mesh is a fresh one; the pipeline's wafers rely on it too).
   void keep_mesh(bool on);
   bool keeps_mesh() const { return keep_mesh_; }
+  // Builds and keeps (keep_mesh must be on) the mesh model a step on `fabric` with this fidelity and `spec`'s mesh
+  // parameters runs on, so that a caller can build it on another thread while it maps the step: nothing else may
+  // use this simulator meanwhile, and `fabric` must stay unchanged (it is only read). The next such step takes
+  // it as built (no reset: it is fresh; StepResult::mesh_kept false, as it was built for that step). A failure
+  // builds nothing: the step builds its mesh itself and reports what fails. The mesh's large arrays are mapped
+  // before the step says whether it is a large job (noc::set_large_job), so they take the system's huge-page
+  // policy rather than that job's advice. Whether it was built (tests).
+  bool prepare_mesh(const hw::WaferSpec& spec, const noc::Fabric& fabric, noc::Fidelity fidelity) noexcept;
 
  private:
   // A step's wafers planned (plan_wafers: the earlier wafer each one's step is, and those to emulate) and the
@@ -205,6 +213,7 @@ class Simulator {
   std::vector<std::vector<core::TaskRun>> runs_;
   double elaboration_s_ = 0;
   bool keep_mesh_ = false;
+  bool mesh_fresh_ = false;  // mesh_ was built by prepare_mesh and has not run
   std::unique_ptr<noc::Fabric> mesh_fabric_;  // the kept mesh's fabric (a copy)
   std::unique_ptr<noc::Mesh> mesh_;           // declared after its fabric: destroyed first
 };

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <numeric>
+#include <thread>
 #include <tuple>
 
 #include "hw/defect_map.h"
@@ -564,6 +565,62 @@ TEST(Simulator, KeptMeshChangesNothing) {
       for (std::size_t k = 0; k < fresh.per_op.size(); ++k) EXPECT_EQ(got[i].per_op[k].cycles, fresh.per_op[k].cycles) << i;
     }
   }
+}
+
+// Simulator::prepare_mesh (wafer-emu decode builds the mesh on another thread while it maps): the step that
+// takes the prepared mesh gives what a fresh mesh gives, and reports no mesh kept; the step after it keeps it
+// (reset) as keep_mesh does; a step on another fabric or fidelity builds its own; a mesh that cannot be built
+// is not prepared (the step reports the failure itself), nor is one without keep_mesh.
+TEST(Simulator, PreparedMeshChangesNothing) {
+  hw::WaferSpec spec = tiny();
+  const noc::Fabric f = noc::Fabric::perfect(spec.logical());
+  hw::DefectMap map(spec.physical());
+  map.add({hw::DefectKind::Core, {3, 3}});
+  const noc::Fabric rf = noc::Fabric::from_repair(hw::repair_scheme("row-shift").repair(spec, map));
+  const auto A = noc::Fidelity::Approx, C = noc::Fidelity::Cycle;
+  auto same = [](const StepResult& a, const StepResult& b, const std::string& what) {
+    EXPECT_EQ(a.latency, b.latency) << what;
+    EXPECT_EQ(a.breakdown.cause, b.breakdown.cause) << what;
+    EXPECT_EQ(a.tasks_executed, b.tasks_executed) << what;
+    EXPECT_EQ(a.wafers[0].network.wait_cycles, b.wafers[0].network.wait_cycles) << what;
+    EXPECT_EQ(a.wafers[0].network.bursts, b.wafers[0].network.bursts) << what;
+    EXPECT_EQ(a.wafers[0].link_busy_max, b.wafers[0].link_busy_max) << what;
+  };
+  simulator().keep_mesh(false);
+  EXPECT_FALSE(simulator().prepare_mesh(spec, f, A));  // (nothing to keep it in)
+  const StepResult fresh_f = decode(spec, f, 64).result, fresh_rf = decode(spec, rf, 64).result,
+                   fresh_c = decode(spec, rf, 64, C).result;
+  simulator().keep_mesh(true);
+  for (noc::Fidelity fid : {A, C}) {
+    const std::string what = noc::to_string(fid);
+    const StepResult& fresh = fid == A ? fresh_rf : fresh_c;
+    // Built on another thread, as decode does, then taken by the step.
+    bool built = false;
+    std::thread([&] { built = simulator().prepare_mesh(spec, rf, fid); }).join();
+    ASSERT_TRUE(built) << what;
+    const StepResult first = decode(spec, rf, 64, fid).result;
+    EXPECT_FALSE(first.mesh_kept) << what;
+    same(first, fresh, what + ", prepared");
+    const StepResult second = decode(spec, rf, 64, fid).result;
+    EXPECT_TRUE(second.mesh_kept) << what;
+    same(second, fresh, what + ", kept after it");
+  }
+  // Prepared for one fabric or fidelity, a step on another builds its own.
+  ASSERT_TRUE(simulator().prepare_mesh(spec, rf, A));
+  const StepResult other = decode(spec, f, 64).result;
+  EXPECT_FALSE(other.mesh_kept);
+  same(other, fresh_f, "another fabric");
+  ASSERT_TRUE(simulator().prepare_mesh(spec, rf, C));
+  const StepResult other_fid = decode(spec, rf, 64).result;
+  EXPECT_FALSE(other_fid.mesh_kept);
+  same(other_fid, fresh_rf, "another fidelity");
+  // A mesh approx cannot build (more than 65535 tiles a side): none prepared, none kept from before.
+  const noc::Fabric wide = noc::Fabric::perfect(hw::Grid{65536, 1});
+  EXPECT_FALSE(simulator().prepare_mesh(spec, wide, A));
+  const StepResult after = decode(spec, rf, 64).result;
+  EXPECT_FALSE(after.mesh_kept);
+  same(after, fresh_rf, "after a failed prepare");
+  simulator().keep_mesh(false);
 }
 
 // What a report and a trace ask of a step (sim::StepOptions region_cells, series_cells, keep_path) changes
