@@ -8,7 +8,6 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
-#include <thread>
 
 #include "apps/cli.h"
 #include "apps/decode_point.h"
@@ -439,7 +438,7 @@ int run_decode(const std::vector<std::string>& args) {
     SearchBudget budget;
     budget.task_runs = vm["search-budget"].as<std::int64_t>();
     if (budget.task_runs < 0) throw hw::InputError(fmt::format("--search-budget {} must be at least 0", budget.task_runs));
-    searched = search(*simulator, base, fabric, budget);
+    searched = search(*simulator, base, fabric, budget, cache && threads > 1);
     mo = searched->candidates[std::size_t(searched->chosen)].options;
   }
   DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0, {}, false, regions ? kRegionCells : 0, 0,
@@ -470,17 +469,10 @@ int run_decode(const std::vector<std::string>& args) {
     // The mesh model the step runs on depends on the fabric alone: with a core to spare it is built while the
     // step is mapped (sim::Simulator::prepare_mesh; the default job's mesh takes about as long as its mapping,
     // docs/timing.md "The mesh built while the step is mapped").
-    std::optional<std::thread> prepare;
-    struct Join {
-      std::optional<std::thread>& t;
-      ~Join() {
-        if (t) t->join();
-      }
-    } join{prepare};
-    if (cache && threads > 1 && !vm.count("dump-firmware")) {
-      if (!simulator) new_simulator();
-      prepare.emplace([&] { simulator->prepare_mesh(spec, fabric, fidelity); });
-    }
+    const bool prepare = cache && threads > 1 && !vm.count("dump-firmware");
+    if (prepare && !simulator) new_simulator();
+    std::optional<MeshPrepare> mesh;
+    if (prepare) mesh.emplace(*simulator, spec, fabric, fidelity, true);
     mapping = map_point(point, fabric);
   }
   const double mapping_s = since(t_start);

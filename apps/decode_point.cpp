@@ -139,6 +139,15 @@ sim::StepOptions step_options(const DecodePoint& p, const mapper::Mapping& mappi
 }
 }  // namespace
 
+MeshPrepare::MeshPrepare(sim::Simulator& simulator, const hw::WaferSpec& spec, const noc::Fabric& fabric,
+                         noc::Fidelity fidelity, bool on) {
+  if (on) thread_.emplace([&simulator, &spec, &fabric, fidelity] { simulator.prepare_mesh(spec, fabric, fidelity); });
+}
+
+void MeshPrepare::join() {
+  if (thread_) thread_->join(), thread_.reset();
+}
+
 mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric) {
   return mapper::map_model(p.spec, fabric, p.model, p.options);
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -41,6 +42,24 @@ struct DecodePoint {
 // Maps the point onto `fabric` (the wafer's repaired logical mesh). Throws hw::InputError with the
 // mapper's reason when it refuses.
 mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric);
+
+// While it lives (`on`), the simulator's mesh model for steps of `spec`'s parameters on `fabric` at `fidelity`
+// is built on another thread (sim::Simulator::prepare_mesh), for the caller to map meanwhile: it must not use the
+// simulator until join() (or the end of this object's life) and must leave `fabric` as it is. The mesh depends
+// on the fabric alone, so a job that maps before it emulates has it ready without waiting for it
+// (docs/timing.md "The mesh built while the step is mapped").
+class MeshPrepare {
+ public:
+  MeshPrepare(sim::Simulator& simulator, const hw::WaferSpec& spec, const noc::Fabric& fabric, noc::Fidelity fidelity,
+              bool on);
+  ~MeshPrepare() { join(); }
+  MeshPrepare(const MeshPrepare&) = delete;
+  MeshPrepare& operator=(const MeshPrepare&) = delete;
+  void join();
+
+ private:
+  std::optional<std::thread> thread_;
+};
 
 // The memory a run may use, in bytes: WAFER_EMU_MEMORY_MB (MiB) when set (hw::InputError when it is not
 // a whole number), else /proc/meminfo's MemAvailable plus what the process's allocator holds free (glibc);

@@ -109,7 +109,8 @@ double meshgemv_closed_form(const hw::WaferSpec& spec, const mapper::Mapping& m)
 }
 
 SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const noc::Fabric& fabric,
-                    const SearchBudget& budget) {
+                    const SearchBudget& budget, bool prepare_mesh) {
+  MeshPrepare mesh(simulator, base.spec, fabric, base.fidelity, prepare_mesh && simulator.keeps_mesh());
   SearchResult r;
   r.candidates = enumerate_candidates(base, fabric);
   std::vector<std::size_t> order;
@@ -156,7 +157,10 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
     mapper::Mapping m;
   };
   std::vector<Pending> pending;
-  std::vector<std::pair<std::size_t, std::size_t>> same_as;  // (candidate, the pending one whose firmware it has)
+  std::vector<std::pair<std::size_t, std::size_t>> same_as;
+  // (the mesh built before any candidate's memory is checked: what the check finds free does not depend on how
+  // far the build has come)
+  mesh.join();  // (candidate, the pending one whose firmware it has)
   for (std::size_t i : order) {
     SearchCandidate& c = r.candidates[i];
     if (c.predicted >= 0 && by_formula >= budget.formula_slots) {

@@ -53,7 +53,9 @@ std::vector<SearchCandidate> enumerate_candidates(const DecodePoint& base, const
 // multicasts, the zero-load network time of the algorithm's chains, blocking phases and broadcast.
 double meshgemv_closed_form(const hw::WaferSpec& spec, const mapper::Mapping& m);
 
+// `prepare_mesh`: the simulator keeps meshes and a core is free: its mesh is built while the candidates are
+// mapped (MeshPrepare).
 SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const noc::Fabric& fabric,
-                    const SearchBudget& budget = {});
+                    const SearchBudget& budget = {}, bool prepare_mesh = false);
 
 }  // namespace wafer::apps
