@@ -178,6 +178,7 @@ std::vector<sim::StepResult> emulate_points(sim::Simulator& simulator, const std
     for (const auto& im : mappings[i]->images) st.images.push_back(&im);
     st.opt = step_options(points[i], *mappings[i]);
     st.opt.threads = fit;  // (a step's own wafers, when the steps run one after the other)
+    st.opt.core_to_spare = threads > fit;
     steps.push_back(std::move(st));
   }
   return simulator.run_batch(points.front().spec, fabric, steps, fit);

@@ -186,6 +186,15 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   // docs/timing.md). (A guess: a page it gets wrong is faulted in when written, as any.)
   // (A kept block, the process's last step's, is cleared alike: written where populated, given back elsewhere.)
   hi_.clear(0, hi_.size(), true);  // (wide_ only: no reuse, every slot written)
+  // (With a core to spare, a new mapping's pages are faulted in by another thread while the step runs, in slot
+  // order, which is about the order the step reaches them: ExecOptions::populate_behind; docs/timing.md "The
+  // slots' pages faulted in behind the step".)
+  const bool behind = opt_.populate_behind && slots_.fresh();
+  std::vector<std::pair<std::size_t, std::size_t>> fill;  // (behind: the ranges to fault in)
+  auto clear = [&](std::size_t a, std::size_t b, bool f) {
+    if (!behind) slots_.clear(a, b, f);
+    else if (f && a < b) fill.push_back({a, b});
+  };
   std::size_t from = 0;  // the first slot not cleared yet
   if (ru_.on && ru_.space) {
     const auto skip = [&](const std::vector<std::int32_t>& band_y, std::int32_t dr) {
@@ -193,17 +202,28 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       const TileIndex W = TileIndex(grid_.width);
       const TileIndex t0 = TileIndex(band_y[3]) * W, t1 = TileIndex(band_y[band_y.size() - 2] + dr) * W;
       if (t0 >= t1 || t1 > grid_.size() || slot0_[t0] < from) return;  // (not rows one after another)
-      slots_.clear(from, slot0_[t0], true);
-      slots_.clear(slot0_[t0], slot0_[t1], false);
+      clear(from, slot0_[t0], true);
+      clear(slot0_[t0], slot0_[t1], false);
       from = slot0_[t1];
     };
     skip(ru_.band_y, ru_.dr);
     for (std::size_t r = ru_.run + 1; r < ru_.runs.size(); ++r) skip(ru_.runs[r].band_y, ru_.runs[r].dr);
   }
-  slots_.clear(from, slots_.size(), true);
+  clear(from, slots_.size(), true);
+  if (!fill.empty())
+    // (in pieces of 16 MiB: the step's own faults meanwhile wait for no long call; a piece the kernel refuses
+    // ends the work, the step faulting the rest in as it writes)
+    populating_ = std::thread([this, fill = std::move(fill)] {
+      constexpr std::size_t piece = (std::size_t(16) << 20) / sizeof(Slot);
+      for (const auto& [a, b] : fill)
+        for (std::size_t i = a; i < b; i += piece)
+          if (!slots_.populate_in_kernel(i, std::min(b, i + piece))) return;
+    });
 }
 
-Executor::~Executor() = default;
+Executor::~Executor() {
+  if (populating_.joinable()) populating_.join();
+}
 
 void Executor::validate() const {
   const auto& im = image_;

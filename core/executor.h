@@ -59,6 +59,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -127,6 +128,10 @@ struct ExecOptions {
   // long as the renaming stays inside the run. The result is the same either way,
   // samples included (a jump takes those of the stretch it copies from the template's link reservations).
   bool reuse = false;
+  // A core to spare (nothing else runs beside this step): the task slots' pages are faulted in by another
+  // thread while the step runs, rather than before it, when the kernel can do it without writing them (a new
+  // mapping, MADV_POPULATE_WRITE; a kept block is cleared before the step as ever). Results the same.
+  bool populate_behind = false;
 };
 
 // A piece of the critical path: [from, to) attributed to one cause, layer and operator. The segments tile
@@ -174,6 +179,9 @@ class Executor final : public noc::NetworkClient {
   Executor(const hw::WaferSpec& spec, const firmware::Image& image, const noc::Fabric& fabric,
            noc::Network& network, memory::StreamPort* weights = nullptr, ExecOptions options = {});
   ~Executor() override;
+  // Whether the slots' pages are being (or were) faulted in by another thread (ExecOptions::populate_behind: a
+  // core to spare and a new mapping). Tests.
+  bool populates_behind() const { return populating_.joinable(); }
 
   // Runs the step to completion (the network runs until no event is left).
   StepResult run();
@@ -427,6 +435,7 @@ class Executor final : public noc::NetworkClient {
   noc::BigArray<Core> cores_;
   // Per task slot.
   noc::ZeroedArray<Slot> slots_;  // (huge pages: hundreds of MB on a full wafer, read in scattered order)
+  std::thread populating_;         // faults slots_'s pages in behind the step (ExecOptions::populate_behind)
   // Per burst, by id (its index). Reuse's copies of a template's bursts are not all written out: those no
   // event of the mesh can name after the jump lie in stretches of bursts_ grown over and never written (no
   // page touched: noc::RecordArray) and are read through burst_at, which computes each from its template

@@ -319,18 +319,30 @@ class ZeroedArray {
   void populate(std::size_t begin, std::size_t end) {
     end = std::min(end, n_);
     if (!p_ || begin >= end) return;
+    if (populate_in_kernel(begin, end)) return;
+    // (without it: a write of what is there to one byte a page)
     const std::size_t bytes = (end - begin) * sizeof(T), page = kPage;
     auto* const first = reinterpret_cast<unsigned char*>(p_ + begin);
-#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-    {
-      // (madvise wants a page-aligned start: the block's from the huge-page pool is, a small one may not be)
-      const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(first) / page * page;
-      if (madvise(reinterpret_cast<void*>(a), reinterpret_cast<std::uintptr_t>(first) + bytes - a, MADV_POPULATE_WRITE) == 0) return;
-    }
-#endif
-    // (without it: a write of what is there to one byte a page)
     for (std::size_t i = 0; i < bytes; i += page) reinterpret_cast<volatile unsigned char*>(first)[i] = first[i];
   }
+  // The same by the kernel alone (MADV_POPULATE_WRITE), which writes no element: safe beside a thread that writes
+  // them (populate's fallback, a read and write back of a byte a page, is not). False when it could not (the
+  // pages are then faulted in when first written, as any).
+  bool populate_in_kernel([[maybe_unused]] std::size_t begin, [[maybe_unused]] std::size_t end) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+    end = std::min(end, n_);
+    if (!p_ || begin >= end) return true;
+    auto* const first = reinterpret_cast<unsigned char*>(p_ + begin);
+    // (madvise wants a page-aligned start: the block's from the huge-page pool is, a small one may not be)
+    const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(first) / kPage * kPage;
+    return madvise(reinterpret_cast<void*>(a), reinterpret_cast<std::uintptr_t>(first) + (end - begin) * sizeof(T) - a,
+                   MADV_POPULATE_WRITE) == 0;
+#else
+    return false;
+#endif
+  }
+  // A new mapping (assign_uncleared): it reads as zero without clear's writes.
+  bool fresh() const { return fresh_; }
   T* data() { return p_; }
   const T* data() const { return p_; }
   std::size_t size() const { return n_; }

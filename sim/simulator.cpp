@@ -343,15 +343,17 @@ noc::Mesh* Simulator::step_mesh(const hw::WaferSpec& spec, const noc::Fabric& fa
 }
 
 // Wafer k's step (image `im`) on the mesh `wm` (reset) from cycle `from_cycle`; the seconds spent building its
-// executor and running it are added to elab and emul. Task runs kept go to runs_[k] (traces).
+// executor and running it are added to elab and emul. Task runs kept go to runs_[k] (traces). `alone`: nothing
+// else runs beside it (its slots may be faulted in behind it, with opt.core_to_spare: ExecOptions::populate_behind).
 WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric& fabric, const firmware::Image& im,
                                    std::size_t k, noc::Mesh* wm, memory::StreamPort* port, Cycle from_cycle,
-                                   const StepOptions& opt, double& elab, double& emul) {
+                                   const StepOptions& opt, double& elab, double& emul, bool alone) {
   auto t1 = std::chrono::steady_clock::now();
   core::ExecOptions eo;
   eo.weight_bytes = opt.weight_bytes;
   eo.start = from_cycle;
   eo.keep_path = opt.keep_path;
+  eo.populate_behind = alone && opt.core_to_spare;
   // Counters over time: the links' busy cycles per cell, sampled every `every` cycles; when there are
   // more intervals than asked, every other sample is dropped and the interval doubles. The mesh sums
   // them per cell as it books them (noc::Mesh::tally), so a sample copies a dozen sums; a mesh that
@@ -675,7 +677,7 @@ StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fab
       } else {
         if (mesh_used) mesh->reset();
         mesh_used = true;
-        ws = emulate_wafer(spec, fabric, *images[k], k, mesh, &port, start, opt, res.elaboration_s, res.emulation_s);
+        ws = emulate_wafer(spec, fabric, *images[k], k, mesh, &port, start, opt, res.elaboration_s, res.emulation_s, true);
       }
       start = ws.step.end;
       res.tasks_executed += ws.step.tasks_executed;

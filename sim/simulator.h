@@ -97,6 +97,9 @@ struct StepOptions {
   // other all the same when a wafer streams weights or a trace's extras are kept (keep_task_runs, keep_tile,
   // series_cells). Each wafer run at once holds its own task records: the memory grows with the threads.
   std::uint32_t threads = 1;
+  // A core beyond those `threads` uses: a wafer emulated alone then has its task slots' pages faulted in behind
+  // it (core::ExecOptions::populate_behind). Results the same.
+  bool core_to_spare = false;
 };
 
 struct WaferStep {
@@ -204,7 +207,7 @@ class Simulator {
                        std::unique_ptr<noc::Mesh>& own, bool& kept);
   WaferStep emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric& fabric, const firmware::Image& im, std::size_t k,
                           noc::Mesh* wm, memory::StreamPort* port, Cycle from_cycle, const StepOptions& opt, double& elab,
-                          double& emul);
+                          double& emul, bool alone = false);
   std::pair<double, double> side_by_side(std::size_t jobs, std::size_t threads, noc::Mesh* mesh0, const noc::Fabric& fabric,
                                          const StepOptions& opt,
                                          const std::function<void(std::size_t, noc::Mesh*, double&, double&)>& job);

@@ -130,6 +130,45 @@ TEST(CostModel, AGemvBlockPaysOneSetupPerInput) {
   EXPECT_EQ(c.body({OpKind::Fmac, 80, 1}), 20u);
 }
 
+// ExecOptions::populate_behind: with a core to spare, a new mapping's slot pages are faulted in by another thread
+// while the step runs. Every one of 256 x 256 tiles holds two tasks (4 MiB of slots: a mapping of their own,
+// above the huge-page size), of which only (0, 0)'s first runs; the step is the same as without, task by task.
+TEST(Executor, SlotsFaultedInBehindTheStepChangeNothing) {
+  Image im = empty_image({256, 256});
+  Program waits;  // (triggers nothing sends on)
+  waits.tasks = {task(5, {{OpKind::Add, 8}}, {}), task(6, {{OpKind::Add, 8}}, {})};
+  im.programs.push_back(waits);
+  std::fill(im.tile_program.begin(), im.tile_program.end(), 0u);
+  Program p;
+  p.tasks = {task(1, {{OpKind::Fmac, 64}}, {to(3, 0, 2)}), task(6, {{OpKind::Add, 8}}, {})};
+  place(im, {0, 0}, p);
+  im.start.push_back({{0, 0}, 1, 4});
+  im.done_tile = {3, 0}, im.done_color = 2;
+  noc::Fabric fabric = noc::Fabric::perfect(im.grid);
+  std::vector<Outcome> got;
+  for (bool behind : {false, true}) {
+    ExecOptions opt;
+    opt.populate_behind = behind;
+    testing::FixedNetwork net(im.grid, 1, 0);
+    Executor ex(tiny(), im, fabric, net, nullptr, opt);
+    EXPECT_EQ(ex.populates_behind(), behind);
+    got.push_back({ex.run(), ex.task_runs()});
+  }
+  const Outcome &a = got[0], &b = got[1];
+  ASSERT_TRUE(a.r.finished);
+  EXPECT_EQ(a.r.end, 38u);  // as OneGemvTileExactCycles: start 13, end 35, then 3 hops east
+  EXPECT_EQ(b.r.start, a.r.start);
+  EXPECT_EQ(b.r.end, a.r.end);
+  EXPECT_EQ(b.r.tasks_run, a.r.tasks_run);
+  EXPECT_EQ(b.r.tasks_total, a.r.tasks_total);
+  EXPECT_EQ(b.r.breakdown.cause, a.r.breakdown.cause);
+  ASSERT_EQ(b.tasks.size(), a.tasks.size());
+  for (std::size_t i = 0; i < a.tasks.size(); ++i) {
+    EXPECT_EQ(b.tasks[i].start, a.tasks[i].start) << i;
+    EXPECT_EQ(b.tasks[i].end, a.tasks[i].end) << i;
+  }
+}
+
 // One tile: the token (4 wavelets) arrives on color 1, the task runs `op`, its result goes 3 hops east to
 // the done tile (color 2), over links of `hop` cycles.
 Outcome one_tile_gemv(firmware::Op op, Cycle hop = 1) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -185,6 +186,34 @@ TEST(ZeroedArray, UnclearedBlocksReadZeroOnceEveryRangeIsCleared) {
   }
 #endif
 }
+
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+// populate_in_kernel (the executor's slots faulted in behind the step, core::ExecOptions::populate_behind) writes
+// no element: beside a thread that writes them, what it wrote stays, the rest reads zero, and every page is in.
+TEST(ZeroedArray, PopulatedInTheKernelBesideAWriter) {
+  keep_huge_blocks(false);
+  const std::size_t n = 4 * kMiB;  // (16 MiB of 4-byte elements)
+  ZeroedArray<std::uint32_t> z;
+  z.assign_uncleared(n);
+  ASSERT_TRUE(z.fresh());
+  bool ok = true;
+  std::thread behind([&] {
+    for (std::size_t i = 0; i < n; i += kMiB / 4) ok = ok && z.populate_in_kernel(i, std::min(n, i + kMiB / 4));
+  });
+  for (std::size_t i = 0; i < n; i += 1021) z[i] = std::uint32_t(i + 1);
+  behind.join();
+  EXPECT_TRUE(ok);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < n; ++i) wrong += z[i] != (i % 1021 == 0 ? std::uint32_t(i + 1) : 0u);
+  EXPECT_EQ(wrong, 0u);
+  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE)), bytes = n * sizeof(std::uint32_t);
+  std::vector<unsigned char> resident((bytes + page - 1) / page);
+  ASSERT_EQ(mincore(z.data(), bytes, resident.data()), 0);
+  std::size_t in = 0;
+  for (unsigned char r : resident) in += r & 1;
+  EXPECT_EQ(in, resident.size());
+}
+#endif
 
 // Below the huge-page size the array comes from the C library's allocator; an over-aligned element (the
 // executor's per-tile record is half a cache line) keeps its alignment there too.
