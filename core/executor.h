@@ -208,16 +208,16 @@ class Executor final : public noc::NetworkClient {
   // After run(): f(tile, first, last) for every tile that ran a task, in tile order, [first, last) holding
   // the (start, end) of each task it ran, in task order (start after task_overhead, as in TaskRun); inline
   // and without the task's names, for passes over millions of runs (a tile at a time: the caller's loop
-  // keeps its state in registers).
+  // keeps its state in registers). Tiles [from, to) only, when given (const: threads may pass over parts at once).
   template <class F>
-  void for_each_tile_spans(F&& f) const {
+  void for_each_tile_spans(F&& f, hw::TileIndex from = 0, hw::TileIndex to = ~hw::TileIndex(0)) const {
     using Span = std::pair<Cycle, Cycle>;
     std::vector<Span> buf;
     std::vector<Slot> tile_buf;  // (a tile's slots that a jump's copies hold: tile_slots)
     const std::uint32_t* const slot0 = slot0_.data();  // (a local: the stores to buf cannot move it)
-    const std::size_t tiles = slot0_.empty() ? 0 : slot0_.size() - 1;
+    const std::size_t tiles = std::min<std::size_t>(to, slot0_.empty() ? 0 : slot0_.size() - 1);
     const Cycle base = opt_.start - 1;  // (a slot keeps its cycles' offsets + 1)
-    for (hw::TileIndex t = 0; t < tiles; ++t) {
+    for (hw::TileIndex t = from; t < tiles; ++t) {
       const std::uint32_t s0 = slot0[t], s1 = slot0[t + 1];
       if (buf.size() < s1 - s0) buf.resize(s1 - s0);
       Span* const first = buf.data();

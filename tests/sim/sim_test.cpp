@@ -623,6 +623,41 @@ TEST(Simulator, PreparedMeshChangesNothing) {
   simulator().keep_mesh(false);
 }
 
+// StepOptions::core_to_spare: a wafer emulated alone has its slots faulted in behind it, and its region totals'
+// task cycles summed in two halves of the tiles, one on the core to spare: the same step, the same sums, with
+// reuse copies among the slots read (8 meshgemv layers on the small wafer: the middle ones copied) and without.
+TEST(Regions, ACoreToSpareChangesNothing) {
+  const hw::WaferSpec small = hw::preset("small");
+  const noc::Fabric fabric = noc::Fabric::perfect(small.logical());
+  mapper::MapOptions mo;
+  mo.context = 1024, mo.placement = "whole-wafer", mo.kernel = mapper::Kernel::MeshGemv, mo.weight_bits = 8;
+  mapper::ModelConfig model = mapper::load_model("small-llama");
+  model.layers = 8;  // (a run of identical layers for reuse to copy; 8-bit weights, to fit)
+  const mapper::Mapping mp = mapper::map_model(small, fabric, model, mo);
+  for (bool reuse : {true, false}) {
+    std::vector<StepResult> got;
+    for (bool spare : {false, true}) {
+      StepOptions o;
+      o.region_cells = 5;
+      o.reuse = reuse;
+      o.threads = 1, o.core_to_spare = spare;
+      got.push_back(simulator().run(small, fabric, {&mp.images[0]}, o));
+    }
+    const std::string what = reuse ? "reuse" : "no reuse";
+    EXPECT_EQ(got[1].latency, got[0].latency) << what;
+    EXPECT_EQ(got[1].breakdown.cause, got[0].breakdown.cause) << what;
+    EXPECT_EQ(got[1].tasks_executed, got[0].tasks_executed) << what;
+    const RegionTotals &a = got[0].wafers[0].regions, &b = got[1].wafers[0].regions;
+    ASSERT_EQ(a.grid.size(), 25u) << what;
+    EXPECT_EQ(b.task_cycles, a.task_cycles) << what;
+    EXPECT_EQ(b.link_busy, a.link_busy) << what;
+    std::uint64_t cells = 0;
+    for (std::uint64_t c : a.task_cycles) cells += c > 0;
+    EXPECT_GT(cells, 12u) << what;  // (the cores of most cells ran tasks)
+    EXPECT_EQ(got[0].layers_reused > 0, reuse) << what;
+  }
+}
+
 // What a report and a trace ask of a step (sim::StepOptions region_cells, series_cells, keep_path) changes
 // nothing of the step, and adds up: the cells' link busy cycles and task cycles are the mesh's and the runs'
 // totals, the series' intervals tile the step, the path segments tile it and sum per layer to the breakdown.
