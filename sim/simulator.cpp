@@ -430,42 +430,51 @@ WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric&
           se.link_utilisation[i * cells + c] = double(cum[(i + 1) * cells + c] - cum[i * cells + c]) / (double(series_links[c]) * dt);
     }
   }
+  // The region totals alone (no series: a report without a trace) with a core to spare: two threads (below).
+  const bool halves = regions && !series && alone && opt.core_to_spare;
   if (regions) {
     rt.grid = RegionGrid::fit(fabric.grid(), opt.region_cells);
-    sum_link_busy(*wm, fabric.grid(), rt.grid, rt.link_busy);
-    count_links(fabric, rt.grid, rt.links, &rt.extra_hops, rt.tiles);
     rt.task_cycles.assign(rt.grid.size(), 0);
+    if (!halves) {
+      sum_link_busy(*wm, fabric.grid(), rt.grid, rt.link_busy);
+      count_links(fabric, rt.grid, rt.links, &rt.extra_hops, rt.tiles);
+    }
   }
   if (filter)
     ex.for_each_kept_run([&](hw::TileIndex t, std::uint32_t runs) { return opt.keep_tile(k, t, runs); },
                          [&](const core::TaskRun& r) { runs_[k].push_back(r); });
-  if (regions && !series && alone && opt.core_to_spare) {
-    // The task cycles per cell alone (no series: a report without a trace), in two halves of the tiles, one on
-    // the core to spare (a pass over every slot: 80 ms of the default decode's 0.6 s with --json, perf), summed
-    // per cell as integers: the same sums.
+  if (halves) {
+    // The task cycles per cell (a pass over every slot, the copies' computed: 80 ms of the default decode's 0.6 s
+    // with --json, perf) over blocks of tiles taken in turn by this thread and one on the core to spare, which the
+    // links' sums (30 ms) keep busy meanwhile; each sums per cell as integers: the same sums.
     const Cycle overhead = spec.task_overhead;
     using Span = std::pair<Cycle, Cycle>;
-    const hw::TileIndex half = hw::TileIndex(fabric.grid().size() / 2);
-    auto pass = [&](hw::TileIndex from, hw::TileIndex to, std::vector<std::uint64_t>& sums) {
-      ex.for_each_tile_spans(
-          [&](hw::TileIndex tile, const Span* first, const Span* last) {
-            Cycle sum = 0;
-            for (const Span* p = first; p != last; ++p) sum += p->second - (p->first - std::min(p->first, overhead));
-            sums[rt.grid.of(fabric.grid().coord(tile))] += sum;
-          },
-          from, to);
+    // (blocks of up to 16 k tiles, at least eight in all: both threads have some on a small array too)
+    const hw::TileIndex tiles = hw::TileIndex(fabric.grid().size()),
+                        block = std::max<hw::TileIndex>(1, std::min<hw::TileIndex>(1u << 14, tiles / 8));
+    auto pass = [&](hw::TileIndex first_block, std::vector<std::uint64_t>& sums) {
+      for (hw::TileIndex from = first_block * block; from < tiles; from += 2 * block)
+        ex.for_each_tile_spans(
+            [&](hw::TileIndex tile, const Span* first, const Span* last) {
+              Cycle sum = 0;
+              for (const Span* p = first; p != last; ++p) sum += p->second - (p->first - std::min(p->first, overhead));
+              sums[rt.grid.of(fabric.grid().coord(tile))] += sum;
+            },
+            from, std::min(tiles, from + block));
     };
     std::vector<std::uint64_t> second(rt.task_cycles.size(), 0);
     std::exception_ptr error;
     std::thread other([&] {
       try {
-        pass(half, hw::TileIndex(fabric.grid().size()), second);
+        pass(1, second);
       } catch (...) {
         error = std::current_exception();
       }
     });
     try {
-      pass(0, half, rt.task_cycles);
+      sum_link_busy(*wm, fabric.grid(), rt.grid, rt.link_busy);
+      count_links(fabric, rt.grid, rt.links, &rt.extra_hops, rt.tiles);
+      pass(0, rt.task_cycles);
     } catch (...) {
       other.join();
       throw;
