@@ -157,10 +157,10 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
     mapper::Mapping m;
   };
   std::vector<Pending> pending;
-  std::vector<std::pair<std::size_t, std::size_t>> same_as;
+  std::vector<std::pair<std::size_t, std::size_t>> same_as;  // (candidate, the pending one whose firmware it has)
   // (the mesh built before any candidate's memory is checked: what the check finds free does not depend on how
   // far the build has come)
-  mesh.join();  // (candidate, the pending one whose firmware it has)
+  mesh.join();
   for (std::size_t i : order) {
     SearchCandidate& c = r.candidates[i];
     if (c.predicted >= 0 && by_formula >= budget.formula_slots) {

@@ -343,17 +343,18 @@ noc::Mesh* Simulator::step_mesh(const hw::WaferSpec& spec, const noc::Fabric& fa
 }
 
 // Wafer k's step (image `im`) on the mesh `wm` (reset) from cycle `from_cycle`; the seconds spent building its
-// executor and running it are added to elab and emul. Task runs kept go to runs_[k] (traces). `alone`: nothing
-// else runs beside it (its slots may be faulted in behind it, with opt.core_to_spare: ExecOptions::populate_behind).
+// executor and running it are added to elab and emul. Task runs kept go to runs_[k] (traces). `spare`: a core is
+// free beside it (its slots are then faulted in behind it, ExecOptions::populate_behind, and its region totals
+// summed on two threads).
 WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric& fabric, const firmware::Image& im,
                                    std::size_t k, noc::Mesh* wm, memory::StreamPort* port, Cycle from_cycle,
-                                   const StepOptions& opt, double& elab, double& emul, bool alone) {
+                                   const StepOptions& opt, double& elab, double& emul, bool spare) {
   auto t1 = std::chrono::steady_clock::now();
   core::ExecOptions eo;
   eo.weight_bytes = opt.weight_bytes;
   eo.start = from_cycle;
   eo.keep_path = opt.keep_path;
-  eo.populate_behind = alone && opt.core_to_spare;
+  eo.populate_behind = spare;
   // Counters over time: the links' busy cycles per cell, sampled every `every` cycles; when there are
   // more intervals than asked, every other sample is dropped and the interval doubles. The mesh sums
   // them per cell as it books them (noc::Mesh::tally), so a sample copies a dozen sums; a mesh that
@@ -431,11 +432,11 @@ WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric&
     }
   }
   // The region totals alone (no series: a report without a trace) with a core to spare: two threads (below).
-  const bool halves = regions && !series && alone && opt.core_to_spare;
+  const bool two_threads = regions && !series && spare;
   if (regions) {
     rt.grid = RegionGrid::fit(fabric.grid(), opt.region_cells);
     rt.task_cycles.assign(rt.grid.size(), 0);
-    if (!halves) {
+    if (!two_threads) {
       sum_link_busy(*wm, fabric.grid(), rt.grid, rt.link_busy);
       count_links(fabric, rt.grid, rt.links, &rt.extra_hops, rt.tiles);
     }
@@ -443,7 +444,7 @@ WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric&
   if (filter)
     ex.for_each_kept_run([&](hw::TileIndex t, std::uint32_t runs) { return opt.keep_tile(k, t, runs); },
                          [&](const core::TaskRun& r) { runs_[k].push_back(r); });
-  if (halves) {
+  if (two_threads) {
     // The task cycles per cell (a pass over every slot, the copies' computed: 80 ms of the default decode's 0.6 s
     // with --json, perf) over blocks of tiles taken in turn by this thread and one on the core to spare, which the
     // links' sums (30 ms) keep busy meanwhile; each sums per cell as integers: the same sums.
@@ -720,7 +721,8 @@ StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fab
       } else {
         if (mesh_used) mesh->reset();
         mesh_used = true;
-        ws = emulate_wafer(spec, fabric, *images[k], k, mesh, &port, start, opt, res.elaboration_s, res.emulation_s, true);
+        ws = emulate_wafer(spec, fabric, *images[k], k, mesh, &port, start, opt, res.elaboration_s, res.emulation_s,
+                           opt.core_to_spare);
       }
       start = ws.step.end;
       res.tasks_executed += ws.step.tasks_executed;

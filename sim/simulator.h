@@ -98,7 +98,8 @@ struct StepOptions {
   // series_cells). Each wafer run at once holds its own task records: the memory grows with the threads.
   std::uint32_t threads = 1;
   // A core beyond those `threads` uses: a wafer emulated alone then has its task slots' pages faulted in behind
-  // it (core::ExecOptions::populate_behind). Results the same.
+  // it (core::ExecOptions::populate_behind), and its region totals (without series) summed on two threads.
+  // Results the same.
   bool core_to_spare = false;
 };
 

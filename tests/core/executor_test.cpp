@@ -145,12 +145,13 @@ TEST(Executor, SlotsFaultedInBehindTheStepChangeNothing) {
   im.start.push_back({{0, 0}, 1, 4});
   im.done_tile = {3, 0}, im.done_color = 2;
   noc::Fabric fabric = noc::Fabric::perfect(im.grid);
+  const hw::WaferSpec spec = tiny();  // (the executor keeps a reference)
   std::vector<Outcome> got;
   for (bool behind : {false, true}) {
     ExecOptions opt;
     opt.populate_behind = behind;
     testing::FixedNetwork net(im.grid, 1, 0);
-    Executor ex(tiny(), im, fabric, net, nullptr, opt);
+    Executor ex(spec, im, fabric, net, nullptr, opt);
     EXPECT_EQ(ex.populates_behind(), behind);
     got.push_back({ex.run(), ex.task_runs()});
   }
