@@ -279,8 +279,9 @@ int run_decode(const std::vector<std::string>& args) {
        "--trace: per-tile tracks for these tiles only (inclusive; default every tile, capped)")
       ("threads", po::value<std::int64_t>()->value_name("N"),
        "wafers of a pipeline emulated at once, each on a thread (default: the CPUs this process may use, as many as "
-       "fit in memory); --placement auto runs its candidates side by side only when --threads is given; the results "
-       "are the same for any N")
+       "fit in memory); --placement auto runs its candidates side by side only when --threads is given; a thread "
+       "left over (one wafer, N > 1) builds the mesh while the step is mapped, faults its memory in and sums the "
+       "report's regions beside it; the results are the same for any N")
       ("no-reuse", "emulate everything: no wafer of a pipeline and no repeated layer is copied from an earlier "
                    "one (the results are identical either way; this checks it)")
       ("no-cache", "build every step of the process from scratch (the search's candidates, prefill chunks, the wafers "
