@@ -527,14 +527,19 @@ TEST(Simulator, RunsRepeatedlyAndDeterministically) {
   EXPECT_EQ(a.result.wafers[0].network.wait_cycles, b.result.wafers[0].network.wait_cycles);
 }
 
+// The tiny wafer's fabric with one failed core at (3, 3), repaired by row-shift (links of other lengths).
+noc::Fabric repaired_tiny(const hw::WaferSpec& spec) {
+  hw::DefectMap map(spec.physical());
+  map.add({hw::DefectKind::Core, {3, 3}});
+  return noc::Fabric::from_repair(hw::repair_scheme("row-shift").repair(spec, map));
+}
+
 // Simulator::keep_mesh (apps::PointCache): a kept mesh model, reset between steps on an equal fabric, gives the
 // steps a fresh one gives, whatever ran on it before (another context, another fabric, the other fidelity).
 TEST(Simulator, KeptMeshChangesNothing) {
   hw::WaferSpec spec = tiny();
   const noc::Fabric f = noc::Fabric::perfect(spec.logical());
-  hw::DefectMap map(spec.physical());
-  map.add({hw::DefectKind::Core, {3, 3}});
-  const noc::Fabric rf = noc::Fabric::from_repair(hw::repair_scheme("row-shift").repair(spec, map));
+  const noc::Fabric rf = repaired_tiny(spec);
   ASSERT_FALSE(rf == f);
   struct Step {
     const noc::Fabric* fabric;
@@ -574,9 +579,8 @@ TEST(Simulator, KeptMeshChangesNothing) {
 TEST(Simulator, PreparedMeshChangesNothing) {
   hw::WaferSpec spec = tiny();
   const noc::Fabric f = noc::Fabric::perfect(spec.logical());
-  hw::DefectMap map(spec.physical());
-  map.add({hw::DefectKind::Core, {3, 3}});
-  const noc::Fabric rf = noc::Fabric::from_repair(hw::repair_scheme("row-shift").repair(spec, map));
+  const noc::Fabric rf = repaired_tiny(spec);
+  ASSERT_FALSE(rf == f);
   const auto A = noc::Fidelity::Approx, C = noc::Fidelity::Cycle;
   auto same = [](const StepResult& a, const StepResult& b, const std::string& what) {
     EXPECT_EQ(a.latency, b.latency) << what;
