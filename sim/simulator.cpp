@@ -53,6 +53,20 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 memory::Picos to_ps(const sc_core::sc_time& t) {
   return memory::Picos(t.value() / sc_core::sc_time(1, sc_core::SC_PS).value());
 }
+// A new mesh model as a step runs on it. The cores stream on behind a burst's head (reduce-and-forward chains,
+// docs/design.md section 1): the cycle reference tells them of a unicast when its head is in, as approx does
+// (noc/cycle.h, report_heads).
+std::unique_ptr<noc::Mesh> new_mesh(noc::Fidelity fidelity, const noc::Fabric& fabric, const noc::MeshParams& params) {
+  auto mesh = noc::make_mesh(fidelity, fabric, params);
+  if (auto* cm = dynamic_cast<noc::CycleMesh*>(mesh.get())) cm->report_heads(true);
+  return mesh;
+}
+// The cycles a tile's cores ran tasks, task_overhead included (RegionTotals::task_cycles), from its spans.
+Cycle task_cycles(const std::pair<Cycle, Cycle>* first, const std::pair<Cycle, Cycle>* last, Cycle overhead) {
+  Cycle sum = 0;
+  for (const auto* p = first; p != last; ++p) sum += p->second - (p->first - std::min(p->first, overhead));
+  return sum;
+}
 }  // namespace
 
 // The top-level module. Its thread runs one job per `go` notification.
@@ -301,9 +315,7 @@ bool Simulator::prepare_mesh(const hw::WaferSpec& spec, const noc::Fabric& fabri
   try {
     mesh_.reset(), mesh_fabric_.reset(), mesh_fresh_ = false;
     auto copy = std::make_unique<noc::Fabric>(fabric);
-    auto mesh = noc::make_mesh(fidelity, *copy, noc::MeshParams::from(spec));
-    // (as step_mesh sets up a new mesh)
-    if (auto* cm = dynamic_cast<noc::CycleMesh*>(mesh.get())) cm->report_heads(true);
+    auto mesh = new_mesh(fidelity, *copy, noc::MeshParams::from(spec));
     mesh_fabric_ = std::move(copy), mesh_ = std::move(mesh), mesh_fresh_ = true;
     return true;
   } catch (...) {
@@ -329,15 +341,12 @@ noc::Mesh* Simulator::step_mesh(const hw::WaferSpec& spec, const noc::Fabric& fa
     if (keep_mesh_) {
       mesh_.reset();
       mesh_fabric_ = std::make_unique<noc::Fabric>(fabric);
-      mesh_ = noc::make_mesh(opt.fidelity, *mesh_fabric_, params);
+      mesh_ = new_mesh(opt.fidelity, *mesh_fabric_, params);
       mesh = mesh_.get();
     } else {
-      own = noc::make_mesh(opt.fidelity, fabric, params);
+      own = new_mesh(opt.fidelity, fabric, params);
       mesh = own.get();
     }
-    // The cores stream on behind a burst's head (reduce-and-forward chains, docs/design.md section 1): the
-    // cycle reference tells them of a unicast when its head is in, as approx does (noc/cycle.h, report_heads).
-    if (auto* cm = dynamic_cast<noc::CycleMesh*>(mesh)) cm->report_heads(true);
   }
   return mesh;
 }
@@ -457,9 +466,7 @@ WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric&
       for (hw::TileIndex from = first_block * block; from < tiles; from += 2 * block)
         ex.for_each_tile_spans(
             [&](hw::TileIndex tile, const Span* first, const Span* last) {
-              Cycle sum = 0;
-              for (const Span* p = first; p != last; ++p) sum += p->second - (p->first - std::min(p->first, overhead));
-              sums[rt.grid.of(fabric.grid().coord(tile))] += sum;
+              sums[rt.grid.of(fabric.grid().coord(tile))] += task_cycles(first, last, overhead);
             },
             from, std::min(tiles, from + block));
     };
@@ -496,11 +503,7 @@ WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric&
     using Span = std::pair<Cycle, Cycle>;
     ex.for_each_tile_spans([&](hw::TileIndex tile, const Span* first, const Span* last) {
       const hw::Coord at = fabric.grid().coord(tile);
-      if (regions) {
-        Cycle sum = 0;
-        for (const Span* p = first; p != last; ++p) sum += p->second - (p->first - std::min(p->first, overhead));
-        rt.task_cycles[rt.grid.of(at)] += sum;
-      }
+      if (regions) rt.task_cycles[rt.grid.of(at)] += task_cycles(first, last, overhead);
       if (!series) return;
       // (locals, so that the stores to busy do not make the loop read them again)
       const std::size_t ni = n, nc = cells;
@@ -564,8 +567,7 @@ std::pair<double, double> Simulator::side_by_side(std::size_t jobs, std::size_t 
       try {
         if (!m) {
           const auto t1 = std::chrono::steady_clock::now();
-          own_mesh = noc::make_mesh(opt.fidelity, fabric, params);
-          if (auto* cm = dynamic_cast<noc::CycleMesh*>(own_mesh.get())) cm->report_heads(true);
+          own_mesh = new_mesh(opt.fidelity, fabric, params);
           m = own_mesh.get();
           elab[w] += seconds_since(t1);
         } else if (used) {
