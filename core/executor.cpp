@@ -176,6 +176,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
         for (const Task& task : image_.programs[p].tasks)
           for (const auto& snd : task.sends) route_colors_ = std::max<std::uint32_t>(route_colors_, snd.color + 1u);
     routes_.assign_zero(n * route_colors_ * kInPorts);  // (kUnrouted everywhere)
+    route_written_.reset(n * route_colors_ * kInPorts);
   }
   if (opt_.reuse && !streams && net_.supports_reuse()) reuse_setup();
   // The slots' pages are faulted in up front, in one pass: faulted in by the event loop instead, in the order
@@ -638,7 +639,9 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
     out |= kRouted;
     if (cfg != out) {
       changed |= cfg != kUnrouted;
-      if (log_routes_) [[unlikely]] log_route(std::size_t(&cfg - routes_.data()), tile, cfg);
+      const std::size_t at = std::size_t(&cfg - routes_.data());
+      if (log_routes_) [[unlikely]] log_route(at, tile, cfg);
+      route_written_.mark(at);
       cfg = out;
     }
   };
@@ -1021,11 +1024,17 @@ const Executor::SlotCopies* Executor::copies_of(TileIndex t) const {
 }
 
 // Slot s of tile t as a full run writes it (SlotCopies).
+// (a tile fresh at the jump and not touched since holds zeros: not read, as in read_tile)
 Executor::Slot Executor::read_slot(TileIndex t, std::uint32_t s) const {
-  Slot v = slots_[s];
   if (copied(t)) [[unlikely]]
-    if (const SlotCopies* c = copies_of(t)) c->apply(s, s + 1, &v);
-  return v;
+    if (const SlotCopies* c = copies_of(t)) {
+      Slot v;
+      if (t >= c->zero_from) std::memset(static_cast<void*>(&v), 0, sizeof(Slot));
+      else v = slots_[s];
+      c->apply(s, s + 1, &v);
+      return v;
+    }
+  return slots_[s];
 }
 
 void Executor::read_tile(TileIndex t, Slot* out) const {
@@ -1602,11 +1611,11 @@ bool Executor::routes_as_before() {
   sort_route_log(route_log_);
   const std::size_t n = grid_.size(), cells = route_colors_ * kInPorts;
   if (ps > p0) {
-    if (ts - t0 != ps - p0 || !entries_were(routes_.data(), n, cells, route_log_, t0, p0, ts - t0)) return false;
+    if (ts - t0 != ps - p0 || !entries_were(routes_.data(), n, cells, route_log_, t0, p0, ts - t0, &route_written_)) return false;
   } else if (ru_.route_row_min < ru_.prev_rows.first) {
     return false;
   }
-  return t1 - ts == p1 - ps && entries_were(routes_.data(), n, cells, route_log_, ts, ps, t1 - ts);
+  return t1 - ts == p1 - ps && entries_were(routes_.data(), n, cells, route_log_, ts, ps, t1 - ts, &route_written_);
 }
 
 // A jump in time (tile t's tasks K blocks on): its long lists' claim cursors moved to the first task not yet
@@ -1968,10 +1977,17 @@ void Executor::reuse_cut() {
       const std::size_t end = std::size_t(ru_.band_y.back() + ru_.dr) * W, by = std::size_t(K) * S;
       // (the rows that land inside the bands: [t0, t0 + len) to [t0 + by, ...), which may overlap)
       const std::size_t len = t0 + by < end ? std::min(t1, end - by) - t0 : 0;
+      // (a source range never written is zero: then only the destination's chunks written are cleared, and no
+      // page is read)
       if (len > 0)
         for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell) {
-          std::uint8_t* r = routes_.data() + cell * n;
-          std::memmove(r + t0 + by, r + t0, len);
+          const std::size_t from = cell * n + t0, to = from + by;
+          if (route_written_.zero(routes_.data(), from, len)) {
+            route_written_.clear(routes_.data(), to, len);
+          } else {
+            std::memmove(routes_.data() + to, routes_.data() + from, len);
+            route_written_.mark_range(to, len);
+          }
         }
     }
   } else {
@@ -2061,11 +2077,10 @@ bool Executor::fresh_bands_alike() const {
   if (f + 1 >= nbands) return true;
   const std::size_t n = grid_.size(), W = std::size_t(grid_.width);
   const std::size_t t0 = std::size_t(ru_.band_y[f]) * W;
-  for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell) {
-    const std::uint8_t* r = routes_.data() + cell * n;
+  for (std::size_t cell = 0; cell < route_colors_ * kInPorts; ++cell)
     for (std::size_t j = f + 1; j < nbands; ++j)
-      if (!std::equal(r + t0, r + t0 + ru_.S, r + std::size_t(ru_.band_y[j]) * W)) return false;
-  }
+      if (!route_written_.equal(routes_.data(), cell * n + t0, cell * n + std::size_t(ru_.band_y[j]) * W, ru_.S))
+        return false;
   return true;
 }
 

@@ -522,6 +522,9 @@ class Executor final : public noc::NetworkClient {
   // so a row multicast's walk reads consecutive bytes.
   noc::ZeroedArray<std::uint8_t> routes_;
   std::uint32_t route_colors_ = 0;
+  // Which chunks of routes_ a route was written in: the reuse's comparisons (fresh_bands_alike) and the jump's
+  // copy read only those (docs/timing.md "Route tables read only where written").
+  WrittenChunks route_written_;
   std::vector<std::pair<hw::Coord, hw::Dir>> walk_;  // reroute's stack
   // start_task's scratch, a stack (start_task can nest): per send the route switches and syncs of the task's
   // sends up to it, switches | syncs << 16; its top (the storage is kept).

@@ -12,6 +12,59 @@
 
 namespace wafer::core {
 
+// Which chunks of a table of bytes (2^kBits entries each) have been written since the table was all zero, so that
+// comparisons and copies read only those: a chunk never written is zero. (Where the kernel keeps no shared zero
+// page, as on the 2-core VM, a read of a page never written faults it in at the cost of a write: the reuse's
+// comparisons span every band of the route tables, of which a step writes a few percent.) Pure: the caller marks
+// every entry it writes (mark, mark_range).
+class WrittenChunks {
+ public:
+  static constexpr unsigned kBits = 12;
+  // A table of `entries`, all zero.
+  void reset(std::size_t entries) { w_.assign((entries >> kBits) + 1, 0); }
+  void mark(std::size_t at) { w_[at >> kBits] = 1; }
+  void mark_range(std::size_t a, std::size_t len) {
+    if (len > 0) std::fill(w_.begin() + std::ptrdiff_t(a >> kBits), w_.begin() + std::ptrdiff_t(((a + len - 1) >> kBits) + 1), 1);
+  }
+  bool written(std::size_t at) const { return w_[at >> kBits] != 0; }
+  // Whether entries [a, a + len) of `t` equal entries [b, b + len).
+  bool equal(const std::uint8_t* t, std::size_t a, std::size_t b, std::size_t len) const {
+    for (std::size_t i = 0; i < len;) {  // (pieces that end at a chunk boundary of either range)
+      const std::size_t m = std::min({len - i, rest(a + i), rest(b + i)});
+      const bool wa = written(a + i), wb = written(b + i);
+      if (wa && wb ? !std::equal(t + a + i, t + a + i + m, t + b + i) : (wa || wb) && !zeros(t + (wa ? a : b) + i, m))
+        return false;
+      i += m;
+    }
+    return true;
+  }
+  // Whether entries [a, a + len) of `t` are all zero.
+  bool zero(const std::uint8_t* t, std::size_t a, std::size_t len) const {
+    for (std::size_t i = 0; i < len;) {
+      const std::size_t m = std::min(len - i, rest(a + i));
+      if (written(a + i) && !zeros(t + a + i, m)) return false;
+      i += m;
+    }
+    return true;
+  }
+  // Sets entries [a, a + len) of `t` to zero, writing only the chunks written.
+  void clear(std::uint8_t* t, std::size_t a, std::size_t len) const {
+    for (std::size_t i = 0; i < len;) {
+      const std::size_t m = std::min(len - i, rest(a + i));
+      if (written(a + i)) std::fill(t + a + i, t + a + i + m, std::uint8_t(0));
+      i += m;
+    }
+  }
+
+ private:
+  // Entries from `at` to the end of its chunk.
+  static std::size_t rest(std::size_t at) { return (((at >> kBits) + 1) << kBits) - at; }
+  static bool zeros(const std::uint8_t* p, std::size_t m) {
+    return std::all_of(p, p + m, [](std::uint8_t v) { return v == 0; });
+  }
+  std::vector<std::uint8_t> w_;
+};
+
 // The entries changed, each with its value before the change, in the order the changes were made. An entry is
 // its index in the tables (cell c's entry e: c n + e, for cells of n entries each).
 using RouteLog = std::vector<std::pair<std::size_t, std::uint8_t>>;
@@ -34,20 +87,26 @@ inline bool entries_restored(const std::uint8_t* tables, const RouteLog& log) {
 // [b, b + len) of the same cell held before the changes `log` (sorted: sort_route_log) records: their values
 // now, but for the entries changed, which held the value noted before their first change. The two ranges may
 // overlap; entries of [a, a + len) are taken as they are now.
+// With `written` (the chunks of `tables` written, WrittenChunks), the chunks never written are not read.
 inline bool entries_were(const std::uint8_t* tables, std::size_t n, std::size_t cells, const RouteLog& log,
-                         std::size_t a, std::size_t b, std::size_t len) {
+                         std::size_t a, std::size_t b, std::size_t len, const WrittenChunks* written = nullptr) {
   for (std::size_t cell = 0; cell < cells; ++cell) {
-    const std::uint8_t* r = tables + cell * n;
-    const std::size_t base = cell * n + b;
+    const std::size_t c0 = cell * n, base = c0 + b;
+    // (entries [a + i, a + j) against [b + i, b + j); entry a + x)
+    auto same = [&](std::size_t i, std::size_t j) {
+      return written ? written->equal(tables, c0 + a + i, c0 + b + i, j - i)
+                     : std::equal(tables + c0 + a + i, tables + c0 + a + j, tables + c0 + b + i);
+    };
+    auto at = [&](std::size_t x) -> std::uint8_t { return written && !written->written(c0 + a + x) ? 0 : tables[c0 + a + x]; };
     auto it = std::lower_bound(log.begin(), log.end(), base, [](const auto& e, std::size_t v) { return e.first < v; });
     std::size_t i = 0;  // entries b .. b + i - 1 are compared
     while (it != log.end() && it->first < base + len) {
       const std::size_t x = it->first - base;
-      if (!std::equal(r + a + i, r + a + x, r + b + i) || r[a + x] != it->second) return false;
+      if (!same(i, x) || at(x) != it->second) return false;
       i = x + 1;
       for (const std::size_t e = it->first; it != log.end() && it->first == e;) ++it;
     }
-    if (!std::equal(r + a + i, r + a + len, r + b + i)) return false;
+    if (!same(i, len)) return false;
   }
   return true;
 }
