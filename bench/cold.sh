@@ -4,7 +4,8 @@
 # each of four ways, interleaved round by round so that drift of the machine falls on all four alike:
 #   cold          after COLD_PAUSE seconds idle (default 8), WAFER_EMU_HUGE_PAGES unset (the default: the system's
 #                 policy, 4 KiB pages on a system whose policy is "madvise", but for a large job, which gets huge
-#                 pages: apps::kLargeJobRecords);
+#                 pages, apps::kLargeJobRecords, and where the probe measures huge pages cheaper,
+#                 noc::huge_page_probe);
 #   cold, huge    the same with WAFER_EMU_HUGE_PAGES=1 (the blocks advised MADV_HUGEPAGE), or with the value
 #                 COLD_OTHER gives (0: advised none, the default's other side for a large job);
 #   warm          right after a run of the same kind;

@@ -4,16 +4,17 @@
 // on their own, aligned to 2 MiB, and go back to the kernel when freed. Smaller blocks come from the ordinary
 // heap.
 //
-// Transparent huge pages: the blocks follow the system's policy unless WAFER_EMU_HUGE_PAGES says otherwise, or,
-// with the variable unset, the job is a large one (huge_page_advice, set_large_job below). They used to be
-// offered for huge pages (madvise(MADV_HUGEPAGE)) always, for the TLB; measured on the 2-core VM (bench/cold.sh,
-// docs/timing.md "Huge pages and cold memory"), a huge page faulted in after the machine has been idle a few
-// seconds costs several times a small one: the default decode run alone took 1.26 s with the advice and 0.84 s
-// without, its emulation no faster with it. Jobs whose task records are several GB, read at random, gain.
+// Transparent huge pages: with WAFER_EMU_HUGE_PAGES unset, the blocks are offered for huge pages (madvise(
+// MADV_HUGEPAGE)) when the job is a large one (set_large_job) or when a probe of the machine, run once a process
+// by the wafer-emu binary, measured a huge page cheaper to fault in than the same memory in 4 KiB pages
+// (huge_page_probe); else they follow the system's policy. On the 2-core VM either has held, depending on the day
+// (docs/timing.md "Huge pages and cold memory", "Huge pages where they are measured cheaper").
 #include <cstddef>
 #include <cstdint>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -57,10 +58,71 @@ inline std::atomic<bool>& large_job_flag() {
   return on;
 }
 inline void set_large_job(bool on) { large_job_flag().store(on, std::memory_order_relaxed); }
-// The advice a block mapped now gets: the variable's, or huge pages for a large job when it is unset.
+
+// What faulting fresh memory in costs on this machine now, in 4 KiB pages and as a transparent huge page
+// (docs/timing.md "Huge pages where they are measured cheaper"). On the 2-core VM it has been either way round
+// from one day to the next: a cold huge page several times 2 MiB of small pages, or small pages so dear that a
+// step ran 1.3 to 1.5 times as long in them. `ran`: measured (Linux, the system's policy "madvise", under which
+// only advice gives huge pages); else the advice is left to the system.
+struct HugePageProbe {
+  bool ran = false;
+  double small_ms = 0;  // 1 MiB faulted in, 4 KiB pages (256 faults), times two
+  double huge_ms = 0;   // one 2 MiB huge page faulted in (its 512 small pages' worth touched)
+  bool huge_cheaper() const { return ran && huge_ms < small_ms; }
+};
+inline HugePageProbe measure_huge_pages() {
+  HugePageProbe r;
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+  {
+    char policy[128] = {};
+    if (std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r")) {
+      const std::size_t n = std::fread(policy, 1, sizeof(policy) - 1, f);
+      policy[n] = 0;
+      std::fclose(f);
+    }
+    if (!std::strstr(policy, "[madvise]")) return r;
+  }
+  constexpr std::size_t kHuge = std::size_t(2) << 20, kSmall = std::size_t(1) << 20;
+  void* m = mmap(nullptr, 3 * kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return r;
+  auto* const a = reinterpret_cast<volatile char*>((reinterpret_cast<std::uintptr_t>(m) + kHuge - 1) / kHuge * kHuge);
+  auto* const b = a + kHuge;
+  madvise(const_cast<char*>(a), kHuge, MADV_NOHUGEPAGE);
+  madvise(const_cast<char*>(b), kHuge, MADV_HUGEPAGE);
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  for (std::size_t i = 0; i < kSmall; i += kPage) a[i] = 1;
+  const auto t1 = clock::now();
+  for (std::size_t i = 0; i < kHuge; i += kPage) b[i] = 1;
+  const auto t2 = clock::now();
+  munmap(m, 3 * kHuge);
+  r.ran = true;
+  r.small_ms = 2e3 * std::chrono::duration<double>(t1 - t0).count();
+  r.huge_ms = 1e3 * std::chrono::duration<double>(t2 - t1).count();
+#endif
+  return r;
+}
+// Whether the first block mapped (or huge_page_probe) measures the machine (measure_huge_pages), once a process, so
+// that with WAFER_EMU_HUGE_PAGES unset every block is offered huge pages when they measured cheaper. Off unless
+// asked (the wafer-emu binary asks; tests see the system's policy).
+inline std::atomic<bool>& probe_flag() {
+  static std::atomic<bool> on{false};
+  return on;
+}
+inline void probe_huge_pages(bool on) { probe_flag().store(on, std::memory_order_relaxed); }
+// The probe's figures: measured at the first call with the probe on and the variable unset (later calls give the
+// same), else not run.
+inline HugePageProbe huge_page_probe() {
+  if (!probe_flag().load(std::memory_order_relaxed) || huge_page_advice() != HugePageAdvice::System) return {};
+  static const HugePageProbe p = measure_huge_pages();
+  return p;
+}
+// The advice a block mapped now gets: the variable's, or, when it is unset, huge pages for a large job or where
+// the probe measured them cheaper.
 inline HugePageAdvice block_advice() {
   const HugePageAdvice a = huge_page_advice();
-  return a == HugePageAdvice::System && large_job_flag().load(std::memory_order_relaxed) ? HugePageAdvice::Huge : a;
+  if (a != HugePageAdvice::System) return a;
+  return large_job_flag().load(std::memory_order_relaxed) || huge_page_probe().huge_cheaper() ? HugePageAdvice::Huge : a;
 }
 // Gives a mapping that advice (a hint: failure only means the system's policy).
 inline void advise_huge_pages([[maybe_unused]] void* p, [[maybe_unused]] std::size_t bytes, HugePageAdvice a) {

@@ -190,8 +190,8 @@ class Simulator {
   // use this simulator meanwhile, and `fabric` must stay unchanged (it is only read). The next such step takes
   // it as built (no reset: it is fresh; StepResult::mesh_kept false, as it was built for that step). A failure
   // builds nothing: the step builds its mesh itself and reports what fails. The mesh's large arrays are mapped
-  // before the step says whether it is a large job (noc::set_large_job), so they take the system's huge-page
-  // policy rather than that job's advice. Whether it was built (tests).
+  // before the step says whether it is a large job (noc::set_large_job), so they take the probe's advice or the
+  // system's huge-page policy (noc::block_advice), not a large job's. Whether it was built (tests).
   bool prepare_mesh(const hw::WaferSpec& spec, const noc::Fabric& fabric, noc::Fidelity fidelity) noexcept;
 
  private:

@@ -306,7 +306,40 @@ TEST(HugePageAdvice, ALargeJobsBlocksAreOfferedHugePages) {
   f = vm_flags(small.data());
   EXPECT_EQ(f.find(" hg "), std::string::npos) << f;
 }
+
+// The probe (asked for by the wafer-emu binary, off here until a test asks): measured once, under the policy
+// "madvise" only; the blocks mapped with it on carry huge pages exactly when they measured cheaper.
+TEST(HugePageAdvice, TheProbeAdvisesHugePagesWhereTheyMeasuredCheaper) {
+  ASSERT_EQ(huge_page_advice(), HugePageAdvice::System) << "run with WAFER_EMU_HUGE_PAGES unset";
+  EXPECT_FALSE(huge_page_probe().ran);  // not asked
+  EXPECT_EQ(block_advice(), HugePageAdvice::System);
+  std::string policy;
+  std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"), policy);
+  probe_huge_pages(true);
+  const HugePageProbe p = huge_page_probe();
+  EXPECT_EQ(p.ran, policy.find("[madvise]") != std::string::npos) << policy;
+  if (p.ran) {
+    EXPECT_TRUE(p.small_ms > 0 && p.huge_ms > 0) << p.small_ms << " " << p.huge_ms;
+  }
+  EXPECT_EQ(huge_page_probe().small_ms, p.small_ms);  // once a process
+  EXPECT_EQ(block_advice(), p.huge_cheaper() ? HugePageAdvice::Huge : HugePageAdvice::System);
+  BigArray<std::uint8_t> b;
+  b.reserve(4 * kMiB);
+  const std::string f = vm_flags(b.data());
+  ASSERT_FALSE(f.empty()) << "no VmFlags for the block in /proc/self/smaps";
+  EXPECT_EQ(f.find(" hg ") != std::string::npos, p.huge_cheaper()) << f;
+  probe_huge_pages(false);
+  EXPECT_EQ(block_advice(), HugePageAdvice::System);
+}
 #endif
+
+// Cheaper means strictly cheaper, and only when measured.
+TEST(HugePageAdvice, HugePagesAreCheaperOnlyWhenMeasuredSo) {
+  EXPECT_TRUE((HugePageProbe{true, 2.0, 1.0}.huge_cheaper()));
+  EXPECT_FALSE((HugePageProbe{true, 1.0, 1.0}.huge_cheaper()));
+  EXPECT_FALSE((HugePageProbe{true, 1.0, 2.0}.huge_cheaper()));
+  EXPECT_FALSE((HugePageProbe{false, 2.0, 1.0}.huge_cheaper()));
+}
 
 }  // namespace
 }  // namespace wafer::noc
