@@ -1024,21 +1024,16 @@ const Executor::SlotCopies* Executor::copies_of(TileIndex t) const {
 }
 
 // Slot s of tile t as a full run writes it (SlotCopies).
-// (a tile fresh at the jump and not touched since holds zeros: not read, as in read_tile)
 Executor::Slot Executor::read_slot(TileIndex t, std::uint32_t s) const {
-  if (copied(t)) [[unlikely]]
-    if (const SlotCopies* c = copies_of(t)) {
-      Slot v;
-      if (t >= c->zero_from) std::memset(static_cast<void*>(&v), 0, sizeof(Slot));
-      else v = slots_[s];
-      c->apply(s, s + 1, &v);
-      return v;
-    }
-  return slots_[s];
+  if (!copied(t)) [[likely]] return slots_[s];
+  Slot v;
+  read_slots(t, s, s + 1, &v);
+  return v;
 }
 
-void Executor::read_tile(TileIndex t, Slot* out) const {
-  const std::uint32_t s0 = slot0_[t], s1 = slot0_[t + 1];
+void Executor::read_tile(TileIndex t, Slot* out) const { read_slots(t, slot0_[t], slot0_[t + 1], out); }
+
+void Executor::read_slots(TileIndex t, std::uint32_t s0, std::uint32_t s1, Slot* out) const {
   const SlotCopies* c = copied(t) ? copies_of(t) : nullptr;
   // (a tile fresh at the jump and not touched since holds zeros: not read, so that its pages, never written,
   // are not faulted in to be read)

@@ -486,6 +486,8 @@ class Executor final : public noc::NetworkClient {
   Slot read_slot(hw::TileIndex t, std::uint32_t s) const;
   // Tile t's slots as read_slot reads them, into out[0 .. its task count).
   void read_tile(hw::TileIndex t, Slot* out) const;
+  // Slots [s0, s1) of tile t as read_slot reads them, into out[0 .. s1 - s0).
+  void read_slots(hw::TileIndex t, std::uint32_t s0, std::uint32_t s1, Slot* out) const;
   // Tile t's slots as a full run holds them: in slots_, or (some are copies not written) read into buf.
   const Slot* tile_slots(hw::TileIndex t, std::vector<Slot>& buf) const {
     if (!copied(t)) [[likely]] return slots_.data() + slot0_[t];

@@ -33,6 +33,7 @@
 namespace wafer::noc {
 
 inline constexpr std::size_t kPage = 4096;  // (the smallest page: madvise's alignment)
+inline constexpr std::size_t kHugePage = std::size_t(2) << 20;  // (a transparent huge page on x86-64)
 
 // What the big blocks ask of the kernel, from WAFER_EMU_HUGE_PAGES, read once: "1" offers them for transparent
 // huge pages (MADV_HUGEPAGE), "0" keeps them off huge pages (MADV_NOHUGEPAGE, for systems whose policy is
@@ -82,7 +83,7 @@ inline HugePageProbe measure_huge_pages() {
     }
     if (!std::strstr(policy, "[madvise]")) return r;
   }
-  constexpr std::size_t kHuge = std::size_t(2) << 20, kSmall = std::size_t(1) << 20;
+  constexpr std::size_t kHuge = kHugePage, kSmall = std::size_t(1) << 20;
   void* m = mmap(nullptr, 3 * kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return r;
   auto* const a = reinterpret_cast<volatile char*>((reinterpret_cast<std::uintptr_t>(m) + kHuge - 1) / kHuge * kHuge);
@@ -179,7 +180,7 @@ inline void release_huge_blocks() {
 template <class T>
 struct HugePageAllocator {
   using value_type = T;
-  static constexpr std::size_t kHuge = std::size_t(2) << 20;
+  static constexpr std::size_t kHuge = kHugePage;
   static std::size_t rounded_size(std::size_t bytes) { return (bytes + kHuge - 1) / kHuge * kHuge; }
 
   HugePageAllocator() = default;
