@@ -185,16 +185,21 @@ std::vector<sim::StepResult> emulate_points(sim::Simulator& simulator, const std
 }
 
 std::string huge_pages_note() {
+  const noc::HeapAdvice heap = noc::offer_heap_huge_pages();  // (what was done at the start: not again)
+  const std::string offered = heap.advised ? "offered to the big blocks and the heap" : "offered";
   switch (noc::huge_page_advice()) {
-    case noc::HugePageAdvice::Huge: return "offered (WAFER_EMU_HUGE_PAGES=1)";
+    case noc::HugePageAdvice::Huge: return offered + " (WAFER_EMU_HUGE_PAGES=1)";
     case noc::HugePageAdvice::NoHuge: return "not offered (WAFER_EMU_HUGE_PAGES=0)";
     case noc::HugePageAdvice::System: break;
   }
-  if (noc::large_job_flag().load(std::memory_order_relaxed)) return "offered: a large job";
   const noc::HugePageProbe p = noc::huge_page_probe();
+  if (p.ran && p.huge_cheaper())
+    return fmt::format("{}, measured cheaper: 2 MiB faulted in as 4 KiB pages took {:.2f} ms, as one huge page {:.2f} ms",
+                       offered, p.small_ms, p.huge_ms);
+  if (noc::large_job_flag().load(std::memory_order_relaxed)) return "offered to the big blocks: a large job";
   if (!p.ran) return "the system's policy";
-  return fmt::format("{}: 2 MiB faulted in as 4 KiB pages took {:.2f} ms, as one huge page {:.2f} ms",
-                     p.huge_cheaper() ? "offered, measured cheaper" : "not offered, measured dearer", p.small_ms, p.huge_ms);
+  return fmt::format("not offered, measured dearer: 2 MiB faulted in as 4 KiB pages took {:.2f} ms, as one huge page {:.2f} ms",
+                     p.small_ms, p.huge_ms);
 }
 
 hw::Cycle decoder_layer_cycles(const sim::StepResult& r) {

@@ -94,8 +94,9 @@ void check_memory(const mapper::Mapping& mapping);
 // 8B's whole-wafer placement (17.4 GB) and whole square (22.6 GB) on wse3 gain. 4 GB lies between, below the
 // smallest that gains.
 inline constexpr std::uint64_t kLargeJobRecords = 4'000'000'000ull;
-// Whether the job's big blocks were offered huge pages, and why (WAFER_EMU_HUGE_PAGES, a large job, or the probe's
-// figures: noc::huge_page_probe), for the reports' wall-time section.
+// Whether the job's big blocks (and, from the start, the C library's heap: noc::offer_heap_huge_pages) were offered
+// huge pages, and why (WAFER_EMU_HUGE_PAGES, a large job, or the probe's figures: noc::huge_page_probe), for the
+// reports' wall-time section.
 std::string huge_pages_note();
 
 // The CPUs this process may run on (its affinity mask; at least 1): decode's default --threads.

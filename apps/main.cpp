@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
   try {
     wafer::noc::huge_page_advice();  // (WAFER_EMU_HUGE_PAGES checked before anything is allocated)
     wafer::noc::probe_huge_pages(true);  // (with it unset, huge pages where measured cheaper: noc::block_advice)
+    wafer::noc::offer_heap_huge_pages();  // (the C library's heap too, when the big blocks get them)
     return it->run(args);
   } catch (const wafer::hw::InputError& e) {
     fmt::print(stderr, "wafer-emu {}: error: {}\n", it->name, e.what());

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <utility>
 #include <new>
@@ -26,6 +27,20 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
+#endif
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define WAFER_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WAFER_EMU_ASAN 1
+#endif
+#endif
+#ifndef WAFER_EMU_ASAN
+#define WAFER_EMU_ASAN 0
 #endif
 
 #include "hw/error.h"
@@ -131,6 +146,51 @@ inline void advise_huge_pages([[maybe_unused]] void* p, [[maybe_unused]] std::si
 #if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
   madvise(p, bytes, a == HugePageAdvice::Huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 #endif
+}
+
+// The C library's heap on the same advice. With the big blocks offered huge pages (block_advice() == Huge, e.g.
+// where the probe measured them cheaper), the rest of a job's memory, its std::vectors and other heap blocks (the
+// mapper's programs, the executor's per-tile tables: about 22 k of the default decode's 24.5 k page faults), would
+// still fault in 4 KiB at a time. offer_heap_huge_pages() (glibc on Linux; the wafer-emu binary calls it at start)
+// makes the heap grow in one stretch of `pad` bytes (M_TOP_PAD: address space, no memory until touched) with blocks
+// up to 32 MiB taken from it (M_MMAP_THRESHOLD; the most glibc allows) and its top never trimmed (a trimmed top
+// would grow back without the advice), and advises that stretch MADV_HUGEPAGE. What glibc's own
+// GLIBC_TUNABLES=glibc.malloc.hugetlb=1 does, which is read only at process start, before the probe can say.
+// Heap growth beyond the stretch gets no advice (4 KiB pages, as without). Under AddressSanitizer the heap is the
+// sanitizer's, and nothing is done.
+struct HeapAdvice {
+  bool advised = false;
+  std::uintptr_t lo = 0, hi = 0;  // the stretch advised: [lo, hi)
+};
+inline constexpr std::size_t kHeapPad = std::size_t(1) << 30;
+// The range of [lo, hi) a huge page can back: lo rounded up to a huge page (empty if none is left).
+inline std::pair<std::uintptr_t, std::uintptr_t> huge_aligned(std::uintptr_t lo, std::uintptr_t hi) {
+  const std::uintptr_t a = (lo + kHugePage - 1) / kHugePage * kHugePage;
+  return a < hi ? std::pair{a, hi} : std::pair{hi, hi};
+}
+inline HeapAdvice advise_heap_now([[maybe_unused]] std::size_t pad) {
+  HeapAdvice r;
+#if defined(__GLIBC__) && defined(__linux__) && defined(MADV_HUGEPAGE) && !WAFER_EMU_ASAN
+  if (pad > std::size_t(std::numeric_limits<int>::max())) pad = std::size_t(std::numeric_limits<int>::max()) / kHugePage * kHugePage;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  mallopt(M_TOP_PAD, int(pad));
+  const auto before = reinterpret_cast<std::uintptr_t>(sbrk(0));
+  void* p = std::malloc(kHugePage);  // (more than the top holds: the heap grows by it and the pad)
+  asm volatile("" : : "r"(p) : "memory");  // (else the compiler may drop an allocation nothing uses)
+  std::free(p);
+  const auto after = reinterpret_cast<std::uintptr_t>(sbrk(0));
+  const auto [lo, hi] = huge_aligned(before, after);
+  if (hi - lo < kHugePage || madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE) != 0) return r;  // (no brk heap)
+  r = {true, lo, hi};
+#endif
+  return r;
+}
+// Once a process: the heap offered huge pages when the big blocks are (block_advice() at the first call), else
+// nothing. Later calls give the first one's result.
+inline HeapAdvice offer_heap_huge_pages() {
+  static const HeapAdvice a = block_advice() == HugePageAdvice::Huge ? advise_heap_now(kHeapPad) : HeapAdvice{};
+  return a;
 }
 
 // Freed huge blocks kept for later allocations (keep_huge_blocks(true)): a process that runs many steps

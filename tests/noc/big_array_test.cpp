@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -340,6 +341,39 @@ TEST(HugePageAdvice, HugePagesAreCheaperOnlyWhenMeasuredSo) {
   EXPECT_FALSE((HugePageProbe{true, 1.0, 2.0}.huge_cheaper()));
   EXPECT_FALSE((HugePageProbe{false, 2.0, 1.0}.huge_cheaper()));
 }
+
+// The stretch of the heap a huge page can back starts at the first huge-page boundary at or after its start.
+TEST(HeapAdvice, TheAdvisedStretchStartsAtAHugePageBoundary) {
+  constexpr std::uintptr_t H = kHugePage;
+  EXPECT_EQ(huge_aligned(10 * H, 20 * H), (std::pair<std::uintptr_t, std::uintptr_t>{10 * H, 20 * H}));
+  EXPECT_EQ(huge_aligned(10 * H - 1, 20 * H), (std::pair<std::uintptr_t, std::uintptr_t>{10 * H, 20 * H}));
+  EXPECT_EQ(huge_aligned(10 * H + 1, 20 * H), (std::pair<std::uintptr_t, std::uintptr_t>{11 * H, 20 * H}));
+  EXPECT_EQ(huge_aligned(10 * H + 1, 11 * H + 1), (std::pair<std::uintptr_t, std::uintptr_t>{11 * H, 11 * H + 1}));
+  EXPECT_EQ(huge_aligned(10 * H + 1, 11 * H), (std::pair<std::uintptr_t, std::uintptr_t>{11 * H, 11 * H}));  // none left
+}
+
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+// The heap offered huge pages (noc::advise_heap_now): it grows by the pad at once, the stretch from the first
+// huge-page boundary on carries the advice ("hg" in /proc/self/smaps), and a block of several MiB allocated after
+// it ends inside it. In a child process (EXPECT_EXIT), so that this one's heap keeps its settings. Under
+// AddressSanitizer the heap is the sanitizer's and nothing is done.
+TEST(HeapAdvice, TheHeapGrowsByThePadAndCarriesTheAdvice) {
+  EXPECT_EXIT(
+      {
+        const HeapAdvice h = advise_heap_now(64 * kMiB);
+        if (WAFER_EMU_ASAN) std::_Exit(h.advised ? 1 : 0);
+        if (!h.advised) std::_Exit(2);
+        if (h.hi - h.lo < 62 * kMiB || h.lo % kHugePage != 0) std::_Exit(3);
+        std::vector<char> v(8 * kMiB, 1);
+        const auto end = reinterpret_cast<std::uintptr_t>(v.data()) + v.size();
+        if (end <= h.lo || end > h.hi) std::_Exit(4);
+        if (vm_flags(reinterpret_cast<const void*>(h.lo)).find(" hg ") == std::string::npos) std::_Exit(5);
+        if (vm_flags(v.data() + v.size() - 1).find(" hg ") == std::string::npos) std::_Exit(6);
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+#endif
 
 }  // namespace
 }  // namespace wafer::noc
