@@ -7,9 +7,33 @@
 # STUDY_WSE3_FULL=1: the shipped study itself instead (configs/studies/defect-yield.json, 400 points: 4
 # densities x 2 alphas x 50 seeds) with --jobs 2 only (STUDY_WSE3_FULL_JOBS), once: wall time, points per
 # minute, and per density and alpha the median point and its split (about 5 minutes).
+# Either way, with two CPUs or more and taskset (util-linux) at hand, it then times one point alone on CPU 0 and on
+# CPU 1 (`decode` with the slice's first point's settings, --threads 1, pinned, STUDY_WSE3_CPU_RUNS each, default 3,
+# alternated): the user time of each CPU's median run, and what the two CPUs allow two workers at most against one
+# on the faster CPU, 1 + fast / slow (on the 2-core VM the two have differed by up to 40 %, either way round from
+# one hour to the next: docs/timing.md "What the goals left would take"). STUDY_WSE3_CPU_RUNS=0: not timed.
 set -euo pipefail
 emu="${WAFER_EMU:?run through bench/run}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cpu_speeds() {
+  local runs="${STUDY_WSE3_CPU_RUNS:-3}" t
+  [ "$runs" -gt 0 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ] || return 0
+  t="$(mktemp -d)"
+  for ((i = 0; i < runs; i++)); do
+    for cpu in $((i % 2)) $((1 - i % 2)); do
+      taskset -c "$cpu" /usr/bin/time -f "%U" -a -o "$t/cpu$cpu" "$emu" decode --density 0.1 --seed 1 \
+        --defect-model negbin --alpha 2 --placement layer-bands --threads 1 >/dev/null
+    done
+  done
+  python3 - "$t" <<'PY'
+import statistics, sys
+u = [statistics.median(float(x) for x in open(f"{sys.argv[1]}/cpu{c}").read().split()) for c in (0, 1)]
+fast, slow = min(u), max(u)
+print(f"one point alone, user time: CPU 0 {u[0]:.2f} s, CPU 1 {u[1]:.2f} s (medians); two workers at most "
+      f"{1 + fast / slow:.2f}x one on the faster CPU")
+PY
+  rm -rf "$t"
+}
 if [ "${STUDY_WSE3_FULL:-0}" = 1 ]; then
   jobs="${STUDY_WSE3_FULL_JOBS:-2}"
   dir="$(mktemp -d)"
@@ -36,6 +60,7 @@ for (den, alpha), ls in sorted(by.items()):
           f"{med([x['emulation'] for x in w]):10.2f} {med([l['repair']['defects'] for l in ls if 'repair' in l]):15}")
 print(f"all points: median {med([l['wall_s']['total'] for l in lines]):.2f} s")
 PY
+  cpu_speeds
   exit 0
 fi
 seeds="${STUDY_WSE3_SEEDS:-6}"
@@ -70,3 +95,4 @@ for jobs in (1, 2):
           f"{point:.2f} s; peak RSS {int(rss) // 1024} MiB")
 print(f"scaling with 2 {'ranks' if mpi else 'jobs'}: {rate[2] / rate[1]:.2f}x; the 400-point study at that rate: {400 / rate[2]:.1f} min")
 PY
+cpu_speeds
