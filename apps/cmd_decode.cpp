@@ -652,7 +652,7 @@ int run_decode(const std::vector<std::string>& args) {
   wall.add_int("layers_watched", std::int64_t(res.layers_watched), "layers",
                "layers of the runs watched for a repeated state (0: no run long enough)");
   wall.add("reuse_cuts", res.cuts_s, "s", "of emulation, the cuts of the runs watched: describing the state, comparing, copying");
-  wall.add_text("huge_pages", huge_pages_note(), "the big blocks' and the heap's pages (docs/timing.md \"Huge pages where they are measured cheaper\")");
+  wall.add_text("huge_pages", huge_pages_note(), "the big blocks' and the heap's pages (docs/timing.md \"Huge pages where they are measured cheaper\", \"The heap on huge pages too\")");
   // Wafer by wafer (a pipeline's wafers run side by side with --threads: which one bounds the wall time).
   auto& pw = wall.add_table("per_wafer",
                             {"wafer", "elaboration [s]", "emulation [s]", "tasks_executed [tasks]", "tasks_represented [tasks]",

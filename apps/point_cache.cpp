@@ -32,6 +32,8 @@ void PointCache::release() {
   if (sim_.keeps_mesh()) sim_.keep_mesh(false), sim_.keep_mesh(true);  // (off drops the kept mesh)
 #if defined(__GLIBC__)
   malloc_trim(0);
+  // (the trim gave the heap's top back: the stretch it grows by next is advised again, as at the start)
+  if (noc::offer_heap_huge_pages().advised) noc::advise_heap_now(noc::kHeapPad);
 #endif
   noc::release_huge_blocks();
 }
