@@ -193,7 +193,7 @@ std::string huge_pages_note() {
     case noc::HugePageAdvice::System: break;
   }
   const noc::HugePageProbe p = noc::huge_page_probe();
-  if (p.ran && p.huge_cheaper())
+  if (p.huge_cheaper())
     return fmt::format("{}, measured cheaper: 2 MiB faulted in as 4 KiB pages took {:.2f} ms, as one huge page {:.2f} ms",
                        offered, p.small_ms, p.huge_ms);
   if (noc::large_job_flag().load(std::memory_order_relaxed)) return "offered to the big blocks: a large job";

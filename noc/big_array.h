@@ -49,6 +49,8 @@ namespace wafer::noc {
 
 inline constexpr std::size_t kPage = 4096;  // (the smallest page: madvise's alignment)
 inline constexpr std::size_t kHugePage = std::size_t(2) << 20;  // (a transparent huge page on x86-64)
+// x rounded up to a whole number of huge pages (an address to the next huge-page boundary, a size to whole pages).
+inline constexpr std::uintptr_t round_up_to_huge_page(std::uintptr_t x) { return (x + kHugePage - 1) / kHugePage * kHugePage; }
 
 // What the big blocks ask of the kernel, from WAFER_EMU_HUGE_PAGES, read once: "1" offers them for transparent
 // huge pages (MADV_HUGEPAGE), "0" keeps them off huge pages (MADV_NOHUGEPAGE, for systems whose policy is
@@ -101,7 +103,7 @@ inline HugePageProbe measure_huge_pages() {
   constexpr std::size_t kHuge = kHugePage, kSmall = std::size_t(1) << 20;
   void* m = mmap(nullptr, 3 * kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return r;
-  auto* const a = reinterpret_cast<volatile char*>((reinterpret_cast<std::uintptr_t>(m) + kHuge - 1) / kHuge * kHuge);
+  auto* const a = reinterpret_cast<volatile char*>(round_up_to_huge_page(reinterpret_cast<std::uintptr_t>(m)));
   auto* const b = a + kHuge;
   madvise(const_cast<char*>(a), kHuge, MADV_NOHUGEPAGE);
   madvise(const_cast<char*>(b), kHuge, MADV_HUGEPAGE);
@@ -118,9 +120,10 @@ inline HugePageProbe measure_huge_pages() {
 #endif
   return r;
 }
-// Whether the first block mapped (or huge_page_probe) measures the machine (measure_huge_pages), once a process, so
-// that with WAFER_EMU_HUGE_PAGES unset every block is offered huge pages when they measured cheaper. Off unless
-// asked (the wafer-emu binary asks; tests see the system's policy).
+// Whether the first call of huge_page_probe (at the wafer-emu binary's start: offer_heap_huge_pages asks block_advice)
+// measures the machine (measure_huge_pages), once a process, so that with WAFER_EMU_HUGE_PAGES unset every block is
+// offered huge pages when they measured cheaper. Off unless asked (the wafer-emu binary asks; tests see the system's
+// policy).
 inline std::atomic<bool>& probe_flag() {
   static std::atomic<bool> on{false};
   return on;
@@ -162,19 +165,18 @@ struct HeapAdvice {
   bool advised = false;
   std::uintptr_t lo = 0, hi = 0;  // the stretch advised: [lo, hi)
 };
-inline constexpr std::size_t kHeapPad = std::size_t(1) << 30;
+inline constexpr int kHeapPad = 1 << 30;  // (mallopt takes an int)
 // The range of [lo, hi) a huge page can back: lo rounded up to a huge page (empty if none is left).
 inline std::pair<std::uintptr_t, std::uintptr_t> huge_aligned(std::uintptr_t lo, std::uintptr_t hi) {
-  const std::uintptr_t a = (lo + kHugePage - 1) / kHugePage * kHugePage;
+  const std::uintptr_t a = round_up_to_huge_page(lo);
   return a < hi ? std::pair{a, hi} : std::pair{hi, hi};
 }
-inline HeapAdvice advise_heap_now([[maybe_unused]] std::size_t pad) {
+inline HeapAdvice advise_heap_now([[maybe_unused]] int pad) {
   HeapAdvice r;
 #if defined(__GLIBC__) && defined(__linux__) && defined(MADV_HUGEPAGE) && !WAFER_EMU_ASAN
-  if (pad > std::size_t(std::numeric_limits<int>::max())) pad = std::size_t(std::numeric_limits<int>::max()) / kHugePage * kHugePage;
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
-  mallopt(M_TOP_PAD, int(pad));
+  mallopt(M_TOP_PAD, pad);
   const auto before = reinterpret_cast<std::uintptr_t>(sbrk(0));
   void* p = std::malloc(kHugePage);  // (more than the top holds: the heap grows by it and the pad)
   asm volatile("" : : "r"(p) : "memory");  // (else the compiler may drop an allocation nothing uses)
@@ -241,7 +243,7 @@ template <class T>
 struct HugePageAllocator {
   using value_type = T;
   static constexpr std::size_t kHuge = kHugePage;
-  static std::size_t rounded_size(std::size_t bytes) { return (bytes + kHuge - 1) / kHuge * kHuge; }
+  static std::size_t rounded_size(std::size_t bytes) { return round_up_to_huge_page(bytes); }
 
   HugePageAllocator() = default;
   template <class U>
@@ -300,7 +302,7 @@ struct HugePageAllocator {
     void* m = mmap(nullptr, mapped + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) throw std::bad_alloc();
     const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(m);
-    const std::uintptr_t aligned = (a + kHuge - 1) / kHuge * kHuge;
+    const std::uintptr_t aligned = round_up_to_huge_page(a);
     if (aligned > a) munmap(m, aligned - a);
     if (aligned + mapped < a + mapped + kHuge) munmap(reinterpret_cast<void*>(aligned + mapped), a + kHuge - aligned);
     void* p = reinterpret_cast<void*>(aligned);

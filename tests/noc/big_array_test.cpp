@@ -360,7 +360,7 @@ TEST(HeapAdvice, TheAdvisedStretchStartsAtAHugePageBoundary) {
 TEST(HeapAdvice, TheHeapGrowsByThePadAndCarriesTheAdvice) {
   EXPECT_EXIT(
       {
-        const HeapAdvice h = advise_heap_now(64 * kMiB);
+        const HeapAdvice h = advise_heap_now(64 << 20);
         if (WAFER_EMU_ASAN) std::_Exit(h.advised ? 1 : 0);
         if (!h.advised) std::_Exit(2);
         if (h.hi - h.lo < 62 * kMiB || h.lo % kHugePage != 0) std::_Exit(3);
