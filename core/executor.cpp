@@ -211,15 +211,67 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
     for (std::size_t r = ru_.run + 1; r < ru_.runs.size(); ++r) skip(ru_.runs[r].band_y, ru_.runs[r].dr);
   }
   clear(from, slots_.size(), true);
-  if (!fill.empty())
-    // (in pieces of 16 MiB: the step's own faults meanwhile wait for no long call; a piece the kernel refuses
-    // ends the work, the step faulting the rest in as it writes)
-    populating_ = std::thread([this, fill = std::move(fill)] {
+  if (!fill.empty()) {
+    // Beside each piece of slots, the records the step writes for the same tiles, which it faulted in itself
+    // before (docs/timing.md "The burst records and route tables behind the step too"): their route table
+    // entries (color by input port by tile) and, when no jump can leave copies' records unwritten (reuse not
+    // armed: the step runs every task), the burst records of their sends (reserved for every send, appended as
+    // the tasks run, so about in their tiles' order: tile t's from the sends of the tiles before it on). (The
+    // pointers as they are now: the reserve covers every send, so the block does not move; were it to, the
+    // calls would fault in pages nothing uses, writing nothing.)
+    const std::uint64_t first_send = image_.start.size() + (streams ? 1 : 0);  // (run: the weights, the injections)
+    populating_ = std::thread([this, fill = std::move(fill), prog_sends = std::move(prog_sends), first_send,
+                               bursts = static_cast<const BurstRec*>(bursts_.data()), nbursts = ru_.on ? 0 : bursts_.capacity(),
+                               routes = static_cast<const std::uint8_t*>(routes_.data()), planes = route_colors_ * kInPorts] {
+      // (in pieces of 16 MiB of slots: the step's own faults meanwhile wait for no long call; a piece the kernel
+      // refuses ends the work, the step faulting the rest in as it writes)
       constexpr std::size_t piece = (std::size_t(16) << 20) / sizeof(Slot);
-      for (const auto& [a, b] : fill)
-        for (std::size_t i = a; i < b; i += piece)
-          if (!slots_.populate_in_kernel(i, std::min(b, i + piece))) return;
+      const std::size_t tiles = grid_.size();
+      for (const FillPiece& f : fill_pieces(slot0_, image_.tile_program, prog_sends, first_send, fill, piece)) {
+        if (!slots_.populate_in_kernel(f.slot_begin, f.slot_end)) return;
+        const std::uint64_t b1 = std::min<std::uint64_t>(f.burst_end, nbursts);
+        if (f.burst_begin < b1 && !noc::populate_bytes_in_kernel(bursts + f.burst_begin, (b1 - f.burst_begin) * sizeof(BurstRec)))
+          return;
+        for (std::size_t q = 0; q < planes; ++q)
+          if (!noc::populate_bytes_in_kernel(routes + q * tiles + f.tile_begin, f.tile_end - f.tile_begin)) return;
+      }
     });
+  }
+}
+
+std::vector<FillPiece> fill_pieces(const std::vector<std::uint32_t>& slot0, const std::vector<std::uint32_t>& tile_program,
+                                   const std::vector<std::uint64_t>& prog_sends, std::uint64_t first_send,
+                                   const std::vector<std::pair<std::size_t, std::size_t>>& fill, std::size_t piece) {
+  std::vector<FillPiece> out;
+  const TileIndex tiles = TileIndex(tile_program.size());
+  TileIndex t = 0;                    // the tile the sends are counted up to
+  std::uint64_t before = first_send;  // the first burst of tile t's sends
+  auto advance = [&](TileIndex to) {
+    for (; t < to; ++t)
+      if (tile_program[t] != firmware::kIdle) before += prog_sends[tile_program[t]];
+  };
+  // (the first tile whose slots start at or after `slot`, from t on)
+  auto tile_from = [&](std::size_t slot) {
+    TileIndex u = t;
+    while (u < tiles && slot0[u] < slot) ++u;
+    return u;
+  };
+  for (const auto& [a, b] : fill)
+    for (std::size_t i = a; i < b; i += std::max<std::size_t>(piece, 1)) {
+      const std::size_t j = std::min(b, i + std::max<std::size_t>(piece, 1));
+      advance(tile_from(i));
+      FillPiece f{i, j, t, 0, before, 0};
+      // (the tiles whose slots begin before j: the last of them may hold slots past j, its records go with
+      // this piece)
+      TileIndex u = tile_from(j);
+      f.tile_end = u;
+      std::uint64_t end = before;
+      for (TileIndex v = t; v < u; ++v)
+        if (tile_program[v] != firmware::kIdle) end += prog_sends[tile_program[v]];
+      f.burst_end = end;
+      out.push_back(f);
+    }
+  return out;
 }
 
 Executor::~Executor() {

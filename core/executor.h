@@ -130,7 +130,8 @@ struct ExecOptions {
   bool reuse = false;
   // A core to spare (nothing else runs beside this step): the task slots' pages are faulted in by another
   // thread while the step runs, rather than before it, when the kernel can do it without writing them (a new
-  // mapping, MADV_POPULATE_WRITE; a kept block is cleared before the step as ever). Results the same.
+  // mapping, MADV_POPULATE_WRITE; a kept block is cleared before the step as ever), and beside them the same
+  // tiles' route table entries and, when reuse is not armed, their burst records (fill_pieces). Results the same.
   bool populate_behind = false;
 };
 
@@ -170,6 +171,23 @@ struct TaskRun {
   Cycle trigger, start, end;  // start is after task_overhead
   bool critical;
 };
+
+// What a step writes for a stretch of tiles, faulted in behind it in that order (ExecOptions::populate_behind):
+// the tiles' task slots [slot_begin, slot_end), their route table entries (tiles [tile_begin, tile_end)) and the
+// burst records of their sends [burst_begin, burst_end).
+struct FillPiece {
+  std::size_t slot_begin, slot_end;
+  hw::TileIndex tile_begin, tile_end;
+  std::uint64_t burst_begin, burst_end;
+};
+// The pieces of the slot ranges `fill` (in increasing order, each starting at a tile's first slot), at most
+// `piece` slots each: a piece's tiles are those whose slots it holds any of, and its bursts those of their sends,
+// tile t's numbered from `first_send` plus the sends of every tile before it (a burst record is appended as its
+// task runs: about in tile order on a step that runs its tiles in their order). `slot0`: per tile its first slot
+// (tiles + 1 entries); `prog_sends`: per program its sends. Pure: for tests.
+std::vector<FillPiece> fill_pieces(const std::vector<std::uint32_t>& slot0, const std::vector<std::uint32_t>& tile_program,
+                                   const std::vector<std::uint64_t>& prog_sends, std::uint64_t first_send,
+                                   const std::vector<std::pair<std::size_t, std::size_t>>& fill, std::size_t piece);
 
 class Executor final : public noc::NetworkClient {
  public:

@@ -378,6 +378,20 @@ struct UninitHugePageAllocator : HugePageAllocator<T> {
 template <class T>
 using RecordArray = std::vector<T, UninitHugePageAllocator<T>>;
 
+// Faults the pages holding [p, p + bytes) in by the kernel alone (MADV_POPULATE_WRITE), writing nothing: safe
+// beside a thread that writes there. They read as before (a new mapping's as zero). False when the kernel could
+// not (the pages are then faulted in when first written, as any).
+inline bool populate_bytes_in_kernel([[maybe_unused]] const void* p, [[maybe_unused]] std::size_t bytes) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+  if (bytes == 0) return true;
+  // (madvise wants a page-aligned start: a block from the huge-page pool is, a small one may not be)
+  const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(p), a = first / kPage * kPage;
+  return madvise(reinterpret_cast<void*>(a), first + bytes - a, MADV_POPULATE_WRITE) == 0;
+#else
+  return false;
+#endif
+}
+
 // A fixed-size array of trivially copyable elements that reads as zero until written, on the same blocks: a
 // new mapping is not written at all, so the pages no element is ever written to are never faulted in (the
 // executor's route tables, of which a decode step routes through a few percent), and a kept block is cleared.
@@ -453,18 +467,10 @@ class ZeroedArray {
   // The same by the kernel alone (MADV_POPULATE_WRITE), which writes no element: safe beside a thread that writes
   // them (populate's fallback, a read and write back of a byte a page, is not). False when it could not (the
   // pages are then faulted in when first written, as any).
-  bool populate_in_kernel([[maybe_unused]] std::size_t begin, [[maybe_unused]] std::size_t end) {
-#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+  bool populate_in_kernel(std::size_t begin, std::size_t end) {
     end = std::min(end, n_);
     if (!p_ || begin >= end) return true;
-    auto* const first = reinterpret_cast<unsigned char*>(p_ + begin);
-    // (madvise wants a page-aligned start: the block's from the huge-page pool is, a small one may not be)
-    const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(first) / kPage * kPage;
-    return madvise(reinterpret_cast<void*>(a), reinterpret_cast<std::uintptr_t>(first) + (end - begin) * sizeof(T) - a,
-                   MADV_POPULATE_WRITE) == 0;
-#else
-    return false;
-#endif
+    return populate_bytes_in_kernel(p_ + begin, (end - begin) * sizeof(T));
   }
   // A new mapping (assign_uncleared): it reads as zero without clear's writes.
   bool fresh() const { return fresh_; }

@@ -2,6 +2,7 @@
 // core/costs.h), both sides of each rule, and a critical-path breakdown that sums to the latency.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <numeric>
 
 #include "core/costs.h"
@@ -168,6 +169,35 @@ TEST(Executor, SlotsFaultedInBehindTheStepChangeNothing) {
     EXPECT_EQ(b.tasks[i].start, a.tasks[i].start) << i;
     EXPECT_EQ(b.tasks[i].end, a.tasks[i].end) << i;
   }
+}
+
+// The pieces faulted in behind a step: six tiles (programs of 3 tasks and 2 sends, 2 tasks and 1 send; tile 1
+// idle), slots 0-2 | - | 3-4 | 5-7 | 8-9 | 10-12, the bursts from 4 on: tile 0's 4-5, tile 2's 6, tile 3's 7-8,
+// tile 4's 9, tile 5's 10-11.
+TEST(FillPieces, EachPieceCarriesTheRouteEntriesAndBurstsOfItsTiles) {
+  const std::uint32_t idle = firmware::kIdle;
+  const std::vector<std::uint32_t> tile_program = {0, idle, 1, 0, 1, 0};
+  const std::vector<std::uint32_t> slot0 = {0, 3, 3, 5, 8, 10, 13};
+  const std::vector<std::uint64_t> prog_sends = {2, 1};
+  auto pieces = [&](std::vector<std::pair<std::size_t, std::size_t>> fill, std::size_t piece) {
+    std::vector<std::array<std::uint64_t, 6>> out;
+    for (const FillPiece& f : fill_pieces(slot0, tile_program, prog_sends, 4, fill, piece))
+      out.push_back({f.slot_begin, f.slot_end, f.tile_begin, f.tile_end, f.burst_begin, f.burst_end});
+    return out;
+  };
+  using P = std::vector<std::array<std::uint64_t, 6>>;
+  // Pieces ending on a tile's first slot.
+  EXPECT_EQ(pieces({{0, 13}}, 5), (P{{0, 5, 0, 3, 4, 7}, {5, 10, 3, 5, 7, 10}, {10, 13, 5, 6, 10, 12}}));
+  // A piece ending inside a tile (tile 2's slots 3-4, tile 4's 8-9, tile 5's 10-12) takes its records; the next
+  // starts after it (the last piece holds no tile's start: none).
+  EXPECT_EQ(pieces({{0, 13}}, 4), (P{{0, 4, 0, 3, 4, 7}, {4, 8, 3, 4, 7, 9}, {8, 12, 4, 6, 9, 12}, {12, 13, 6, 6, 12, 12}}));
+  // One piece for the whole.
+  EXPECT_EQ(pieces({{0, 13}}, 100), (P{{0, 13, 0, 6, 4, 12}}));
+  // Ranges left out (a jump's copies, written by nobody): their tiles' records too, the bursts still numbered
+  // after theirs.
+  EXPECT_EQ(pieces({{0, 3}, {8, 13}}, 100), (P{{0, 3, 0, 1, 4, 6}, {8, 13, 4, 6, 9, 12}}));
+  EXPECT_EQ(pieces({{5, 8}}, 100), (P{{5, 8, 3, 4, 7, 9}}));
+  EXPECT_TRUE(pieces({}, 100).empty());
 }
 
 // One tile: the token (4 wavelets) arrives on color 1, the task runs `op`, its result goes 3 hops east to

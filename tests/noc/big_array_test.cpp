@@ -214,6 +214,24 @@ TEST(ZeroedArray, PopulatedInTheKernelBesideAWriter) {
   for (unsigned char r : resident) in += r & 1;
   EXPECT_EQ(in, resident.size());
 }
+// A range given by its bytes, from a start inside a page (a record array's elements): the pages holding it are
+// faulted in, the ones around left alone, nothing written.
+TEST(PopulateBytes, FaultsInThePagesHoldingTheRangeAlone) {
+  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+  void* m = mmap(nullptr, 8 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  madvise(m, 8 * page, MADV_NOHUGEPAGE);
+  auto* const c = static_cast<unsigned char*>(m);
+  ASSERT_TRUE(populate_bytes_in_kernel(c + 2 * page + 100, page));  // (pages 2 and 3)
+  EXPECT_TRUE(populate_bytes_in_kernel(c, 0));
+  std::vector<unsigned char> resident(8);
+  ASSERT_EQ(mincore(m, 8 * page, resident.data()), 0);
+  for (std::size_t p = 0; p < 8; ++p) EXPECT_EQ(resident[p] & 1, p == 2 || p == 3 ? 1 : 0) << p;
+  std::size_t nonzero = 0;
+  for (std::size_t i = 0; i < 8 * page; ++i) nonzero += c[i] != 0;
+  EXPECT_EQ(nonzero, 0u);
+  munmap(m, 8 * page);
+}
 #endif
 
 // Below the huge-page size the array comes from the C library's allocator; an over-aligned element (the
