@@ -256,19 +256,16 @@ std::vector<FillPiece> fill_pieces(const std::vector<std::uint32_t>& slot0, cons
     while (u < tiles && slot0[u] < slot) ++u;
     return u;
   };
+  const std::size_t step = std::max<std::size_t>(piece, 1);
   for (const auto& [a, b] : fill)
-    for (std::size_t i = a; i < b; i += std::max<std::size_t>(piece, 1)) {
-      const std::size_t j = std::min(b, i + std::max<std::size_t>(piece, 1));
+    for (std::size_t i = a; i < b; i += step) {
+      const std::size_t j = std::min(b, i + step);
       advance(tile_from(i));
       FillPiece f{i, j, t, 0, before, 0};
       // (the tiles whose slots begin before j: the last of them may hold slots past j, its records go with
       // this piece)
-      TileIndex u = tile_from(j);
-      f.tile_end = u;
-      std::uint64_t end = before;
-      for (TileIndex v = t; v < u; ++v)
-        if (tile_program[v] != firmware::kIdle) end += prog_sends[tile_program[v]];
-      f.burst_end = end;
+      advance(tile_from(j));
+      f.tile_end = t, f.burst_end = before;
       out.push_back(f);
     }
   return out;
