@@ -433,13 +433,15 @@ int run_decode(const std::vector<std::string>& args) {
     new_simulator();
     // The candidates side by side only when --threads is given: each holds its own task records, and on the
     // development VM the second one's fresh memory cost what running it after the first saves (docs/timing.md
-    // "Wafers side by side"); one after the other, the second reuses the first's memory.
+    // "Wafers side by side"); one after the other, the second reuses the first's memory. A second CPU maps the
+    // candidates beside the first and is each emulated candidate's core to spare (docs/timing.md "The search
+    // with a core to spare").
     DecodePoint base{spec, model, mo, fidelity, false, {}, false, regions ? kRegionCells : 0, 0,
                      vm.count("no-reuse") == 0, vm.count("threads") ? threads : 1u};
     SearchBudget budget;
     budget.task_runs = vm["search-budget"].as<std::int64_t>();
     if (budget.task_runs < 0) throw hw::InputError(fmt::format("--search-budget {} must be at least 0", budget.task_runs));
-    searched = search(*simulator, base, fabric, budget, cache && threads > 1);
+    searched = search(*simulator, base, fabric, budget, threads > 1);
     mo = searched->candidates[std::size_t(searched->chosen)].options;
   }
   DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0, {}, false, regions ? kRegionCells : 0, 0,

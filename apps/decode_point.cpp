@@ -159,7 +159,7 @@ sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, c
 
 std::vector<sim::StepResult> emulate_points(sim::Simulator& simulator, const std::vector<DecodePoint>& points,
                                             const noc::Fabric& fabric, const std::vector<const mapper::Mapping*>& mappings,
-                                            std::uint32_t threads) {
+                                            std::uint32_t threads, std::uint32_t cpus) {
   if (points.size() != mappings.size()) throw std::logic_error("emulate_points: a mapping per point");
   std::vector<std::uint64_t> records;  // every wafer's task records
   for (const mapper::Mapping* m : mappings) {
@@ -178,7 +178,7 @@ std::vector<sim::StepResult> emulate_points(sim::Simulator& simulator, const std
     for (const auto& im : mappings[i]->images) st.images.push_back(&im);
     st.opt = step_options(points[i], *mappings[i]);
     st.opt.threads = fit;  // (a step's own wafers, when the steps run one after the other)
-    st.opt.core_to_spare = threads > fit;
+    st.opt.core_to_spare = std::max(threads, cpus) > fit;
     steps.push_back(std::move(st));
   }
   return simulator.run_batch(points.front().spec, fabric, steps, fit);

@@ -111,9 +111,11 @@ sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, c
 // emulate_point for several points (made by map_point on the same wafer spec and fabric), their wafers side by
 // side on up to `threads` threads at once (sim::Simulator::run_batch: the same results as one at a time), as
 // many as the largest wafers' task records (over every point) fit in memory together (memory_shortfall).
+// `cpus`: the CPUs the caller may use, when more than `threads` (0: `threads`); a wafer emulated alone with a CPU
+// left over has it to spare (sim::StepOptions::core_to_spare).
 std::vector<sim::StepResult> emulate_points(sim::Simulator& simulator, const std::vector<DecodePoint>& points,
                                             const noc::Fabric& fabric, const std::vector<const mapper::Mapping*>& mappings,
-                                            std::uint32_t threads);
+                                            std::uint32_t threads, std::uint32_t cpus = 0);
 
 // Critical-path cycles attributed to the decoder layers (the stages named "layer 0" .. "layer N-1"), all
 // causes summed; the embedding, the head and inter-wafer links are not included.

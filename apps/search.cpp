@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <numeric>
+#include <optional>
+#include <thread>
 
 #include "core/costs.h"
 #include "core/executor.h"
@@ -109,28 +113,48 @@ double meshgemv_closed_form(const hw::WaferSpec& spec, const mapper::Mapping& m)
 }
 
 SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const noc::Fabric& fabric,
-                    const SearchBudget& budget, bool prepare_mesh) {
-  MeshPrepare mesh(simulator, base.spec, fabric, base.fidelity, prepare_mesh && simulator.keeps_mesh());
+                    const SearchBudget& budget, bool core_to_spare) {
+  MeshPrepare mesh(simulator, base.spec, fabric, base.fidelity, core_to_spare && simulator.keeps_mesh());
   SearchResult r;
   r.candidates = enumerate_candidates(base, fabric);
-  std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+  // Each candidate mapped: a meshgemv candidate is ranked by its closed form, which needs the done tile's program
+  // and the task count only: a plan (mapper::MapOptions::plan_only) gives both without stamping the whole wafer;
+  // its full mapping is made if it is emulated. Another kernel's mapping is the full one: kept when the budget
+  // could emulate it, rather than made again. With a core to spare, two threads take the candidates in turn
+  // (each writes its own; the first error other than a refusal, by candidate, is thrown as one at a time would).
+  std::vector<std::optional<mapper::Mapping>> full(r.candidates.size());
+  std::vector<std::exception_ptr> failed(r.candidates.size());
+  auto map_candidate = [&](std::size_t i) {
     SearchCandidate& c = r.candidates[i];
     DecodePoint p = base;
     p.options = c.options;
-    // A meshgemv candidate is ranked by its closed form, which needs the done tile's program and the task
-    // count only: a plan (mapper::MapOptions::plan_only) gives both without stamping the whole wafer; the
-    // full mapping is made if the candidate is emulated.
     p.options.plan_only = c.options.kernel == Kernel::MeshGemv;
     try {
-      const mapper::Mapping m = map_point(p, fabric);
+      mapper::Mapping m = map_point(p, fabric);
       c.task_runs = 0;
       for (const auto& w : m.wafers) c.task_runs += w.task_runs;
-      if (c.options.kernel == Kernel::MeshGemv) c.predicted = meshgemv_closed_form(base.spec, m);
-      order.push_back(i);
+      if (p.options.plan_only) c.predicted = meshgemv_closed_form(base.spec, m);
+      else if (c.task_runs <= budget.task_runs) full[i] = std::move(m);
     } catch (const hw::InputError& e) {
       c.rejected = e.what();
+    } catch (...) {
+      failed[i] = std::current_exception();
     }
+  };
+  {
+    std::atomic<std::size_t> next{0};
+    auto take = [&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < r.candidates.size();) map_candidate(i);
+    };
+    std::optional<std::thread> other;
+    if (core_to_spare && r.candidates.size() > 1) other.emplace(take);
+    take();
+    if (other) other->join();
+  }
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+    if (failed[i]) std::rethrow_exception(failed[i]);
+    if (r.candidates[i].rejected.empty()) order.push_back(i);
   }
   if (order.empty()) {
     std::string why;
@@ -179,11 +203,15 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
     p.options = c.options;
     p.keep_task_runs = false;
     mapper::Mapping m;
-    try {
-      m = map_point(p, fabric);
-    } catch (const hw::InputError& e) {  // a check only the full mapping makes (a plan stops at SRAM)
-      c.rejected = e.what();
-      continue;
+    if (full[i]) {
+      m = std::move(*full[i]);
+    } else {
+      try {
+        m = map_point(p, fabric);
+      } catch (const hw::InputError& e) {  // a check only the full mapping makes (a plan stops at SRAM)
+        c.rejected = e.what();
+        continue;
+      }
     }
     // The same firmware as a candidate already emulated (e.g. a placement that differs from another only
     // around defects, on a perfect wafer): the same step, not emulated again.
@@ -209,7 +237,8 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
   std::vector<DecodePoint> points;
   std::vector<const mapper::Mapping*> mappings;
   for (const Pending& d : pending) points.push_back(d.p), mappings.push_back(&d.m);
-  std::vector<sim::StepResult> steps = emulate_points(simulator, points, fabric, mappings, base.threads);
+  std::vector<sim::StepResult> steps =
+      emulate_points(simulator, points, fabric, mappings, base.threads, core_to_spare ? std::max(2u, base.threads) : 0);
   for (std::size_t j = 0; j < pending.size(); ++j) {
     SearchCandidate& c = r.candidates[pending[j].i];
     c.emulated = double(steps[j].latency);

@@ -53,9 +53,11 @@ std::vector<SearchCandidate> enumerate_candidates(const DecodePoint& base, const
 // multicasts, the zero-load network time of the algorithm's chains, blocking phases and broadcast.
 double meshgemv_closed_form(const hw::WaferSpec& spec, const mapper::Mapping& m);
 
-// `prepare_mesh`: the simulator keeps meshes and a core is free: its mesh is built while the candidates are
-// mapped (MeshPrepare).
+// `core_to_spare`: a core is free beside the caller's thread (the candidates emulated one at a time, base.threads
+// 1): the candidates are mapped on two threads, the mesh is built meanwhile when the simulator keeps meshes
+// (MeshPrepare), and each emulated candidate has the core to spare (sim::StepOptions::core_to_spare). The same
+// results either way.
 SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const noc::Fabric& fabric,
-                    const SearchBudget& budget = {}, bool prepare_mesh = false);
+                    const SearchBudget& budget = {}, bool core_to_spare = false);
 
 }  // namespace wafer::apps

@@ -27,6 +27,12 @@ threads_test(auto 2 2 ${TINY_T} --placement auto)
 threads_test(auto_defects 2 2 ${TINY_T} --placement auto --density 20 --seed 3)
 threads_test(auto_wafers2 3 3 ${TINY_T} --placement auto --wafers 2)
 threads_test(small_auto 2 2 ${SMALL_T} --placement auto)
+# Without --threads (the CPUs the process may use, two on the CI machine): the candidates are mapped on two
+# threads and emulated one at a time, each with the core to spare (its slots faulted in behind it, its region
+# totals on two threads): the same answer as one thread.
+threads_test(auto_default default 1 ${TINY_T} --placement auto)
+threads_test(auto_defects_default default 1 ${TINY_T} --placement auto --density 20 --seed 3)
+threads_test(small_auto_default default 1 ${SMALL_T} --placement auto)
 # One after the other all the same: a trace keeps tiles wafer by wafer; streamed weights share the MemoryX
 # port in simulated time (the 1B streams on small); one wafer has nothing to run beside it.
 threads_test(wafers4_trace 2 1 ${TINY_T} --wafers 4 --trace TRACE)

@@ -8,6 +8,8 @@ byte for byte once the `wall_time` section (host timing and how the result was c
 --trace in DECODE-ARGS the two Chrome traces too. EXPECT says how many wafers the run with N threads must
 report emulating at once (wall_time.threads): a number, so that a case that should run side by side and
 silently went back to one after the other fails. The run with --threads 1 must report 1.
+N `default`: the second run without --threads (decode's default: the CPUs the process may use; with two or more,
+a `--placement auto` search emulates its candidates one at a time with a core to spare: apps/search.h).
 """
 import os, sys
 
@@ -25,7 +27,7 @@ def main():
     ta = os.path.join(out_dir, f"{name}.1.trace.json") if has_trace else None
     tb = os.path.join(out_dir, f"{name}.{n}.trace.json") if has_trace else None
     a, wa = run(exe, args + ["--threads", "1"], os.path.join(out_dir, f"{name}.1.json"), ta)
-    b, wb = run(exe, args + ["--threads", n], os.path.join(out_dir, f"{name}.{n}.json"), tb)
+    b, wb = run(exe, args + ([] if n == "default" else ["--threads", n]), os.path.join(out_dir, f"{name}.{n}.json"), tb)
     bad = differences(a, b, "1 thread  ", f"{n} threads")
     bad += per_wafer_bad(a, wa, "1 thread") + per_wafer_bad(b, wb, f"{n} threads")
     if has_trace:
