@@ -185,16 +185,18 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   // written (SlotCopies), so the bands a run would copy are left out, those from its fourth group to its last
   // but one (its state repeats from the third cut, and the renaming stops short of its end: "Reuse" in
   // docs/timing.md). (A guess: a page it gets wrong is faulted in when written, as any.)
-  // (A kept block, the process's last step's, is cleared alike: written where populated, given back elsewhere.)
+  // (A kept block, the process's last step's, is cleared alike: written where its pages are in memory, faulted in
+  // where not, given back elsewhere.)
   hi_.clear(0, hi_.size(), true);  // (wide_ only: no reuse, every slot written)
-  // (With a core to spare, a new mapping's pages are faulted in by another thread while the step runs, in slot
-  // order, which is about the order the step reaches them: ExecOptions::populate_behind; docs/timing.md "The
-  // slots' pages faulted in behind the step".)
-  const bool behind = opt_.populate_behind && slots_.fresh();
+  // (With a core to spare, the pages are faulted in by another thread while the step runs, in slot order, which is
+  // about the order the step reaches them: ExecOptions::populate_behind; docs/timing.md "The slots' pages faulted
+  // in behind the step". A kept block's pages in memory are written here first: the other thread's call writes
+  // nothing, so it faults in only those that read as zero already.)
+  const bool behind = opt_.populate_behind;
   std::vector<std::pair<std::size_t, std::size_t>> fill;  // (behind: the ranges to fault in)
   auto clear = [&](std::size_t a, std::size_t b, bool f) {
-    if (!behind) slots_.clear(a, b, f);
-    else if (f && a < b) fill.push_back({a, b});
+    if (!behind || !f) slots_.clear(a, b, f);
+    else if (a < b) slots_.clear_resident(a, b), fill.push_back({a, b});
   };
   std::size_t from = 0;  // the first slot not cleared yet
   if (ru_.on && ru_.space) {

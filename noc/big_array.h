@@ -26,6 +26,7 @@
 #include <vector>
 
 #if defined(__linux__)
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
@@ -239,6 +240,46 @@ inline void release_huge_blocks() {
   p.bytes = 0;
 }
 
+// Makes [p, p + bytes) of a private anonymous mapping read as zero, writing only the pages that may hold something
+// else: a page neither in memory nor swapped out reads as zero already (never written since it was mapped, or given
+// back), and writing it would only fault it in (on this VM, some days, the dearest part of a step: docs/timing.md
+// "A kept block's pages cleared where they are in memory"). Which pages are: /proc/self/pagemap (bit 63 in memory,
+// 62 swapped out); where it cannot be read, every page is written.
+inline void zero_resident(void* p, std::size_t bytes) {
+  auto* const first = static_cast<unsigned char*>(p);
+#if defined(__linux__)
+  static const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0 && bytes > 0) {
+    constexpr std::size_t kBatch = 512;  // entries read at once (8 bytes a page)
+    std::uint64_t e[kBatch];
+    const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(first), b = a + bytes, end = (b + kPage - 1) / kPage;
+    std::uintptr_t page = a / kPage;
+    while (page < end) {
+      const std::size_t n = std::size_t(std::min<std::uintptr_t>(kBatch, end - page));
+      if (::pread(fd, e, n * sizeof(std::uint64_t), off_t(page * sizeof(std::uint64_t))) != ssize_t(n * sizeof(std::uint64_t)))
+        break;  // (the rest written)
+      for (std::size_t i = 0; i < n;) {
+        if ((e[i] >> 62) == 0) {
+          ++i;
+          continue;
+        }
+        std::size_t j = i + 1;
+        while (j < n && (e[j] >> 62) != 0) ++j;
+        const std::uintptr_t lo = std::max(a, (page + i) * kPage), hi = std::min(b, (page + j) * kPage);
+        std::memset(reinterpret_cast<void*>(lo), 0, hi - lo);
+        i = j;
+      }
+      page += n;
+    }
+    if (page >= end) return;
+    const std::uintptr_t lo = std::max(a, page * kPage);
+    std::memset(reinterpret_cast<void*>(lo), 0, b - lo);
+    return;
+  }
+#endif
+  std::memset(first, 0, bytes);
+}
+
 template <class T>
 struct HugePageAllocator {
   using value_type = T;
@@ -258,7 +299,11 @@ struct HugePageAllocator {
   T* allocate_zeroed(std::size_t n) {
     bool fresh = false;
     T* p = allocate_block(n, fresh);
-    if (!fresh) std::memset(static_cast<void*>(p), 0, n * sizeof(T));
+    if (fresh) return p;
+    // (a kept block: its pages in memory written, the others read as zero already; a small one from the heap
+    // written whole)
+    if (n * sizeof(T) >= kHuge) zero_resident(p, n * sizeof(T));
+    else std::memset(static_cast<void*>(p), 0, n * sizeof(T));
     return p;
   }
   // A block for n elements; `fresh`: a new mapping (all zero, no page touched).
@@ -426,8 +471,8 @@ class ZeroedArray {
     n_ = n;
   }
   // Makes elements [begin, end) read as zero, their pages faulted in now (populate) or when first written: a
-  // new mapping's are zero (populated or left alone), a kept block's are written (populate) or given back to
-  // the kernel (read as zero again, faulted in when written).
+  // new mapping's are zero (populated or left alone), a kept block's are written where in memory, the others
+  // faulted in (populate), or given back to the kernel (read as zero again, faulted in when written).
   void clear(std::size_t begin, std::size_t end, bool fill) {
     end = std::min(end, n_);
     if (!p_ || begin >= end) return;
@@ -450,7 +495,15 @@ class ZeroedArray {
       }
     }
 #endif
-    std::memset(first, 0, std::size_t(last - first));
+    zero_resident(first, std::size_t(last - first));
+    if (fill) populate(begin, end);
+  }
+  // Makes elements [begin, end) read as zero without faulting a page in: a kept block's pages in memory written,
+  // the others (and a new mapping's) left to read as zero; populate_in_kernel may fault them in, beside a writer.
+  void clear_resident(std::size_t begin, std::size_t end) {
+    end = std::min(end, n_);
+    if (!p_ || begin >= end || fresh_) return;
+    zero_resident(p_ + begin, (end - begin) * sizeof(T));
   }
   // Faults the pages of elements [begin, end) in now, ahead of the writes that would (for elements every one of
   // which will be written, in scattered order: one pass of the kernel's rather than a fault in the middle of the

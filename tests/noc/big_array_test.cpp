@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -231,6 +232,67 @@ TEST(PopulateBytes, FaultsInThePagesHoldingTheRangeAlone) {
   for (std::size_t i = 0; i < 8 * page; ++i) nonzero += c[i] != 0;
   EXPECT_EQ(nonzero, 0u);
   munmap(m, 8 * page);
+}
+#endif
+
+#if defined(__linux__)
+// zero_resident writes the pages in memory (or swapped out) and leaves the others, which read as zero already, out
+// of memory: a mapping of 16 pages with pages 1-2 and 9 written (9 partly inside the range), 5 written then given
+// back; the range [page 1 + 10 bytes, page 9 + 100 bytes) reads zero, the bytes outside it keep their value, and
+// no page the range left out of memory is in memory after.
+TEST(ZeroResident, WritesThePagesInMemoryAlone) {
+  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+  void* m = mmap(nullptr, 16 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  madvise(m, 16 * page, MADV_NOHUGEPAGE);
+  auto* const c = static_cast<unsigned char*>(m);
+  std::memset(c + page, 9, 2 * page);
+  std::memset(c + 9 * page, 9, page);
+  std::memset(c + 5 * page, 9, page);
+  ASSERT_EQ(madvise(c + 5 * page, page, MADV_DONTNEED), 0);
+  zero_resident(c + page + 10, 8 * page + 90);
+  std::vector<unsigned char> resident(16);
+  ASSERT_EQ(mincore(m, 16 * page, resident.data()), 0);
+  for (std::size_t p = 0; p < 16; ++p) EXPECT_EQ(resident[p] & 1, p == 1 || p == 2 || p == 9 ? 1 : 0) << p;
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < 16 * page; ++i) {
+    const bool kept = (i >= page && i < page + 10) || (i >= 9 * page + 100 && i < 10 * page);
+    wrong += c[i] != (kept ? 9 : 0);
+  }
+  EXPECT_EQ(wrong, 0u);
+  munmap(m, 16 * page);
+}
+
+// clear_resident on a kept block (the executor's slots with a core to spare): every element of the range reads
+// zero, none outside it changes, and pages out of memory stay out (the thread behind the step faults them in).
+TEST(ZeroedArray, AKeptBlockClearedWhereInMemory) {
+  keep_huge_blocks(true);
+  const std::uint8_t* first = nullptr;
+  {
+    BigArray<std::uint8_t> a(5 * kMiB, 0);
+    first = a.data();
+    madvise(a.data(), 5 * kMiB, MADV_NOHUGEPAGE);
+    ASSERT_EQ(madvise(a.data() + 2 * kMiB, 3 * kMiB, MADV_DONTNEED), 0);  // (out of memory: reads zero)
+    std::memset(a.data(), 7, 2 * kMiB);
+  }
+  {
+    ZeroedArray<std::uint8_t> z;
+    z.assign_uncleared(5 * kMiB);
+    ASSERT_EQ(z.data(), first);  // (the kept block)
+    ASSERT_FALSE(z.fresh());
+    z.clear_resident(100, 5 * kMiB);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < 100; ++i) wrong += z[i] != 7;
+    const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> resident(5 * kMiB / page);
+    ASSERT_EQ(mincore(z.data(), 5 * kMiB, resident.data()), 0);
+    std::size_t in_after = 0;
+    for (std::size_t p = 2 * kMiB / page; p < resident.size(); ++p) in_after += resident[p] & 1;
+    EXPECT_EQ(in_after, 0u) << "pages out of memory were faulted in";
+    for (std::size_t i = 100; i < 5 * kMiB; ++i) wrong += z[i] != 0;
+    EXPECT_EQ(wrong, 0u);
+  }
+  keep_huge_blocks(false);
 }
 #endif
 
