@@ -159,7 +159,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   if (streams) ++sends;  // the shared weights record
   if (sends >= kNone) throw hw::InputError("firmware: more than 4 billion bursts per step");
   bursts_.reserve(sends);
-  cores_.assign(n, Core{0, kNone});
+  cores_.assign(n, Core{opt_.start, kNone});  // (every core free from the step's start)
   claim_cursor_.assign(n * long_max_, 0);
   slots_.assign_uncleared(slots);  // (cleared below, at the end: every task before anything reached it, Slot)
   wide_ = streams;  // (see Slot)
@@ -224,7 +224,8 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
     const std::uint64_t first_send = image_.start.size() + (streams ? 1 : 0);  // (run: the weights, the injections)
     populating_ = std::thread([this, fill = std::move(fill), prog_sends = std::move(prog_sends), first_send,
                                bursts = static_cast<const BurstRec*>(bursts_.data()), nbursts = ru_.on ? 0 : bursts_.capacity(),
-                               routes = static_cast<const std::uint8_t*>(routes_.data()), planes = route_colors_ * kInPorts] {
+                               routes = static_cast<const std::uint8_t*>(routes_.data()), planes = route_colors_ * kInPorts,
+                               busy = approx_ ? approx_->link_busy_data() : nullptr] {
       // (in pieces of 16 MiB of slots: the step's own faults meanwhile wait for no long call; a piece the kernel
       // refuses ends the work, the step faulting the rest in as it writes)
       constexpr std::size_t piece = (std::size_t(16) << 20) / sizeof(Slot);
@@ -236,7 +237,13 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
           return;
         for (std::size_t q = 0; q < planes; ++q)
           if (!noc::populate_bytes_in_kernel(routes + q * tiles + f.tile_begin, f.tile_end - f.tile_begin)) return;
+        // (the mesh's busy counters of the tiles' links, noc::link_id: not written when the mesh was built)
+        if (busy && !noc::populate_bytes_in_kernel(busy + std::size_t(f.tile_begin) * 4,
+                                                   std::size_t(f.tile_end - f.tile_begin) * 4 * sizeof(std::uint64_t)))
+          return;
       }
+      // (then every link's: a jump adds its copies' cycles to the links of the bands it copies, which no piece holds)
+      if (busy) noc::populate_bytes_in_kernel(busy, tiles * 4 * sizeof(std::uint64_t));
     });
   }
 }
@@ -474,7 +481,6 @@ void Executor::fold_runs() {
 StepResult Executor::run() {
   if (ran_) throw std::logic_error("Executor::run called twice");
   ran_ = true;
-  for (Core& c : cores_) c.free = opt_.start;
   work_.assign(image_.op_names.size(), CauseCycles{});
   net_.set_client(this);
   if (weights_ && streams_) request_weights();  // (a scan of every task: only when something streams)

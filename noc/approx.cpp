@@ -15,6 +15,9 @@ ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fa
     throw hw::InputError(fmt::format("the approx mesh supports up to 65535 tiles per side; this mesh is {} x {}",
                                      fabric.grid().width, fabric.grid().height));
   tiles_.resize(fabric.grid().size());
+  // (a new mapping reads as zero: its pages are faulted in by the first booking of their links, or beside the
+  // step's task slots by the executor's thread behind it, rather than here, where a step may wait for the mesh)
+  busy_.assign_zero(tiles_.size() * 4);
   fault_free_ = fabric.fault_free();
   width_ = std::uint32_t(fabric.grid().width);
   height_ = std::uint32_t(fabric.grid().height);
@@ -46,7 +49,8 @@ void ApproxMesh::reset() {
   queue_.reset();
   stats_ = {};
   last_event_ = 0;
-  busy_.assign(tiles_.size() * 4, 0);
+  if (busy_written_) zero_resident(busy_.data(), busy_.size() * sizeof(std::uint64_t));  // (a kept mesh's)
+  busy_written_ = true;
   for (TileRes& r : tiles_) {
     for (Cycle& c : r.link_free) c = 0;
     r.ramp_in = r.ramp_out = 0;
@@ -90,11 +94,11 @@ void ApproxMesh::save_row(TileIndex tile) {
   row_saved_[y] = 1;
   saved_rows_.push_back(y);
   const std::size_t from = std::size_t(y) * width_ * 4;
-  std::copy_n(busy_.begin() + std::ptrdiff_t(from), std::size_t(width_) * 4, mark_busy_.get() + from);
+  std::copy_n(busy_.data() + from, std::size_t(width_) * 4, mark_busy_.get() + from);
 }
 
 std::size_t ApproxMesh::state_bytes() const {
-  return tiles_.capacity() * sizeof(TileRes) + busy_.capacity() * sizeof(std::uint64_t) +
+  return tiles_.capacity() * sizeof(TileRes) + busy_.size() * sizeof(std::uint64_t) +
          sink_mark_.capacity() * sizeof(std::uint32_t) + bursts_.capacity() * sizeof(Burst) +
          free_bursts_.capacity() * sizeof(std::uint32_t) + queue_.bytes();
 }

@@ -224,7 +224,10 @@ class ApproxMesh final : public Mesh {
   }
   std::uint64_t div_m_ = 0;  // see coord(); 0: divide
   BigArray<TileRes> tiles_;
-  BigArray<std::uint64_t> busy_;  // per LinkId: cycles the link carried wavelets (written, rarely read)
+  // Per LinkId: cycles the link carried wavelets (written, rarely read). Not written when built (a new mapping
+  // reads as zero; busy_written_: reset() clears it once a step may have written it).
+  ZeroedArray<std::uint64_t> busy_;
+  bool busy_written_ = false;
   std::uint32_t width_ = 0, height_ = 0;
   bool fault_free_ = false;          // the fabric has no faults (Fabric::fault_free): every router works
   TileIndex step_[4] = {};           // index offset to the neighbour N, E, S, W (modulo 2^32)
