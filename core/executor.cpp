@@ -225,7 +225,8 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
     populating_ = std::thread([this, fill = std::move(fill), prog_sends = std::move(prog_sends), first_send,
                                bursts = static_cast<const BurstRec*>(bursts_.data()), nbursts = ru_.on ? 0 : bursts_.capacity(),
                                routes = static_cast<const std::uint8_t*>(routes_.data()), planes = route_colors_ * kInPorts,
-                               busy = approx_ ? approx_->link_busy_data() : nullptr] {
+                               busy = approx_ ? approx_->link_busy_data() : nullptr,
+                               records = approx_ ? static_cast<const unsigned char*>(approx_->tile_records()) : nullptr] {
       // (in pieces of 16 MiB of slots: the step's own faults meanwhile wait for no long call; a piece the kernel
       // refuses ends the work, the step faulting the rest in as it writes)
       constexpr std::size_t piece = (std::size_t(16) << 20) / sizeof(Slot);
@@ -237,12 +238,18 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
           return;
         for (std::size_t q = 0; q < planes; ++q)
           if (!noc::populate_bytes_in_kernel(routes + q * tiles + f.tile_begin, f.tile_end - f.tile_begin)) return;
-        // (the mesh's busy counters of the tiles' links, noc::link_id: not written when the mesh was built)
+        // (the mesh's records of the tiles and busy counters of their links, noc::link_id: not written when the
+        // mesh was built)
+        constexpr std::size_t rec = noc::ApproxMesh::kTileRecordBytes;
+        if (records && !noc::populate_bytes_in_kernel(records + f.tile_begin * rec, (f.tile_end - f.tile_begin) * rec))
+          return;
         if (busy && !noc::populate_bytes_in_kernel(busy + std::size_t(f.tile_begin) * 4,
                                                    std::size_t(f.tile_end - f.tile_begin) * 4 * sizeof(std::uint64_t)))
           return;
       }
-      // (then every link's: a jump adds its copies' cycles to the links of the bands it copies, which no piece holds)
+      // (then every tile's and link's: a jump moves the mesh's busy resources and adds its copies' cycles to the
+      // links of the bands it copies, which no piece holds)
+      if (records) noc::populate_bytes_in_kernel(records, tiles * noc::ApproxMesh::kTileRecordBytes);
       if (busy) noc::populate_bytes_in_kernel(busy, tiles * 4 * sizeof(std::uint64_t));
     });
   }

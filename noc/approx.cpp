@@ -14,7 +14,8 @@ ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fa
   if (fabric.grid().width > 0xFFFF || fabric.grid().height > 0xFFFF)
     throw hw::InputError(fmt::format("the approx mesh supports up to 65535 tiles per side; this mesh is {} x {}",
                                      fabric.grid().width, fabric.grid().height));
-  tiles_.resize(fabric.grid().size());
+  tiles_.assign_zero(fabric.grid().size());
+  hop_ = params_.hop_latency;
   // (a new mapping reads as zero: its pages are faulted in by the first booking of their links, or beside the
   // step's task slots by the executor's thread behind it, rather than here, where a step may wait for the mesh)
   busy_.assign_zero(tiles_.size() * 4);
@@ -25,22 +26,33 @@ ApproxMesh::ApproxMesh(const Fabric& fabric, const MeshParams& params) : Mesh(fa
   // coord(): t / width as a multiply and shift; exact for t < 2^23 and width < 2^17 (the error
   // t (m - 2^40 / width) / 2^40 < 2^-17 stays below 1 / width), else a division.
   if (tiles_.size() < (std::size_t(1) << 23)) div_m_ = (std::uint64_t(1) << 40) / width_ + 1;
-  // What the Fabric says of each tile, copied once (reset() leaves it alone).
+  // What the Fabric says of each tile, copied once (reset() leaves it alone): written only where it is not all
+  // zero (a failed router or link, a link of more than one hop: repairs; see TileRes). The links off the array's
+  // edge are not marked: no route leaves the array (resolve refuses a destination outside it, a Plan's routes
+  // are checked link by link), and marking them would write a record in every row, every page of the array.
+  const hw::Grid& g = fabric.grid();
   for (TileIndex t = 0; t < tiles_.size(); ++t) {
-    TileRes& r = tiles_[t];
-    if (fabric_->router_ok(t)) r.ok |= kRouterOk;
+    std::uint8_t bad = fabric_->router_ok(t) ? 0 : kRouterBad;
+    std::uint16_t extra[4] = {};
     for (Dir d : hw::kMeshDirs) {
-      if (!fabric_->link_ok(t, d)) continue;
-      const std::uint64_t lat = std::uint64_t(params_.hop_latency) * fabric_->link_hops(t, d);
+      if (!fabric_->link_ok(t, d)) {
+        if (g.inside(hw::step(g.coord(t), d))) bad |= std::uint8_t(1u << unsigned(d));
+        continue;
+      }
+      const std::uint64_t hops = fabric_->link_hops(t, d);
+      const std::uint64_t lat = std::uint64_t(params_.hop_latency) * hops;
       if (lat > 0xFFFF) {
         const Coord c = fabric_->grid().coord(t);
         throw hw::InputError(fmt::format("link ({}, {}) {} takes {} cycles (hop latency x physical hops); the approx "
                                          "mesh supports up to {} per link",
                                          c.x, c.y, hw::to_string(d), lat, 0xFFFF));
       }
-      r.ok |= std::uint8_t(1u << unsigned(d));
-      r.latency[unsigned(d)] = std::uint16_t(lat);
+      extra[unsigned(d)] = std::uint16_t(lat - params_.hop_latency);  // (hops >= 1)
     }
+    if (bad == 0 && (extra[0] | extra[1] | extra[2] | extra[3]) == 0) continue;
+    TileRes& r = tiles_[t];
+    r.bad = bad;
+    std::copy_n(extra, 4, r.extra);
   }
   reset();
 }
@@ -51,10 +63,16 @@ void ApproxMesh::reset() {
   last_event_ = 0;
   if (busy_written_) zero_resident(busy_.data(), busy_.size() * sizeof(std::uint64_t));  // (a kept mesh's)
   busy_written_ = true;
-  for (TileRes& r : tiles_) {
-    for (Cycle& c : r.link_free) c = 0;
-    r.ramp_in = r.ramp_out = 0;
-  }
+  // (a new mesh's are idle: not read here, so not faulted in; a used one's only where busy, which a page not in
+  // memory is not)
+  if (tiles_used_)
+    for (std::size_t t = 0; t < tiles_.size(); ++t) {
+      TileRes& r = tiles_[t];
+      if (latest_free(r) == 0) continue;
+      for (Cycle& c : r.link_free) c = 0;
+      r.ramp_in = r.ramp_out = 0;
+    }
+  tiles_used_ = true;
   free_bursts_.clear();
   for (std::uint32_t i = std::uint32_t(bursts_.size()); i-- > 0;) free_bursts_.push_back(i);
   unmark();
@@ -98,7 +116,7 @@ void ApproxMesh::save_row(TileIndex tile) {
 }
 
 std::size_t ApproxMesh::state_bytes() const {
-  return tiles_.capacity() * sizeof(TileRes) + busy_.size() * sizeof(std::uint64_t) +
+  return tiles_.size() * sizeof(TileRes) + busy_.size() * sizeof(std::uint64_t) +
          sink_mark_.capacity() * sizeof(std::uint32_t) + bursts_.capacity() * sizeof(Burst) +
          free_bursts_.capacity() * sizeof(std::uint32_t) + queue_.bytes();
 }
@@ -426,7 +444,7 @@ template <bool kHint>
 [[gnu::always_inline]] inline Cycle ApproxMesh::cross(Cycle now, Burst& br, TileIndex tile, Dir d) {
   TileRes& r = tiles_[tile];
   const unsigned k = unsigned(d);
-  if (!(r.ok >> k & 1u)) {
+  if (r.bad >> k & 1u) {
     Coord c = fabric_->grid().coord(tile);
     throw hw::InputError(fmt::format("route uses the failed link ({}, {}) {}", c.x, c.y, hw::to_string(d)));
   }
@@ -436,7 +454,7 @@ template <bool kHint>
     book(now, tile, k, Cycle(br.lag) + 1);
   busy_[std::size_t(tile) * 4 + k] += Cycle(br.lag) + 1;  // (in 64 bits: lag + 1 may be 2^32)
   ++br.hops;
-  return start + r.latency[k];
+  return start + latency(r, k);
 }
 
 template <bool kHint>
@@ -452,7 +470,7 @@ template <bool kHint>
     const Dir d = Dir(k);
     Burst& br = bursts_[b];
     Cycle arrive = cross(now, br, t, d);
-    std::uint32_t p = path + tiles_[t].latency[k];
+    std::uint32_t p = path + std::uint32_t(latency(tiles_[t], k));
     ++br.refs;
     static constexpr std::uint32_t kPackedStep[4] = {0u - 0x10000u, 1u, 0x10000u, 0u - 1u};  // N E S W
     queue_.push(arrive, Event{b, pack(here) + kPackedStep[k], p, Kind::Node, d});
@@ -484,7 +502,7 @@ void ApproxMesh::hint_arrival(std::uint32_t b, TileIndex next) {
     r.link_free[k] = start + occ;
     busy_[std::size_t(nd.tile) * 4 + k] += occ;
     tally_add(std::size_t(nd.tile) * 4 + k, occ);
-    const std::uint32_t lat = r.latency[k];
+    const std::uint32_t lat = std::uint32_t(latency(r, k));
     queue_.push(start + lat, Event{b, c, path + lat, Kind::PlanNode, Dir::Ramp});
     ++refs;
   }
@@ -505,7 +523,7 @@ void ApproxMesh::hint_arrival(std::uint32_t b, TileIndex next) {
     const Cycle occ = Cycle(br.lag) + 1;
     const Cycle start = std::max(now, r.link_free[k]);
     r.link_free[k] = start + occ;  // (busy cycles: added for the whole route when the burst finishes)
-    const std::uint32_t lat = r.latency[k];
+    const std::uint32_t lat = std::uint32_t(latency(r, k));
     pr.path = path + lat;
     queue_.push(start + lat, Event{b, j + 1, j + 1 < pr.edges ? pr.route[j + 1].link : 0, Kind::PlanChain, Dir::Ramp});
     // The route's next line, a few hops ahead (a prefetch past the route's end is harmless).

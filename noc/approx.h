@@ -58,6 +58,10 @@ class ApproxMesh final : public Mesh {
   const std::vector<std::uint64_t>* tallied() const override { return tally_on_ ? &tally_ : nullptr; }
   const std::uint8_t* tally_groups() const override { return tally_on_ ? group_.data() : nullptr; }
   std::size_t state_bytes() const override;
+  // The per-tile records a hop reads and writes, tile t's at tile_records() + t x kTileRecordBytes (not written
+  // when built: the executor's thread behind a step faults them in, core::ExecOptions::populate_behind).
+  const void* tile_records() const { return tiles_.data(); }
+  static constexpr std::size_t kTileRecordBytes = 64;
 
  private:
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
@@ -198,15 +202,20 @@ class ApproxMesh final : public Mesh {
   void tally_add(std::size_t link, std::uint64_t cycles) {
     if (tally_on_) tally_[group_[link / 4]] += cycles;
   }
-  // What a hop reads and writes, in one cache line (the busy counters, written only, live apart).
+  // What a hop reads and writes, in one cache line (the busy counters, written only, live apart). All zero for a
+  // working tile whose links are one hop each and idle, so the array is not written when built but for the
+  // others (a new mapping reads as zero: its pages are faulted in by the step, or by the executor's thread behind
+  // it, rather than while a step waits for the mesh).
   struct alignas(64) TileRes {
     Cycle link_free[4];         // per output link (Dir N, E, S, W): first cycle it is free
     Cycle ramp_in, ramp_out;    // injection / delivery ramp: first cycle free
-    std::uint16_t latency[4];   // hop_latency x physical hops (longer links are refused when built)
-    std::uint8_t ok;            // bit d: link d usable; kRouterOk: the router works
+    std::uint16_t extra[4];     // latency beyond hop_latency: hop_latency x (physical hops - 1) (latency())
+    std::uint8_t bad;           // bit d: link d unusable; kRouterBad: the router failed
   };
-  static constexpr std::uint8_t kRouterOk = 16;
-  static_assert(sizeof(TileRes) == 64);
+  static constexpr std::uint8_t kRouterBad = 16;
+  static_assert(sizeof(TileRes) == kTileRecordBytes);
+  Cycle latency(const TileRes& r, unsigned k) const { return hop_ + r.extra[k]; }  // link k's, in cycles
+  Cycle hop_ = 0;  // MeshParams::hop_latency
   // A tile's resources with a next-free cycle (the 4 links, the injection and delivery ramps), for the
   // passes over all of them (reuse: describe_state, repeat).
   static constexpr std::size_t kResources = 6;
@@ -223,7 +232,8 @@ class ApproxMesh final : public Mesh {
     return {std::int32_t(t - y * width_), std::int32_t(y)};
   }
   std::uint64_t div_m_ = 0;  // see coord(); 0: divide
-  BigArray<TileRes> tiles_;
+  ZeroedArray<TileRes> tiles_;
+  bool tiles_used_ = false;  // reset(): a step may have booked the tiles' resources
   // Per LinkId: cycles the link carried wavelets (written, rarely read). Not written when built (a new mapping
   // reads as zero; busy_written_: reset() clears it once a step may have written it).
   ZeroedArray<std::uint64_t> busy_;
