@@ -231,6 +231,10 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       // refuses ends the work, the step faulting the rest in as it writes)
       constexpr std::size_t piece = (std::size_t(16) << 20) / sizeof(Slot);
       const std::size_t tiles = grid_.size();
+      // (the mesh's tile records first, all of them: a reuse cut's description reads every tile's, the first one
+      // some layers into the step)
+      constexpr std::size_t rec = noc::ApproxMesh::kTileRecordBytes;
+      if (records && !noc::populate_bytes_in_kernel(records, tiles * rec)) return;
       for (const FillPiece& f : fill_pieces(slot0_, image_.tile_program, prog_sends, first_send, fill, piece)) {
         if (!slots_.populate_in_kernel(f.slot_begin, f.slot_end)) return;
         const std::uint64_t b1 = std::min<std::uint64_t>(f.burst_end, nbursts);
@@ -238,18 +242,13 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
           return;
         for (std::size_t q = 0; q < planes; ++q)
           if (!noc::populate_bytes_in_kernel(routes + q * tiles + f.tile_begin, f.tile_end - f.tile_begin)) return;
-        // (the mesh's records of the tiles and busy counters of their links, noc::link_id: not written when the
-        // mesh was built)
-        constexpr std::size_t rec = noc::ApproxMesh::kTileRecordBytes;
-        if (records && !noc::populate_bytes_in_kernel(records + f.tile_begin * rec, (f.tile_end - f.tile_begin) * rec))
-          return;
+        // (the mesh's busy counters of the tiles' links, noc::link_id: not written when the mesh was built)
         if (busy && !noc::populate_bytes_in_kernel(busy + std::size_t(f.tile_begin) * 4,
                                                    std::size_t(f.tile_end - f.tile_begin) * 4 * sizeof(std::uint64_t)))
           return;
       }
-      // (then every tile's and link's: a jump moves the mesh's busy resources and adds its copies' cycles to the
-      // links of the bands it copies, which no piece holds)
-      if (records) noc::populate_bytes_in_kernel(records, tiles * noc::ApproxMesh::kTileRecordBytes);
+      // (then every link's: a jump adds its copies' cycles to the links of the bands it copies, which no piece
+      // holds)
       if (busy) noc::populate_bytes_in_kernel(busy, tiles * 4 * sizeof(std::uint64_t));
     });
   }
