@@ -1410,7 +1410,7 @@ bool Executor::next_space_run() {
   while (ru_.space && ru_.run + 1 < ru_.runs.size()) {
     ++ru_.run;
     if (ru_.runs[ru_.run].a <= ru_.layer_hi) continue;
-    std::fill(ru_.cursor.begin(), ru_.cursor.end(), std::uint16_t(0));  // (a cursor only runs forward from 0)
+    ru_.cursor.zero();  // (a cursor only runs forward from 0)
     arm_space_run();
     return true;
   }
@@ -1445,7 +1445,7 @@ void Executor::reuse_arm() {
                                 Cycle(t.sends.size()) * (costs_.color_switch + costs_.collective_sync));
     }
   ru_.margin = costs_.task_overhead + most + 1;
-  ru_.cursor.assign(grid_.size() * std::size_t(ru_.max_groups), 0);
+  ru_.cursor.assign_zero(grid_.size() * std::size_t(ru_.max_groups));  // (pages of tiles no cut classifies untouched)
   ru_.touched_bits.assign((slots_.size() + 63) / 64, 0);
   ru_.pre_tiles.assign((std::size_t(grid_.size()) + 63) / 64, 0);
   ru_.on = true;

@@ -598,7 +598,7 @@ class Executor final : public noc::NetworkClient {
     std::vector<hw::TileIndex> touched_tile;  // ... and their tiles
     std::vector<std::uint64_t> touched_bits;  // per slot: in `touched`
     std::vector<hw::TileIndex> burst_tile;   // per burst sent since the previous cut (tracking): its sender's tile
-    std::vector<std::uint16_t> cursor;   // per tile and claim group: the first slot not yet full
+    noc::ZeroedArray<std::uint16_t> cursor;  // per tile and claim group: the first slot not yet full
     std::vector<std::uint32_t> open;     // while describing: slots the state holds (partly full, timer due)
     std::uint32_t state_max = 0;         // while describing: the latest layer the state names
     std::uint64_t min_flight = 0;        // while describing: the lowest burst id the state names (in flight)

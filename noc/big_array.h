@@ -498,6 +498,11 @@ class ZeroedArray {
     zero_resident(first, std::size_t(last - first));
     if (fill) populate(begin, end);
   }
+  // Makes every element read as zero again, whatever was written since: the pages in memory written, the others
+  // (never written, or given back) left alone.
+  void zero() {
+    if (p_) zero_resident(p_, n_ * sizeof(T));
+  }
   // Makes elements [begin, end) read as zero without faulting a page in: a kept block's pages in memory written,
   // the others (and a new mapping's) left to read as zero; populate_in_kernel may fault them in, beside a writer.
   void clear_resident(std::size_t begin, std::size_t end) {

@@ -294,6 +294,32 @@ TEST(ZeroedArray, AKeptBlockClearedWhereInMemory) {
   }
   keep_huge_blocks(false);
 }
+
+// zero() after writes (the executor's claim cursors, between two runs of bands it watches): every element reads
+// zero again, and the pages never written stay out of memory; on a small array from the heap too.
+TEST(ZeroedArray, ZeroAfterWritesLeavesUnwrittenPagesAlone) {
+  keep_huge_blocks(false);
+  ZeroedArray<std::uint16_t> z;
+  z.assign_zero(4 * kMiB);  // (8 MiB: a mapping of its own)
+  madvise(z.data(), 8 * kMiB, MADV_NOHUGEPAGE);
+  z[10] = 5, z[kMiB] = 6, z[4 * kMiB - 1] = 7;
+  z.zero();
+  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident(8 * kMiB / page);
+  ASSERT_EQ(mincore(z.data(), 8 * kMiB, resident.data()), 0);
+  std::size_t in = 0;
+  for (unsigned char r : resident) in += r & 1;
+  EXPECT_EQ(in, 3u) << "zero() faulted in pages never written";
+  EXPECT_EQ(z[10] + z[kMiB] + z[4 * kMiB - 1], 0);
+  std::size_t nonzero = 0;
+  for (std::size_t i = 0; i < z.size(); ++i) nonzero += z[i] != 0;
+  EXPECT_EQ(nonzero, 0u);
+  ZeroedArray<std::uint32_t> small;
+  small.assign_zero(1000);
+  small[999] = 1;
+  small.zero();
+  EXPECT_EQ(small[999], 0u);
+}
 #endif
 
 // Below the huge-page size the array comes from the C library's allocator; an over-aligned element (the
