@@ -236,6 +236,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       constexpr std::size_t rec = noc::ApproxMesh::kTileRecordBytes;
       if (records && !noc::populate_bytes_in_kernel(records, tiles * rec)) return;
       for (const FillPiece& f : fill_pieces(slot0_, image_.tile_program, prog_sends, first_send, fill, piece)) {
+        if (stop_populating_.load(std::memory_order_relaxed)) return;  // (the executor is going)
         if (!slots_.populate_in_kernel(f.slot_begin, f.slot_end)) return;
         const std::uint64_t b1 = std::min<std::uint64_t>(f.burst_end, nbursts);
         if (f.burst_begin < b1 && !noc::populate_bytes_in_kernel(bursts + f.burst_begin, (b1 - f.burst_begin) * sizeof(BurstRec)))
@@ -249,7 +250,8 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       }
       // (then every link's: a jump adds its copies' cycles to the links of the bands it copies, which no piece
       // holds)
-      if (busy) noc::populate_bytes_in_kernel(busy, tiles * 4 * sizeof(std::uint64_t));
+      if (busy && !stop_populating_.load(std::memory_order_relaxed))
+        noc::populate_bytes_in_kernel(busy, tiles * 4 * sizeof(std::uint64_t));
     });
   }
 }
@@ -287,6 +289,7 @@ std::vector<FillPiece> fill_pieces(const std::vector<std::uint32_t>& slot0, cons
 }
 
 Executor::~Executor() {
+  stop_populating_.store(true, std::memory_order_relaxed);
   if (populating_.joinable()) populating_.join();
 }
 

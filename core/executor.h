@@ -55,6 +55,7 @@
 // to its tail its lag): the ramps to Ramp, the rest of the zero-load part to NetworkTransfer, anything
 // beyond to NetworkWait.
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -454,6 +455,7 @@ class Executor final : public noc::NetworkClient {
   // Per task slot.
   noc::ZeroedArray<Slot> slots_;  // (huge pages: hundreds of MB on a full wafer, read in scattered order)
   std::thread populating_;         // faults slots_'s pages in behind the step (ExecOptions::populate_behind)
+  std::atomic<bool> stop_populating_{false};  // (set when the executor goes: what is left is not faulted in)
   // Per burst, by id (its index). Reuse's copies of a template's bursts are not all written out: those no
   // event of the mesh can name after the jump lie in stretches of bursts_ grown over and never written (no
   // page touched: noc::RecordArray) and are read through burst_at, which computes each from its template
