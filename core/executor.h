@@ -130,9 +130,10 @@ struct ExecOptions {
   // samples included (a jump takes those of the stretch it copies from the template's link reservations).
   bool reuse = false;
   // A core to spare (nothing else runs beside this step): the task slots' pages are faulted in by another
-  // thread while the step runs, rather than before it, when the kernel can do it without writing them (a new
-  // mapping, MADV_POPULATE_WRITE; a kept block is cleared before the step as ever), and beside them the same
-  // tiles' route table entries and, when reuse is not armed, their burst records (fill_pieces). Results the same.
+  // thread while the step runs, rather than before it, by the kernel without writing them (MADV_POPULATE_WRITE; a
+  // kept block's pages in memory are cleared before the step, the others read as zero already), and beside them
+  // the same tiles' route table entries and, when reuse is not armed, their burst records (fill_pieces), and the
+  // approx mesh's tile records and busy counters (not written when it was built). Results the same.
   bool populate_behind = false;
 };
 
@@ -199,7 +200,7 @@ class Executor final : public noc::NetworkClient {
            noc::Network& network, memory::StreamPort* weights = nullptr, ExecOptions options = {});
   ~Executor() override;
   // Whether the slots' pages are being (or were) faulted in by another thread (ExecOptions::populate_behind: a
-  // core to spare and a new mapping). Tests.
+  // core to spare). Tests.
   bool populates_behind() const { return populating_.joinable(); }
 
   // Runs the step to completion (the network runs until no event is left).
