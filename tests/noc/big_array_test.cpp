@@ -25,6 +25,18 @@ namespace {
 
 constexpr std::size_t kMiB = std::size_t(1) << 20;
 
+#if defined(__linux__)
+// A private anonymous mapping of `pages` small pages (kept off huge pages: residency is counted page by page);
+// null when it cannot be mapped.
+unsigned char* small_page_mapping(std::size_t pages) {
+  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+  void* m = mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return nullptr;
+  madvise(m, pages * page, MADV_NOHUGEPAGE);
+  return static_cast<unsigned char*>(m);
+}
+#endif
+
 // Turns keeping on and leaves one kept block of 5 MiB and more, every byte 7; returns its address.
 const std::uint8_t* keep_a_block_of_sevens() {
   keep_huge_blocks(true);
@@ -219,10 +231,9 @@ TEST(ZeroedArray, PopulatedInTheKernelBesideAWriter) {
 // faulted in, the ones around left alone, nothing written.
 TEST(PopulateBytes, FaultsInThePagesHoldingTheRangeAlone) {
   const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
-  void* m = mmap(nullptr, 8 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(m, MAP_FAILED);
-  madvise(m, 8 * page, MADV_NOHUGEPAGE);
-  auto* const c = static_cast<unsigned char*>(m);
+  unsigned char* const c = small_page_mapping(8);
+  ASSERT_NE(c, nullptr);
+  void* const m = c;
   ASSERT_TRUE(populate_bytes_in_kernel(c + 2 * page + 100, page));  // (pages 2 and 3)
   EXPECT_TRUE(populate_bytes_in_kernel(c, 0));
   std::vector<unsigned char> resident(8);
@@ -242,10 +253,9 @@ TEST(PopulateBytes, FaultsInThePagesHoldingTheRangeAlone) {
 // no page the range left out of memory is in memory after.
 TEST(ZeroResident, WritesThePagesInMemoryAlone) {
   const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
-  void* m = mmap(nullptr, 16 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(m, MAP_FAILED);
-  madvise(m, 16 * page, MADV_NOHUGEPAGE);
-  auto* const c = static_cast<unsigned char*>(m);
+  unsigned char* const c = small_page_mapping(16);
+  ASSERT_NE(c, nullptr);
+  void* const m = c;
   std::memset(c + page, 9, 2 * page);
   std::memset(c + 9 * page, 9, page);
   std::memset(c + 5 * page, 9, page);
