@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Differential fuzzing of the answers that must not depend on how a step is emulated.
+
+reuse_fuzz.py WAFER_EMU OUT_DIR [CASES] [SEED]
+
+Each case is a `decode` on a small wafer drawn at random from a seeded generator: a wafer file (the tiny or the
+small preset with another size, spares, hop, ramp and software costs), a model (a HuggingFace-shaped config with
+random layers, widths and heads, or a shipped test model), context, batch, placement, kernel, allreduce and
+group, weight precision and residency, a pipeline of wafers, the fidelity, and a defect map (none, Poisson or
+clustered at a random density and seed). The case runs twice:
+  - the fast way: reuse on (the default), the mesh and memory kept between steps (the default), `--threads` 1
+    or 2 at random;
+  - the slow way: `--no-reuse --no-cache --threads 1`.
+The two JSON results must be equal byte for byte but for `wall_time` (tests/cli/decode_pair.py), and the slow
+run must have executed every task it represents; a case refused (exit 2, one line on stderr) must be refused
+both ways with the same line. Any other exit, or two lines on stderr, is a failure too. Each failing case is
+printed as the two command lines that reproduce it.
+
+tests/cli/reuse.cmake and tests/cli/threads.cmake pin chosen cases; this draws many more. A bounded run is in
+./check (`fuzz.reuse`); `bench/run reuse_fuzz` runs a larger one (REUSE_FUZZ_CASES, REUSE_FUZZ_SEED).
+"""
+import json, os, random, subprocess, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "cli"))
+from decode_pair import differences  # noqa: E402
+
+
+def wafer_file(rng, path, stages):
+    preset = rng.choice(["tiny", "tiny", "small"])
+    w = {"preset": preset, "name": f"fuzz-{preset}"}
+    if preset == "tiny":
+        w["logical_width"] = rng.randint(6, 24)
+        w["logical_height"] = rng.randint(6, 24)
+    else:
+        w["logical_width"] = rng.randint(24, 72)
+        w["logical_height"] = rng.randint(24, 72)
+    if rng.random() < 0.7:  # (mostly rows enough for a band per stage: the placements that copy layers in space)
+        w["logical_height"] = max(w["logical_height"], stages + rng.randint(0, 6))
+    w["spare_cols"] = rng.randint(0, 3)
+    w["spare_rows"] = rng.randint(0, 3)
+    if rng.random() < 0.3:
+        w["hop_latency"] = rng.randint(1, 3)
+    if rng.random() < 0.3:
+        w["ramp_latency"] = rng.randint(0, 4)
+    if rng.random() < 0.3:
+        w["task_overhead"] = rng.randint(1, 200)
+    if rng.random() < 0.3:
+        w["vector_setup"] = rng.randint(0, 40)
+    if rng.random() < 0.3:
+        w["color_switch"] = rng.randint(0, 12)
+    if rng.random() < 0.2:
+        w["collective_sync"] = rng.randint(0, 8)
+    if rng.random() < 0.2:
+        w["simd_width"] = rng.choice([4, 8, 16])
+    if rng.random() < 0.2:
+        w["stream_stage_latency"] = rng.randint(0, 3)
+    with open(path, "w") as f:
+        json.dump(w, f)
+    return w
+
+
+def model_file(rng, path, shipped):
+    """The model's path and its number of decoder layers."""
+    if rng.random() < 0.25:
+        names = ["tiny-llama.json", "small-llama.json", "tiny-moe.json", "tiny-qwen.json"]
+        f = os.path.join(shipped, rng.choice(names))
+        with open(f) as g:
+            return f, json.load(g)["num_hidden_layers"]
+    heads = rng.choice([2, 4, 8])
+    head_dim = rng.choice([8, 16, 32, 64])
+    kv = rng.choice([h for h in (1, 2, 4, 8) if heads % h == 0])
+    hidden = heads * head_dim
+    m = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+        "hidden_size": hidden, "intermediate_size": hidden * rng.choice([2, 3, 4]),
+        "max_position_embeddings": 4096, "num_attention_heads": heads,
+        "num_hidden_layers": rng.choice([rng.randint(1, 8), rng.randint(8, 40), rng.randint(8, 40)]),
+        "num_key_value_heads": kv, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+        "tie_word_embeddings": rng.random() < 0.3, "torch_dtype": "bfloat16",
+        "vocab_size": rng.choice([256, 512, 1024, 4096]),
+    }
+    with open(path, "w") as f:
+        json.dump(m, f)
+    return path, m["num_hidden_layers"]
+
+
+def case_args(rng, out, i, shipped):
+    mf, layers = model_file(rng, os.path.join(out, f"case{i}.model.json"), shipped)
+    wf = os.path.join(out, f"case{i}.wafer.json")
+    w = wafer_file(rng, wf, layers + 2)
+    a = ["--wafer", wf, "--model", mf]
+    shape = rng.random()
+    if shape < 0.1:  # a mixed step (continuous batching)
+        entries = (f"{rng.choice([1, 1, 4, 16])}@{rng.choice([16, 64, 200, 512])}" for _ in range(rng.randint(1, 3)))
+        a += ["--step", ",".join(entries)]
+    else:
+        context = rng.choice([8, 16, 64, 100, 256, 512, 1024])
+        a += ["--context", str(context)]
+        if rng.random() < 0.3:
+            a += ["--batch", str(rng.randint(2, 3))]
+        if shape < 0.2:  # a prefill, chunked or not
+            a += ["--prefill", str(rng.choice([t for t in (2, 4, 8, 32) if t <= context]))]
+            if rng.random() < 0.5:
+                a += ["--chunk", str(rng.choice([1, 2, 4]))]
+    placement = rng.choice(["layer-bands", "layer-bands", "serpentine-bands", "defect-aware", "square", "whole-wafer"] +
+                           (["auto"] if shape >= 0.2 else []))  # (a prefill or a mixed step maps a given placement)
+    a += ["--placement", placement]
+    if placement in ("square", "whole-wafer") and rng.random() < 0.6:
+        a += ["--kernel", "meshgemv", "--allreduce", rng.choice(["chain", "centre", "tree"])]
+        if rng.random() < 0.3:
+            a += ["--group", str(rng.randint(1, 8))]
+    if rng.random() < 0.2:
+        a += ["--weight-bits", "8"]
+    if rng.random() < 0.15:
+        a += ["--weights", "stream"]
+    if "meshgemv" not in a and rng.random() < 0.3:  # (meshgemv runs on one wafer)
+        a += ["--wafers", str(rng.randint(2, 5))]
+    if rng.random() < 0.1:
+        a += ["--fidelity", "cycle"]
+    if placement == "auto":
+        a += ["--search-budget", str(rng.choice([0, 20000, 200000, 2000000]))]
+    if rng.random() < 0.15:
+        a += ["--trace", "TRACE"]
+        if rng.random() < 0.5:
+            a += ["--trace-window", f"0:{rng.randint(0, 8)},0:{rng.randint(0, 8)}"]
+    if rng.random() < 0.6:
+        cm2 = w["logical_width"] * w["logical_height"] * 0.0476731 / 100
+        # about 0.2 to 6 defects on the wafer
+        a += ["--density", f"{rng.uniform(0.2, 6) / cm2:.3f}", "--seed", str(rng.randint(1, 999))]
+        if rng.random() < 0.4:
+            a += ["--defect-model", "negbin", "--alpha", str(rng.choice([0.5, 1, 2, 4]))]
+    return a
+
+
+def run(exe, args, json_out):
+    args = [json_out[:-5] + ".trace.json" if x == "TRACE" else x for x in args]
+    try:
+        r = subprocess.run([exe, "decode"] + args + ["--json", json_out], capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return None, "timed out after 600 s", None
+    result = None
+    if r.returncode == 0:
+        with open(json_out) as f:
+            result = json.load(f)
+    return r.returncode, r.stderr, result
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__)
+        return 2
+    exe, out = sys.argv[1], sys.argv[2]
+    cases = int(sys.argv[3]) if len(sys.argv) > 3 else 50
+    seed = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    shipped = os.path.join(HERE, "..", "..", "configs", "models", "test")
+    os.makedirs(out, exist_ok=True)
+    rng = random.Random(seed)
+    failures, refused, ran, some_reuse = [], 0, 0, 0
+    for i in range(cases):
+        args = case_args(rng, out, i, shipped)
+        fast = args + ["--threads", str(rng.randint(1, 2))]
+        slow = args + ["--no-reuse", "--no-cache", "--threads", "1"]
+        ca, ea, ja = run(exe, fast, os.path.join(out, f"case{i}.fast.json"))
+        cb, eb, jb = run(exe, slow, os.path.join(out, f"case{i}.slow.json"))
+        bad = []
+        for name, code, err in (("fast", ca, ea), ("slow", cb, eb)):
+            if code not in (0, 2) or (code == 2 and err.count("\n") != 1) or (code == 0 and err.strip()):
+                bad.append(f"{name} way: exit {code}, stderr {err.strip()[:300]!r}")
+        if not bad and ca != cb:
+            bad.append(f"exit {ca} the fast way, {cb} the slow way: {ea.strip()[:200]!r} / {eb.strip()[:200]!r}")
+        if not bad and ca == 2:
+            refused += 1
+            if ea != eb:
+                bad.append(f"refused with other lines: {ea.strip()!r} / {eb.strip()!r}")
+        if not bad and ca == 0:
+            ran += 1
+            wa, wb = ja.pop("wall_time"), jb.pop("wall_time")
+            bad += differences(ja, jb, "fast", "slow")
+            if wb["tasks_executed"]["value"] != wb["tasks_represented"]["value"]:
+                bad.append(f"--no-reuse executed {wb['tasks_executed']['value']} of "
+                           f"{wb['tasks_represented']['value']} tasks")
+            if wa["tasks_represented"]["value"] != jb["fabric"]["tasks_run"]["value"]:
+                bad.append("the fast way represents another number of tasks than the step ran")
+            if "TRACE" in args:
+                with open(os.path.join(out, f"case{i}.fast.trace.json"), "rb") as f, \
+                     open(os.path.join(out, f"case{i}.slow.trace.json"), "rb") as g:
+                    if f.read() != g.read():
+                        bad.append("the Chrome traces differ")
+            if wa["tasks_executed"]["value"] < wa["tasks_represented"]["value"]:
+                some_reuse += 1
+        status = "FAIL" if bad else ("refused" if ca == 2 else "same")
+        print(f"case {i}: {status}", flush=True)
+        if bad:
+            cmd = lambda a: " ".join(["wafer-emu", "decode"] + ["out.trace.json" if x == "TRACE" else x for x in a])
+            failures.append(f"case {i}:\n  {cmd(fast)}\n  {cmd(slow)}\n  " + "\n  ".join(bad))
+    print(f"{cases} cases (seed {seed}): {ran} ran both ways, {some_reuse} of them copying work the fast way; "
+          f"{refused} refused alike both ways; {len(failures)} failed")
+    for f in failures:
+        print("FAIL " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
