@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Differential fuzzing of the answers that must not depend on how a step is emulated.
 
-reuse_fuzz.py WAFER_EMU OUT_DIR [CASES] [SEED]
+reuse_fuzz.py WAFER_EMU OUT_DIR [CASES] [SEED] [STUDIES]
 
 Each case is a `decode` on a small wafer drawn at random from a seeded generator: a wafer file (the tiny or the
 small preset with another size, spares, hop, ramp and software costs), a model (a HuggingFace-shaped config with
@@ -16,10 +16,16 @@ run must have executed every task it represents; a case refused (exit 2, one lin
 both ways with the same line. Any other exit, or two lines on stderr, is a failure too. Each failing case is
 printed as the two command lines that reproduce it.
 
+Then STUDIES studies (default 0), each a `sweep` of a few points in one process: a wafer file and a model drawn
+as above, and two or three axes drawn from the defect seed and density, context, batch, fidelity, placement
+and hop latency, so that consecutive points share a defect map, a mapping or a mesh model, or do not. Each runs
+three ways: with the cache (`--jobs 1`), with `--jobs 2`, and with `--no-cache`; their points.jsonl lines (but
+`wall_s`) and summary.csv must be the same. A study the sweep refuses must be refused alike the three ways.
+
 tests/cli/reuse.cmake and tests/cli/threads.cmake pin chosen cases; this draws many more. A bounded run is in
 ./check (`fuzz.reuse`); `bench/run reuse_fuzz` runs a larger one (REUSE_FUZZ_CASES, REUSE_FUZZ_SEED).
 """
-import json, os, random, subprocess, sys
+import json, os, random, shutil, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "cli"))
@@ -133,6 +139,78 @@ def case_args(rng, out, i, shipped):
     return a
 
 
+def study_file(rng, out, i, shipped):
+    mf, layers = model_file(rng, os.path.join(out, f"study{i}.model.json"), shipped)
+    w = wafer_file(rng, os.path.join(out, f"study{i}.wafer.json"), layers + 2)
+    cm2 = w["logical_width"] * w["logical_height"] * 0.0476731 / 100
+    axes = {
+        "seed": {"from": rng.randint(1, 500), "count": rng.randint(1, 3)},
+        "density": sorted({round(rng.uniform(0.2, 5) / cm2, 3) for _ in range(rng.randint(1, 2))} | {0}),
+        "context": sorted({rng.choice([16, 64, 128, 256, 512]) for _ in range(rng.randint(1, 3))}),
+        "batch": [1, 2],
+        "fidelity": ["approx", "cycle"],
+        "placement": rng.sample(["layer-bands", "serpentine-bands", "defect-aware", "square", "whole-wafer"], 2),
+        "hop_latency": [1, 2],
+    }
+    chosen = rng.sample(sorted(axes), rng.randint(2, 3))
+    study = {"schema": 1, "name": f"fuzz{i}", "fixed": {"wafer": f"study{i}.wafer.json", "model": mf},
+             "axes": {k: axes[k] for k in chosen}}
+    if "context" not in chosen:
+        study["fixed"]["context"] = rng.choice([16, 64, 256])
+    if "density" not in chosen and ("seed" in chosen or rng.random() < 0.5):  # (a seed needs a density)
+        study["fixed"]["density"] = round(rng.uniform(0.2, 5) / cm2, 3)
+    path = os.path.join(out, f"study{i}.json")
+    with open(path, "w") as f:
+        json.dump(study, f)
+    return path
+
+
+def sweep(exe, spec, d, extra):
+    r = subprocess.run([exe, "sweep", "--spec", spec, "--out", d, "--quiet"] + extra, capture_output=True, text=True,
+                       timeout=1200)
+    if r.returncode != 0:
+        return r.returncode, r.stderr, None
+    with open(os.path.join(d, "points.jsonl")) as f:
+        lines = sorted((json.loads(l) for l in f), key=lambda l: l["index"])
+    with open(os.path.join(d, "summary.csv")) as f:
+        summary = f.read()
+    return 0, r.stderr, ([json.dumps({k: v for k, v in l.items() if k != "wall_s"}, sort_keys=True) for l in lines],
+                         summary)
+
+
+def run_studies(exe, out, studies, rng, shipped):
+    failures, points, points_ok = [], 0, 0
+    for i in range(studies):
+        spec = study_file(rng, out, i, shipped)
+        got = {}
+        for name, extra in (("cache", []), ("--jobs 2", ["--jobs", "2"]), ("--no-cache", ["--no-cache"])):
+            d = os.path.join(out, f"study{i}.{name.strip('-').replace(' ', '')}")
+            shutil.rmtree(d, ignore_errors=True)
+            got[name] = sweep(exe, spec, d, extra)
+        ref = got["--no-cache"]
+        bad = []
+        for name, g in got.items():
+            if g[0] != ref[0] or (g[0] != 0 and g[1] != ref[1]):
+                bad.append(f"{name}: exit {g[0]} ({g[1].strip()[:200]!r}); "
+                           f"--no-cache: exit {ref[0]} ({ref[1].strip()[:200]!r})")
+            elif g[0] == 0 and g[2][0] != ref[2][0]:
+                pairs = [(a, b) for a, b in zip(g[2][0], ref[2][0]) if a != b]
+                diff = pairs[0] if pairs else (f"{len(g[2][0])} lines", f"{len(ref[2][0])} lines")
+                bad.append(f"{name} gives other lines than --no-cache:\n    {diff[0][:400]}\n    {diff[1][:400]}")
+            elif g[0] == 0 and g[2][1] != ref[2][1]:
+                bad.append(f"{name} gives another summary.csv than --no-cache")
+        ok = sum('"status": "ok"' in l for l in ref[2][0]) if ref[0] == 0 else 0
+        if ref[0] == 0:
+            points += len(ref[2][0])
+            points_ok += ok
+        status = "FAIL" if bad else ("refused" if ref[0] != 0 else f"same ({len(ref[2][0])} points, {ok} ok)")
+        print(f"study {i}: {status}", flush=True)
+        if bad:
+            failures.append(f"study {i} ({spec}, run with sweep --spec {spec} --out DIR [--jobs 2 | --no-cache]):\n  " +
+                            "\n  ".join(bad))
+    return failures, points, points_ok
+
+
 def run(exe, args, json_out):
     args = [json_out[:-5] + ".trace.json" if x == "TRACE" else x for x in args]
     try:
@@ -153,6 +231,7 @@ def main():
     exe, out = sys.argv[1], sys.argv[2]
     cases = int(sys.argv[3]) if len(sys.argv) > 3 else 50
     seed = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    studies = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     shipped = os.path.join(HERE, "..", "..", "configs", "models", "test")
     os.makedirs(out, exist_ok=True)
     rng = random.Random(seed)
@@ -196,6 +275,11 @@ def main():
             failures.append(f"case {i}:\n  {cmd(fast)}\n  {cmd(slow)}\n  " + "\n  ".join(bad))
     print(f"{cases} cases (seed {seed}): {ran} ran both ways, {some_reuse} of them copying work the fast way; "
           f"{refused} refused alike both ways; {len(failures)} failed")
+    if studies:
+        study_failures, points, points_ok = run_studies(exe, out, studies, rng, shipped)
+        print(f"{studies} studies: {points} points swept three ways ({points_ok} of them emulated, the others failed "
+              f"alike); {len(study_failures)} failed")
+        failures += study_failures
     for f in failures:
         print("FAIL " + f)
     return 1 if failures else 0
