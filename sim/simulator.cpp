@@ -417,7 +417,14 @@ WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric&
         int(im.done_color), ws.step.tasks_run, ws.step.tasks_total, ws.step.unclaimed));
   ws.network = wm->stats();
   ws.mesh_bytes = wm->state_bytes();
-  for (std::size_t l = 0; l < fabric.links(); ++l) ws.link_busy_max = std::max(ws.link_busy_max, wm->link_busy(noc::LinkId(l)));
+  // (from the counters' array where the mesh has one: a plain loop, not a virtual call a link)
+  if (const std::uint64_t* busy = wm->link_busy_data()) {
+    std::uint64_t m = ws.link_busy_max;
+    for (std::size_t l = 0, n = fabric.links(); l < n; ++l) m = std::max(m, busy[l]);
+    ws.link_busy_max = m;
+  } else {
+    for (std::size_t l = 0; l < fabric.links(); ++l) ws.link_busy_max = std::max(ws.link_busy_max, wm->link_busy(noc::LinkId(l)));
+  }
   // What traces and the report want of the runs, in one pass over them (tile order).
   const bool filter = opt.keep_task_runs && opt.keep_tile, series = opt.series_cells > 0, regions = opt.region_cells > 0;
   if (opt.keep_task_runs && !opt.keep_tile) runs_[k] = ex.task_runs();
