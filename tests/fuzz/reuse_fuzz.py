@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Differential fuzzing of the answers that must not depend on how a step is emulated.
 
-reuse_fuzz.py WAFER_EMU OUT_DIR [CASES] [SEED] [STUDIES]
+reuse_fuzz.py WAFER_EMU OUT_DIR [CASES] [SEED] [STUDIES] [TABLES]
 
 Each case is a `decode` on a small wafer drawn at random from a seeded generator: a wafer file (the tiny or the
 small preset with another size, spares, hop, ramp and software costs), a model (a HuggingFace-shaped config with
@@ -22,6 +22,11 @@ and hop latency, so that consecutive points share a defect map, a mapping or a m
 three ways: with the cache (`--jobs 1`), with `--jobs 2`, and with `--no-cache`; their points.jsonl lines (but
 `wall_s`) and summary.csv must be the same. A study the sweep refuses must be refused alike the three ways.
 
+Then TABLES latency tables (default 0), each a `table` of random contexts, batches and prompt lengths on a wafer
+file and a model drawn as above, made three ways (with the cache, `--jobs 2`, `--no-cache`): every file of the
+three folders must be the same (but meta.yaml's time stamp, tests/cli/results.py), or the three refused with the
+same error line.
+
 tests/cli/reuse.cmake and tests/cli/threads.cmake pin chosen cases; this draws many more. A bounded run is in
 ./check (`fuzz.reuse`); `bench/run reuse_fuzz` runs a larger one (REUSE_FUZZ_CASES, REUSE_FUZZ_SEED).
 """
@@ -30,6 +35,7 @@ import json, os, random, shutil, subprocess, sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "cli"))
 from decode_pair import differences  # noqa: E402
+from results import table_files  # noqa: E402
 
 
 def wafer_file(rng, path, stages):
@@ -211,6 +217,48 @@ def run_studies(exe, out, studies, rng, shipped):
     return failures, points, points_ok
 
 
+def run_tables(exe, out, tables, rng, shipped):
+    failures, made = [], 0
+    for i in range(tables):
+        mf, layers = model_file(rng, os.path.join(out, f"table{i}.model.json"), shipped)
+        wf = os.path.join(out, f"table{i}.wafer.json")
+        wafer_file(rng, wf, layers + 2)
+        contexts = sorted({rng.choice([32, 64, 128, 256, 512, 1024]) for _ in range(rng.randint(1, 3))})
+        batches = sorted({rng.randint(1, 4) for _ in range(rng.randint(1, 2))})
+        prompts = sorted({rng.choice([4, 16, 32, 128]) for _ in range(rng.randint(1, 2))})
+        args = ["table", "--wafer", wf, "--model", mf, "--contexts", ",".join(map(str, contexts)), "--batches",
+                ",".join(map(str, batches)), "--prefill-tokens", ",".join(map(str, prompts)),
+                "--placement", rng.choice(["layer-bands", "layer-bands", "serpentine-bands", "square"])]
+        if rng.random() < 0.2:
+            args += ["--weight-bits", "8"]
+        got = {}
+        for name, extra in (("cache", []), ("--jobs 2", ["--jobs", "2"]), ("--no-cache", ["--no-cache"])):
+            d = os.path.join(out, f"table{i}.{name.strip('-').replace(' ', '')}")
+            shutil.rmtree(d, ignore_errors=True)
+            r = subprocess.run([exe] + args + ["--out", d] + extra, capture_output=True, text=True, timeout=1200)
+            # (a refused grid notes each point on stderr as it goes, in the workers' order, then one error line)
+            last = r.stderr.strip().split("\n")[-1] if r.returncode else ""
+            got[name] = (r.returncode, last, table_files(d) if r.returncode == 0 else None)
+        ref = got["--no-cache"]
+        bad = []
+        for name, g in got.items():
+            if g[:2] != ref[:2]:
+                bad.append(f"{name}: exit {g[0]} ({g[1].strip()[:200]!r}); "
+                           f"--no-cache: exit {ref[0]} ({ref[1].strip()[:200]!r})")
+            elif g[0] == 0 and g[2] != ref[2]:
+                files = sorted(k for k in set(g[2]) | set(ref[2]) if g[2].get(k) != ref[2].get(k))
+                bad.append(f"{name} gives other files than --no-cache: {files[:5]}")
+        if ref[0] not in (0, 2) or (ref[0] == 2 and not ref[1].startswith("wafer-emu table: error: ")):
+            bad.append(f"exit {ref[0]}, stderr {ref[1].strip()[:300]!r}")
+        made += ref[0] == 0
+        status = "FAIL" if bad else ("refused" if ref[0] != 0 else "same")
+        print(f"table {i}: {status}", flush=True)
+        if bad:
+            failures.append(f"table {i} (wafer-emu {' '.join(args)} --out DIR [--jobs 2 | --no-cache]):\n  " +
+                            "\n  ".join(bad))
+    return failures, made
+
+
 def run(exe, args, json_out):
     args = [json_out[:-5] + ".trace.json" if x == "TRACE" else x for x in args]
     try:
@@ -232,6 +280,7 @@ def main():
     cases = int(sys.argv[3]) if len(sys.argv) > 3 else 50
     seed = int(sys.argv[4]) if len(sys.argv) > 4 else 1
     studies = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+    tables = int(sys.argv[6]) if len(sys.argv) > 6 else 0
     shipped = os.path.join(HERE, "..", "..", "configs", "models", "test")
     os.makedirs(out, exist_ok=True)
     rng = random.Random(seed)
@@ -280,6 +329,10 @@ def main():
         print(f"{studies} studies: {points} points swept three ways ({points_ok} of them emulated, the others failed "
               f"alike); {len(study_failures)} failed")
         failures += study_failures
+    if tables:
+        table_failures, made = run_tables(exe, out, tables, rng, shipped)
+        print(f"{tables} tables: {made} made three ways, the others refused alike; {len(table_failures)} failed")
+        failures += table_failures
     for f in failures:
         print("FAIL " + f)
     return 1 if failures else 0
