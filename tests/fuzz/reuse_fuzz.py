@@ -205,6 +205,8 @@ def run_studies(exe, out, studies, rng, shipped):
                 bad.append(f"{name} gives other lines than --no-cache:\n    {diff[0][:400]}\n    {diff[1][:400]}")
             elif g[0] == 0 and g[2][1] != ref[2][1]:
                 bad.append(f"{name} gives another summary.csv than --no-cache")
+        if ref[0] not in (0, 2) or (ref[0] == 2 and ref[1].count("\n") != 1):
+            bad.append(f"exit {ref[0]}, stderr {ref[1].strip()[:300]!r}")
         ok = sum('"status": "ok"' in l for l in ref[2][0]) if ref[0] == 0 else 0
         if ref[0] == 0:
             points += len(ref[2][0])
