@@ -38,6 +38,21 @@ from decode_pair import differences  # noqa: E402
 from results import table_files  # noqa: E402
 
 
+# Wafer parameters set now and then: (key, how often, the value drawn).
+OPTIONAL_WAFER_PARAMETERS = [
+    ("hop_latency", 0.3, lambda r: r.randint(1, 3)),
+    ("ramp_latency", 0.3, lambda r: r.randint(0, 4)),
+    ("task_overhead", 0.3, lambda r: r.randint(1, 200)),
+    ("vector_setup", 0.3, lambda r: r.randint(0, 40)),
+    ("color_switch", 0.3, lambda r: r.randint(0, 12)),
+    ("collective_sync", 0.2, lambda r: r.randint(0, 8)),
+    ("simd_width", 0.2, lambda r: r.choice([4, 8, 16])),
+    ("stream_stage_latency", 0.2, lambda r: r.randint(0, 3)),
+]
+# The three ways a study or a table is made, which must give the same results (the last is the reference).
+THREE_WAYS = (("cache", []), ("--jobs 2", ["--jobs", "2"]), ("--no-cache", ["--no-cache"]))
+
+
 def wafer_file(rng, path, stages):
     preset = rng.choice(["tiny", "tiny", "small"])
     w = {"preset": preset, "name": f"fuzz-{preset}"}
@@ -51,22 +66,9 @@ def wafer_file(rng, path, stages):
         w["logical_height"] = max(w["logical_height"], stages + rng.randint(0, 6))
     w["spare_cols"] = rng.randint(0, 3)
     w["spare_rows"] = rng.randint(0, 3)
-    if rng.random() < 0.3:
-        w["hop_latency"] = rng.randint(1, 3)
-    if rng.random() < 0.3:
-        w["ramp_latency"] = rng.randint(0, 4)
-    if rng.random() < 0.3:
-        w["task_overhead"] = rng.randint(1, 200)
-    if rng.random() < 0.3:
-        w["vector_setup"] = rng.randint(0, 40)
-    if rng.random() < 0.3:
-        w["color_switch"] = rng.randint(0, 12)
-    if rng.random() < 0.2:
-        w["collective_sync"] = rng.randint(0, 8)
-    if rng.random() < 0.2:
-        w["simd_width"] = rng.choice([4, 8, 16])
-    if rng.random() < 0.2:
-        w["stream_stage_latency"] = rng.randint(0, 3)
+    for key, chance, draw in OPTIONAL_WAFER_PARAMETERS:
+        if rng.random() < chance:
+            w[key] = draw(rng)
     with open(path, "w") as f:
         json.dump(w, f)
     return w
@@ -189,7 +191,7 @@ def run_studies(exe, out, studies, rng, shipped):
     for i in range(studies):
         spec = study_file(rng, out, i, shipped)
         got = {}
-        for name, extra in (("cache", []), ("--jobs 2", ["--jobs", "2"]), ("--no-cache", ["--no-cache"])):
+        for name, extra in THREE_WAYS:
             d = os.path.join(out, f"study{i}.{name.strip('-').replace(' ', '')}")
             shutil.rmtree(d, ignore_errors=True)
             got[name] = sweep(exe, spec, d, extra)
@@ -234,7 +236,7 @@ def run_tables(exe, out, tables, rng, shipped):
         if rng.random() < 0.2:
             args += ["--weight-bits", "8"]
         got = {}
-        for name, extra in (("cache", []), ("--jobs 2", ["--jobs", "2"]), ("--no-cache", ["--no-cache"])):
+        for name, extra in THREE_WAYS:
             d = os.path.join(out, f"table{i}.{name.strip('-').replace(' ', '')}")
             shutil.rmtree(d, ignore_errors=True)
             r = subprocess.run([exe] + args + ["--out", d] + extra, capture_output=True, text=True, timeout=1200)
