@@ -216,14 +216,17 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   if (!fill.empty()) {
     // Beside each piece of slots, the records the step writes for the same tiles, which it faulted in itself
     // before (docs/timing.md "The burst records and route tables behind the step too"): their route table
-    // entries (color by input port by tile) and, when no jump can leave copies' records unwritten (reuse not
-    // armed: the step runs every task), the burst records of their sends (reserved for every send, appended as
-    // the tasks run, so about in their tiles' order: tile t's from the sends of the tiles before it on). (The
-    // pointers as they are now: the reserve covers every send, so the block does not move; were it to, the
-    // calls would fault in pages nothing uses, writing nothing.)
+    // entries (color by input port by tile) and the burst records of their sends (reserved for every send,
+    // appended as the tasks run, so about in their tiles' order: tile t's from the sends of the tiles before it
+    // on). The burst records too when reuse is in space: a jump grows the ids over its copies' records unwritten,
+    // so the ids after it are those of the full run, and the pieces leave out the bands the copies cover. Not
+    // when reuse is in time: every tile runs in every layer, so its sends' ids are not in tile order, and the
+    // pieces would fault in the copies' records a jump leaves unwritten. (The pointers as they are now: the
+    // reserve covers every send, so the block does not move; were it to, the calls would fault in pages nothing
+    // uses, writing nothing.)
     const std::uint64_t first_send = image_.start.size() + (streams ? 1 : 0);  // (run: the weights, the injections)
     populating_ = std::thread([this, fill = std::move(fill), prog_sends = std::move(prog_sends), first_send,
-                               bursts = static_cast<const BurstRec*>(bursts_.data()), nbursts = ru_.on ? 0 : bursts_.capacity(),
+                               bursts = static_cast<const BurstRec*>(bursts_.data()), nbursts = ru_.on && !ru_.space ? 0 : bursts_.capacity(),
                                routes = static_cast<const std::uint8_t*>(routes_.data()), planes = route_colors_ * kInPorts,
                                busy = approx_ ? approx_->link_busy_data() : nullptr,
                                records = approx_ ? static_cast<const unsigned char*>(approx_->tile_records()) : nullptr] {
@@ -925,7 +928,7 @@ void Executor::walk_critical_path(StepResult& r) {
   Breakdown& bd = r.breakdown;
   bd.per_layer.assign(image_.layer_names.size(), CauseCycles{});
   bd.per_op.assign(image_.op_names.size(), CauseCycles{});
-  critical_.assign(slots_.size(), 0);
+  critical_.assign((slots_.size() + 63) / 64, 0);
   critical_slots_.clear();
   Cycle cursor = done_end_;  // the path is walked backwards: each piece ends where the previous began
   auto add = [&](Cause c, Cycle v, std::uint16_t layer, std::uint16_t op) {
@@ -982,7 +985,8 @@ void Executor::walk_critical_path(StepResult& r) {
     bool ended = false;
     for (;;) {
       ++bd.path_tasks;
-      if (!critical_[slot]) critical_[slot] = 1, critical_slots_.push_back(slot);
+      if (std::uint64_t& w = critical_[slot >> 6], bit = std::uint64_t(1) << (slot & 63); !(w & bit))
+        w |= bit, critical_slots_.push_back(slot);
       const std::uint32_t k = slot - slot0_[tile];
       const TaskInfo& ti = info_at(tile, k);
       const bool stream = ti.stream;
@@ -2179,7 +2183,7 @@ void Executor::for_each_kept_run(const std::function<bool(TileIndex, std::uint32
     const bool all = keep_tile(t, runs);
     while (next_crit < critical_slots.size() && critical_slots[next_crit] < slot0_[t]) ++next_crit;
     if (all) {
-      for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) pass(t, s, !critical_.empty() && critical_[s] != 0);
+      for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s) pass(t, s, is_critical(s));
     } else {
       for (; next_crit < critical_slots.size() && critical_slots[next_crit] < slot0_[t + 1]; ++next_crit)
         pass(t, critical_slots[next_crit], true);
@@ -2192,7 +2196,7 @@ void Executor::for_each_run(const std::function<void(const TaskRun&)>& f) const 
   for (TileIndex t = 0; t < grid_.size(); ++t) {
     const Slot* const slots = tile_slots(t, buf);
     for (std::uint32_t s = slot0_[t]; s < slot0_[t + 1]; ++s)
-      if (const Slot& sl = slots[s - slot0_[t]]; ran_in(sl, s)) f(run_of(t, s, sl, !critical_.empty() && critical_[s] != 0));
+      if (const Slot& sl = slots[s - slot0_[t]]; ran_in(sl, s)) f(run_of(t, s, sl, is_critical(s)));
   }
 }
 
