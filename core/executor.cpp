@@ -216,14 +216,13 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   if (!fill.empty()) {
     // Beside each piece of slots, the records the step writes for the same tiles, which it faulted in itself
     // before (docs/timing.md "The burst records and route tables behind the step too"): their route table
-    // entries (color by input port by tile) and the burst records of their sends (reserved for every send,
-    // appended as the tasks run, so about in their tiles' order: tile t's from the sends of the tiles before it
-    // on). The burst records too when reuse is in space: a jump grows the ids over its copies' records unwritten,
-    // so the ids after it are those of the full run, and the pieces leave out the bands the copies cover. Not
-    // when reuse is in time: every tile runs in every layer, so its sends' ids are not in tile order, and the
-    // pieces would fault in the copies' records a jump leaves unwritten. (The pointers as they are now: the
-    // reserve covers every send, so the block does not move; were it to, the calls would fault in pages nothing
-    // uses, writing nothing.)
+    // entries (color by input port by tile) and, unless reuse is in time, the burst records of their sends
+    // (reserved for every send, appended as the tasks run, so about in their tiles' order: tile t's from the sends
+    // of the tiles before it on). In space a jump grows the ids over its copies' records unwritten, so the ids after
+    // it are those of the full run, and the pieces leave out the bands the copies cover; in time every tile runs in
+    // every layer, so its sends' ids are not in tile order, and the pieces would fault in the copies' records a jump
+    // leaves unwritten. (The pointers as they are now: the reserve covers every send, so the block does not move;
+    // were it to, the calls would fault in pages nothing uses, writing nothing.)
     const std::uint64_t first_send = image_.start.size() + (streams ? 1 : 0);  // (run: the weights, the injections)
     populating_ = std::thread([this, fill = std::move(fill), prog_sends = std::move(prog_sends), first_send,
                                bursts = static_cast<const BurstRec*>(bursts_.data()), nbursts = ru_.on && !ru_.space ? 0 : bursts_.capacity(),
@@ -985,8 +984,7 @@ void Executor::walk_critical_path(StepResult& r) {
     bool ended = false;
     for (;;) {
       ++bd.path_tasks;
-      if (std::uint64_t& w = critical_[slot >> 6], bit = std::uint64_t(1) << (slot & 63); !(w & bit))
-        w |= bit, critical_slots_.push_back(slot);
+      if (!is_critical(slot)) critical_[slot >> 6] |= std::uint64_t(1) << (slot & 63), critical_slots_.push_back(slot);
       const std::uint32_t k = slot - slot0_[tile];
       const TaskInfo& ti = info_at(tile, k);
       const bool stream = ti.stream;
