@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The jobs of the speed issue (docs/timing.md "Reuse"), each run JOBS_RUNS times (default 3): median wall
-# time and largest peak RSS of the whole process, the medians of the wall split (mapping, elaboration,
+# time (with the medians of its user and system time: a system time near the user time marks a run bound by the
+# kernel zeroing fresh pages, which on this VM can change from one run to the next) and largest peak RSS of the
+# whole process, the medians of the wall split (mapping, elaboration,
 # emulation), tile tasks executed against represented, layers and wafers reused, and the answer's latency.
 # Jobs: the default decode (8B on wse3, layer-bands), the main job (no arguments: --placement auto),
 # Mixtral on 3 wafers, Llama-3.1-70B on 4, Llama-3.1-405B on 24, the whole-wafer and whole-square
@@ -24,25 +26,27 @@ job() {
   local name=$1; shift
   if [ -n "${JOBS_ONLY:-}" ] && [[ ",${JOBS_ONLY}," != *",$name,"* ]]; then return; fi
   echo "-- $name: wafer-emu $* ($n runs)"
-  local times=() rss=0 t r
+  local times=() users=() systems=() rss=0 t r u sy
   for i in $(seq "$n"); do
-    if ! /usr/bin/time -f '%e %M' -o "$tmp/time" "$WAFER_EMU" "$@" --json "$tmp/$name$i.json" >/dev/null 2>"$tmp/err"; then
+    if ! /usr/bin/time -f '%e %M %U %S' -o "$tmp/time" "$WAFER_EMU" "$@" --json "$tmp/$name$i.json" >/dev/null 2>"$tmp/err"; then
       echo "  refused: $(tail -1 "$tmp/err")"
       return
     fi
-    read -r t r < "$tmp/time"
-    times+=("$t"); [ "$r" -gt "$rss" ] && rss=$r
+    read -r t r u sy < "$tmp/time"
+    times+=("$t"); users+=("$u"); systems+=("$sy"); [ "$r" -gt "$rss" ] && rss=$r
   done
-  python3 - "$tmp" "$name" "$n" "$rss" "${times[@]}" <<'PY'
+  python3 - "$tmp" "$name" "$n" "$rss" "${times[*]}" "${users[*]}" "${systems[*]}" <<'PY'
 import json, statistics, sys
 d, name, n, rss = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-times = sorted(float(t) for t in sys.argv[5:])
+times = sorted(float(t) for t in sys.argv[5].split())
+user = statistics.median(float(t) for t in sys.argv[6].split())
+system = statistics.median(float(t) for t in sys.argv[7].split())
 js = [json.load(open(f"{d}/{name}{i}.json")) for i in range(1, n + 1)]
 w = js[0]["wall_time"]
 med = lambda k: statistics.median(j["wall_time"][k]["value"] for j in js)
 v = lambda k: w[k]["value"] if k in w else 0
-print(f"  wall median {statistics.median(times):.2f} s (min {times[0]:.2f}, max {times[-1]:.2f}), peak RSS "
-      f"{rss / 1024 / 1024:.2f} GB")
+print(f"  wall median {statistics.median(times):.2f} s (min {times[0]:.2f}, max {times[-1]:.2f}; user {user:.2f} s, "
+      f"system {system:.2f} s, medians), peak RSS {rss / 1024 / 1024:.2f} GB")
 print(f"  split (medians): mapping {med('mapping'):.3f} s, elaboration {med('elaboration'):.3f} s, "
       f"emulation {med('emulation'):.3f} s")
 print(f"  tasks executed {v('tasks_executed'):,} of {v('tasks_represented'):,} represented; layers reused "
