@@ -984,7 +984,7 @@ void Executor::walk_critical_path(StepResult& r) {
     bool ended = false;
     for (;;) {
       ++bd.path_tasks;
-      if (!is_critical(slot)) critical_[slot >> 6] |= std::uint64_t(1) << (slot & 63), critical_slots_.push_back(slot);
+      if (first_mark(critical_, slot)) critical_slots_.push_back(slot);
       const std::uint32_t k = slot - slot0_[tile];
       const TaskInfo& ti = info_at(tile, k);
       const bool stream = ti.stream;
@@ -1113,7 +1113,7 @@ void Executor::read_slots(TileIndex t, std::uint32_t s0, std::uint32_t s1, Slot*
 // Writes tile t's copied slots to slots_, before the step reads or changes them there.
 [[gnu::noinline]] void Executor::materialize_tile(TileIndex t) {
   if (const SlotCopies* c = copies_of(t)) c->apply(slot0_[t], slot0_[t + 1], slots_.data() + slot0_[t]);
-  materialized_[t >> 6] |= std::uint64_t(1) << (t & 63);
+  set_bit(materialized_, t);
 }
 
 // ---- Cut log (a diagnostic build: bench/cut_match.sh) ---------------------------------------------------
@@ -1911,8 +1911,7 @@ void Executor::reuse_cut() {
     std::vector<std::uint64_t> seen((grid_.size() + 63) / 64, 0);
     for (std::size_t i = 0; i < tmpl.size(); ++i) {
       const TileIndex t = where[i];
-      if (tmpl[i].start == kOpen || (seen[t >> 6] >> (t & 63) & 1)) continue;
-      seen[t >> 6] |= std::uint64_t(1) << (t & 63);
+      if (tmpl[i].start == kOpen || !first_mark(seen, t)) continue;
       ran.push_back({t, cores_[t].free, cores_[t].last});
     }
     for (TileIndex t : ru_.work_tiles) state.push_back({t, cores_[t].free, cores_[t].last});
@@ -1978,7 +1977,7 @@ void Executor::reuse_cut() {
     c.tmpl = std::move(tmpl), c.dprev = std::move(dprev);
     // (tiles an earlier jump's copies reach and this one's too: written first, then this jump's to come)
     if (materialized_.empty()) materialized_.assign((grid_.size() + 63) / 64, 0);
-    for (TileIndex t = c.t_lo; t < c.t_hi; ++t) materialize(t), materialized_[t >> 6] &= ~(std::uint64_t(1) << (t & 63));
+    for (TileIndex t = c.t_lo; t < c.t_hi; ++t) materialize(t), clear_bit(materialized_, t);
     const TileIndex lo = copied_n_ ? std::min(copied_lo_, c.t_lo) : c.t_lo;
     const TileIndex hi = copied_n_ ? std::max(copied_lo_ + copied_n_, c.t_hi) : c.t_hi;
     copied_lo_ = lo, copied_n_ = hi - lo;

@@ -492,12 +492,24 @@ class Executor final : public noc::NetworkClient {
     Slot copy(std::uint32_t i, std::uint32_t m) const;
     void apply(std::uint32_t s0, std::uint32_t s1, Slot* out) const;
   };
+  // The executor's marks (per tile, per slot) are bitmaps of 64-bit words: bit i, set, cleared, and set where it
+  // was clear (then true: the first mark, which a caller notes in a list beside the bitmap).
+  static bool bit(const std::vector<std::uint64_t>& w, std::size_t i) { return w[i >> 6] >> (i & 63) & 1; }
+  static void set_bit(std::vector<std::uint64_t>& w, std::size_t i) { w[i >> 6] |= std::uint64_t(1) << (i & 63); }
+  static void clear_bit(std::vector<std::uint64_t>& w, std::size_t i) { w[i >> 6] &= ~(std::uint64_t(1) << (i & 63)); }
+  static bool first_mark(std::vector<std::uint64_t>& w, std::size_t i) {
+    std::uint64_t& word = w[i >> 6];
+    const std::uint64_t b = std::uint64_t(1) << (i & 63);
+    if (word & b) return false;
+    word |= b;
+    return true;
+  }
   std::vector<SlotCopies> scopies_;         // in slot order
   std::vector<std::uint64_t> materialized_;  // per tile: its slots are in slots_ (bit), for tiles of scopies_
   hw::TileIndex copied_lo_ = 0, copied_n_ = 0;  // every tile of scopies_ lies in [copied_lo_, copied_lo_ + copied_n_)
   // Whether tile t's slots are (some of them) copies read_slot computes; materialize(t) writes them.
   bool copied(hw::TileIndex t) const {
-    return t - copied_lo_ < copied_n_ && !(materialized_[t >> 6] >> (t & 63) & 1);
+    return t - copied_lo_ < copied_n_ && !bit(materialized_, t);
   }
   void materialize(hw::TileIndex t) {
     if (copied(t)) [[unlikely]] materialize_tile(t);
@@ -539,7 +551,7 @@ class Executor final : public noc::NetworkClient {
   // Per slot a bit, after the walk (a bit rather than a byte: on the 8B on wse3 1.2 MB rather than 9.6 MB, written
   // whole by the step's thread after the run).
   std::vector<std::uint64_t> critical_;
-  bool is_critical(std::uint32_t s) const { return !critical_.empty() && (critical_[s >> 6] >> (s & 63) & 1); }
+  bool is_critical(std::uint32_t s) const { return !critical_.empty() && bit(critical_, s); }
   std::vector<std::uint32_t> critical_slots_;  // the slots critical_ marks, in the walk's order
   // Route tables (color_switch > 0): per (color, input port as hw::Dir, tile) the output ports (bit per
   // hw::Dir, the Ramp bit when the core receives) with kRouted set, kUnrouted (0) before the first flow: the
@@ -669,11 +681,9 @@ class Executor final : public noc::NetworkClient {
   void sample_copies(Cycle D, std::uint64_t K, Cycle now);
   noc::Mesh* sampled_ = nullptr;  // run(): the mesh sampled in slices (ExecOptions::sample)
   Cycle next_sample_ = 0;
-  void pre_touch(hw::TileIndex tile) { ru_.pre_tiles[tile >> 6] |= std::uint64_t(1) << (tile & 63); }
+  void pre_touch(hw::TileIndex tile) { set_bit(ru_.pre_tiles, tile); }
   void touch(std::uint32_t slot, hw::TileIndex tile) {
-    std::uint64_t& w = ru_.touched_bits[slot >> 6];
-    const std::uint64_t bit = std::uint64_t(1) << (slot & 63);
-    if (!(w & bit)) w |= bit, ru_.touched.push_back(slot), ru_.touched_tile.push_back(tile);
+    if (first_mark(ru_.touched_bits, slot)) ru_.touched.push_back(slot), ru_.touched_tile.push_back(tile);
   }
   void untouch_all() {
     for (std::uint32_t s : ru_.touched) ru_.touched_bits[s >> 6] = 0;
