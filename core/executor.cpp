@@ -1138,8 +1138,35 @@ void Executor::cut_log(const std::vector<std::uint64_t>& out, bool usable) {
       f.write(reinterpret_cast<const char*>(out.data()), std::streamsize(out.size() * sizeof(std::uint64_t)));
     }
   }
-  std::fprintf(stderr, "cut %u %llu %zu %d %d\n", unsigned(ru_.layer), static_cast<unsigned long long>(net_.now()),
-               out.size(), int(same), int(usable && !cut_template_.empty() && out == cut_template_));
+  // Per band from two before the cut's to the cut's own: 1 when its rows (and the links north of its first) hold
+  // no fault and no repaired link of another length, 0 when they do, - when outside the run.
+  char clean[4] = {'-', '-', '-', 0};
+  if (ru_.space) {
+    const std::int64_t g = (std::int64_t(ru_.layer) - ru_.a) / std::int64_t(ru_.p);
+    for (int j = 0; j < 3; ++j) {
+      const std::int64_t gj = g - 2 + j;
+      if (gj < 0 || gj >= std::int64_t(ru_.band_y.size())) continue;
+      const std::int32_t y0 = ru_.band_y[std::size_t(gj)];
+      bool ok = true;
+      for (std::int32_t y = std::max(0, y0 - 1); y < y0 + ru_.dr && ok; ++y)
+        for (std::int32_t x = 0; x < std::int32_t(grid_.width) && ok; ++x) {
+          const TileIndex t = grid_.index({x, y});
+          ok = fabric_.router_ok(t) && fabric_.link_hops(t, hw::Dir::South) <= 1 &&
+               (y + 1 == std::int32_t(grid_.height) || fabric_.link_ok(t, hw::Dir::South)) &&
+               (y < y0 || (fabric_.link_hops(t, hw::Dir::East) <= 1 &&
+                           (x + 1 == std::int32_t(grid_.width) || fabric_.link_ok(t, hw::Dir::East))));
+        }
+      clean[j] = ok ? '1' : '0';
+    }
+  }
+  // The description's FNV-1a hash: descriptions are relative to the cut's band and cycle, so two steps' cuts
+  // compare through it (another defect map's, say).
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (const std::uint64_t v : out) hash = (hash ^ v) * 0x100000001b3ull;
+  std::fprintf(stderr, "cut %u %llu %zu %d %d %s %016llx\n", unsigned(ru_.layer),
+               static_cast<unsigned long long>(net_.now()), out.size(), int(same),
+               int(usable && !cut_template_.empty() && out == cut_template_), clean,
+               static_cast<unsigned long long>(hash));
 }
 
 // ---- Reuse of repeated layers ------------------------------------------------------------------------
