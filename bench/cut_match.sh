@@ -13,6 +13,9 @@
 # at a cut depends on the wafer (docs/timing.md, "What a cut's state depends on").
 # Slow the first time (a Release build of its own). Run through bench/run or alone.
 set -euo pipefail
+for y in ${CUT_MATCH_TRIM:-}; do  # (checked before the build and the runs)
+  [[ "$y" =~ ^[0-9]+$ ]] || { echo "cut_match.sh: CUT_MATCH_TRIM: '$y' is not a row number" >&2; exit 2; }
+done
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$here/build/cutlog"
 [ -f "$build/build.ninja" ] ||
@@ -29,7 +32,6 @@ WAFER_EMU_CUT_LOG_LOAD="$dir/template.bin" "$emu" decode "${bad[@]}" --defects-o
   2>"$dir/bad.log" >/dev/null
 trims=()
 for y in ${CUT_MATCH_TRIM:-}; do
-  [[ "$y" =~ ^[0-9]+$ ]] || { echo "cut_match.sh: CUT_MATCH_TRIM: '$y' is not a row number" >&2; exit 2; }
   { sed -n 2p "$dir/map.csv"; tail -n +3 "$dir/map.csv" | awk -F, -v y="$y" '$3 >= y'; } >"$dir/map_$y.csv"
   "$emu" decode --defects "$dir/map_$y.csv" 2>"$dir/trim_$y.log" >/dev/null
   trims+=("$y")
