@@ -117,24 +117,30 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
   MeshPrepare mesh(simulator, base.spec, fabric, base.fidelity, core_to_spare && simulator.keeps_mesh());
   SearchResult r;
   r.candidates = enumerate_candidates(base, fabric);
-  // Each candidate mapped: a meshgemv candidate is ranked by its closed form, which needs the done tile's program
-  // and the task count only: a plan (mapper::MapOptions::plan_only) gives both without stamping the whole wafer;
-  // its full mapping is made if it is emulated. Another kernel's mapping is the full one: kept when the budget
-  // could emulate it, rather than made again. With a core to spare, two threads take the candidates in turn
-  // (each writes its own; the first error other than a refusal, by candidate, is thrown as one at a time would).
+  // Each candidate planned first (mapper::MapOptions::plan_only): every check up to SRAM and the task count,
+  // without stamping the whole wafer. A meshgemv candidate is ranked by its closed form, which needs the plan's
+  // done tile's program and task count only; its full mapping is made if it is emulated. Another kernel's is
+  // made at once when the budget could emulate it, and kept rather than made again; one the budget leaves out
+  // (a whole-wafer or square bands mapping, hundreds of millions of task runs) is never stamped. With a core to
+  // spare, two threads take the candidates in turn (each writes its own; the first error other than a refusal,
+  // by candidate, is thrown as one at a time would).
   std::vector<std::optional<mapper::Mapping>> full(r.candidates.size());
   std::vector<std::exception_ptr> failed(r.candidates.size());
   auto map_candidate = [&](std::size_t i) {
     SearchCandidate& c = r.candidates[i];
     DecodePoint p = base;
     p.options = c.options;
-    p.options.plan_only = c.options.kernel == Kernel::MeshGemv;
+    p.options.plan_only = true;
     try {
-      mapper::Mapping m = map_point(p, fabric);
+      const mapper::Mapping m = map_point(p, fabric);
       c.task_runs = 0;
       for (const auto& w : m.wafers) c.task_runs += w.task_runs;
-      if (p.options.plan_only) c.predicted = meshgemv_closed_form(base.spec, m);
-      else if (c.task_runs <= budget.task_runs) full[i] = std::move(m);
+      if (c.options.kernel == Kernel::MeshGemv) {
+        c.predicted = meshgemv_closed_form(base.spec, m);
+      } else if (c.task_runs <= budget.task_runs) {
+        p.options.plan_only = false;
+        full[i] = map_point(p, fabric);
+      }
     } catch (const hw::InputError& e) {
       c.rejected = e.what();
     } catch (...) {

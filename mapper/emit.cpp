@@ -587,8 +587,11 @@ StageNeed stage_need(const StageSpec& s, const EmitParams& p) {
       std::int64_t n = rt.counts[a] * cols.counts[b];
       need.weight_bytes += n * (s.streamed ? f.stream_bytes : std::int64_t(f.sram.weights));
       need.stream_bytes += n * f.stream_bytes;
+      need.tasks += n * std::int64_t(f.tasks.size());
     }
   }
+  // (and the relays of its input, a task each: Emitter::add)
+  for (std::int32_t y = 0; y < std::int32_t(s.relay_in.size()) && y < s.region.rect.h; ++y) need.tasks += s.relay_in[std::size_t(y)] > 0;
   return need;
 }
 

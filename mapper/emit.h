@@ -158,7 +158,7 @@ struct StageNeed {
   firmware::SramUse worst;  // code included
   std::int64_t weight_bytes = 0;  // sum over the stage's tiles (resident or streamed)
   std::int64_t stream_bytes = 0;  // per step, when streamed
-  std::int64_t tasks = 0;         // meshgemv: tasks its tiles run per step (summed over them); 0 otherwise
+  std::int64_t tasks = 0;         // tasks its tiles run per step (summed over them)
 };
 StageNeed stage_need(const StageSpec& s, const EmitParams& p);
 

@@ -468,7 +468,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
                                      : hw::Coord{detail::residual_x(l.region), l.region.rect.y0 + l.region.rect.h - 1};
     const firmware::Color done_color = mesh ? detail::mesh_color::kDone : detail::color::kDone;
 
-    if (opt.plan_only && mesh) {  // MapOptions::plan_only: the done tile's program and the task count
+    if (opt.plan_only) {  // MapOptions::plan_only: the task count (and meshgemv's done tile's program)
       firmware::Image img;
       img.grid = fabric.grid();
       img.layer_names = layer_names;
@@ -477,16 +477,18 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       img.done_tile = done_tile;
       img.done_color = done_color;
       img.done_arrivals = 1;
-      firmware::Program prog;
-      for (const auto& s : specs) {
-        detail::Fragment fr = detail::meshgemv_fragment_at(s, ep, img.done_tile);
-        prog.tasks.insert(prog.tasks.end(), fr.tasks.begin(), fr.tasks.end());
-      }
-      img.programs.push_back(std::move(prog));
-      img.tile_program[img.grid.index(img.done_tile)] = 0;
       WaferReport wr;
       for (std::size_t i = 0; i < specs.size(); ++i) wr.task_runs += needs[i].tasks;
-      wr.tiles_used = std::int64_t(f.region.rect.w) * f.region.rect.h;
+      if (mesh) {
+        firmware::Program prog;
+        for (const auto& s : specs) {
+          detail::Fragment fr = detail::meshgemv_fragment_at(s, ep, img.done_tile);
+          prog.tasks.insert(prog.tasks.end(), fr.tasks.begin(), fr.tasks.end());
+        }
+        img.programs.push_back(std::move(prog));
+        img.tile_program[img.grid.index(img.done_tile)] = 0;
+        wr.tiles_used = std::int64_t(f.region.rect.w) * f.region.rect.h;
+      }
       out.images.push_back(std::move(img));
       out.wafers.push_back(wr);
       continue;

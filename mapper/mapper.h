@@ -73,10 +73,10 @@ struct MapOptions {
   Kernel kernel = Kernel::Bands;
   AllreduceAlgo allreduce = AllreduceAlgo::Tree;  // MeshGemv only
   int group = 0;                          // Tree: tiles per group; 0 = round(sqrt(n)) for a line of n tiles
-  // MeshGemv only: a plan for ranking a candidate (apps/search.h), not for emulation: every check of the
-  // full mapping up to SRAM (the stages' needs), then each wafer's Image holds the done tile's program
-  // alone (what a closed form reads) and its WaferReport the task runs counted from the stages' classes;
-  // the other per-program figures are left 0.
+  // A plan for ranking a candidate (apps/search.h), not for emulation: every check of the full mapping up to
+  // SRAM (the stages' needs), then each wafer's WaferReport holds the task runs counted from the stages' classes
+  // and its Image the done tile (meshgemv: and that tile's program alone, what a closed form reads; bands: no
+  // program); the other per-program figures are left 0 (meshgemv: but the tiles used).
   bool plan_only = false;
   friend bool operator==(const MapOptions&, const MapOptions&) = default;  // every field (apps::PointCache keys)
 };

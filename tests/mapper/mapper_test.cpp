@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 
 #include "firmware/validate.h"
 #include "hw/defect_map.h"
@@ -517,4 +518,61 @@ TEST(Mapper, SuggestedWaferCountMapsAndOneFewerDoesNot) {
   EXPECT_EQ(map_error(small, m, o), "");
   o.wafers = n - 1;
   EXPECT_NE(map_error(small, m, o), "");
+}
+
+// A plan (MapOptions::plan_only, what --placement auto maps every candidate by first) of the bands kernel counts
+// the full mapping's task runs wafer by wafer and names its done tile, on every placement, with streamed weights,
+// a batch, a pipeline of wafers and a repaired fabric; a refusal up to SRAM is the same.
+TEST(Mapper, ABandsPlanCountsTheFullMappingsTaskRuns) {
+  hw::WaferSpec small = hw::preset("small");
+  std::vector<noc::Fabric> fabrics{perfect(small)};
+  for (std::uint64_t seed = 1; seed <= 40 && fabrics.size() < 2; ++seed) {
+    hw::DefectGenParams gp;
+    gp.density_per_cm2 = 20;
+    hw::RepairResult rep = hw::repair_scheme("row-shift").repair(small, hw::generate_defects(small, gp, seed));
+    noc::Fabric r = noc::Fabric::from_repair(rep);
+    if (rep.complete && !(r == fabrics.front())) fabrics.push_back(std::move(r));
+  }
+  ASSERT_EQ(fabrics.size(), 2u) << "no seed gave a complete repair with longer links";
+  int compared = 0;
+  for (const char* model : {"small-llama", "tiny-moe", "tiny-qwen"}) {
+    const ModelConfig m = load_model(model);
+    for (const auto& name : placement_names())
+      for (const auto& [batch, weights, wafers] : {std::tuple{1, WeightMode::Resident, 1}, std::tuple{2, WeightMode::Resident, 2},
+                                                   std::tuple{1, WeightMode::Stream, 1}})
+        for (std::size_t fi = 0; fi < fabrics.size(); ++fi) {
+          SCOPED_TRACE(::testing::Message() << model << " " << name << " batch " << batch << " wafers " << wafers
+                                            << " fabric " << fi);
+          MapOptions o;
+          o.placement = name, o.context = 256, o.batch = batch, o.weights = weights, o.wafers = wafers;
+          std::string full_reason, plan_reason;
+          Mapping full, plan;
+          try {
+            full = map_model(small, fabrics[fi], m, o);
+          } catch (const hw::InputError& e) {
+            full_reason = e.what();
+          }
+          o.plan_only = true;
+          try {
+            plan = map_model(small, fabrics[fi], m, o);
+          } catch (const hw::InputError& e) {
+            plan_reason = e.what();
+          }
+          if (!plan_reason.empty()) {  // (a plan stops at SRAM: what it refuses, the full mapping refuses alike)
+            EXPECT_EQ(plan_reason, full_reason);
+            continue;
+          }
+          if (!full_reason.empty()) continue;  // a check after SRAM, which a plan does not make
+          ASSERT_EQ(plan.wafers.size(), full.wafers.size());
+          for (std::size_t w = 0; w < full.wafers.size(); ++w) {
+            EXPECT_EQ(plan.wafers[w].task_runs, full.wafers[w].task_runs) << "wafer " << w;
+            EXPECT_GT(plan.wafers[w].task_runs, 0) << "wafer " << w;
+            EXPECT_EQ(plan.images[w].done_tile, full.images[w].done_tile) << "wafer " << w;
+            EXPECT_EQ(plan.images[w].done_color, full.images[w].done_color) << "wafer " << w;
+            EXPECT_TRUE(plan.images[w].programs.empty()) << "wafer " << w;
+          }
+          ++compared;
+        }
+  }
+  EXPECT_GE(compared, 40);
 }
