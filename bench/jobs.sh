@@ -36,8 +36,6 @@ job() {
     read -r t r u sy < "$tmp/time"
     times+=("$t"); users+=("$u"); systems+=("$sy"); [ "$r" -gt "$rss" ] && rss=$r
   done
-  printf '%s\n' "${times[@]}" | sort -g | awk '{v[NR] = $1} END {print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}' \
-    >"$tmp/$name.median"
   python3 - "$tmp" "$name" "$n" "$rss" "${times[*]}" "${users[*]}" "${systems[*]}" <<'PY'
 import json, statistics, sys
 d, name, n, rss = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -48,6 +46,7 @@ js = [json.load(open(f"{d}/{name}{i}.json")) for i in range(1, n + 1)]
 w = js[0]["wall_time"]
 med = lambda k: statistics.median(j["wall_time"][k]["value"] for j in js)
 v = lambda k: w[k]["value"] if k in w else 0
+open(f"{d}/{name}.median", "w").write(f"{statistics.median(times)}\n")  # (for the ratios at the end)
 print(f"  wall median {statistics.median(times):.2f} s (min {times[0]:.2f}, max {times[-1]:.2f}; user {user:.2f} s, "
       f"system {system:.2f} s, medians), peak RSS {rss / 1024 / 1024:.2f} GB")
 print(f"  split (medians): mapping {med('mapping'):.3f} s, elaboration {med('elaboration'):.3f} s, "

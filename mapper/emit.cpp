@@ -565,6 +565,16 @@ RowKey reduced(const RowKey& k) {
   return r;
 }
 
+namespace {
+// The rows of a stage whose input a tile relays (StageSpec::relay_in), each with its relay distance k > 0:
+// f(y, k). Each relay is one task on the relaying tile (Emitter::add), counted by stage_need.
+template <class F>
+void for_each_relay(const StageSpec& s, F&& f) {
+  for (std::int32_t y = 0; y < std::int32_t(s.relay_in.size()) && y < s.region.rect.h; ++y)
+    if (const std::int32_t k = s.relay_in[std::size_t(y)]; k > 0) f(y, k);
+}
+}  // namespace
+
 StageNeed stage_need(const StageSpec& s, const EmitParams& p) {
   if (p.kernel == Kernel::MeshGemv) return meshgemv_need(s, p);
   KeyTable<RowKey> rows, rows_reduced;
@@ -590,8 +600,7 @@ StageNeed stage_need(const StageSpec& s, const EmitParams& p) {
       need.tasks += n * std::int64_t(f.tasks.size());
     }
   }
-  // (and the relays of its input, a task each: Emitter::add)
-  for (std::int32_t y = 0; y < std::int32_t(s.relay_in.size()) && y < s.region.rect.h; ++y) need.tasks += s.relay_in[std::size_t(y)] > 0;
+  for_each_relay(s, [&](std::int32_t, std::int32_t) { ++need.tasks; });  // (and the relays of its input)
   return need;
 }
 
@@ -676,9 +685,7 @@ void Emitter::add(const StageSpec& s) {
     }
   }
   // Relays of the stage input (see StageSpec::relay_in): one small fragment on the relaying tile.
-  for (std::int32_t y = 0; y < std::int32_t(s.relay_in.size()) && y < r.h; ++y) {
-    const std::int32_t k = s.relay_in[std::size_t(y)];
-    if (k <= 0) continue;
+  for_each_relay(s, [&](std::int32_t y, std::int32_t k) {
     Fragment fr;
     firmware::Task t;
     t.trigger = color::kRelay;
@@ -693,7 +700,7 @@ void Emitter::add(const StageSpec& s) {
     std::uint32_t f = intern_fragment(std::move(fr));
     hw::TileIndex tile = grid_.index({global_x(s.region, s.region.rect.w - 1 - k), r.y0 + y});
     seq_[tile] = child(seq_[tile], f);
-  }
+  });
 }
 
 void Emitter::extend(hw::TileIndex t, std::uint32_t f, Run& run) {
