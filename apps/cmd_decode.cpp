@@ -654,18 +654,27 @@ int run_decode(const std::vector<std::string>& args) {
   wall.add_int("layers_watched", std::int64_t(res.layers_watched), "layers",
                "layers of the runs watched for a repeated state (0: no run long enough)");
   wall.add("reuse_cuts", res.cuts_s, "s", "of emulation, the cuts of the runs watched: describing the state, comparing, copying");
+  std::uint64_t reuse_bytes = 0, given_up = 0;
+  for (const sim::WaferStep& w : res.wafers)
+    reuse_bytes = std::max(reuse_bytes, w.step.reuse_bytes), given_up += w.step.reuse_dropped;
+  wall.add_int("reuse_lists", std::int64_t(reuse_bytes), "bytes",
+               "the most reuse's lists held on a wafer (descriptions, slots touched, bursts, route changes; at most half "
+               "the wafer's task records, docs/timing.md \"Reuse's memory\")");
+  wall.add_int("reuse_given_up", std::int64_t(given_up), "wafers", "wafers whose lists reached that cap: run in full from there on");
   wall.add_text("huge_pages", huge_pages_note(), "the big blocks' and the heap's pages (docs/timing.md \"Huge pages where they are measured cheaper\", \"The heap on huge pages too\")");
   // Wafer by wafer (a pipeline's wafers run side by side with --threads: which one bounds the wall time).
   auto& pw = wall.add_table("per_wafer",
                             {"wafer", "elaboration [s]", "emulation [s]", "tasks_executed [tasks]", "tasks_represented [tasks]",
-                             "layers_reused [layers]", "layers_watched [layers]", "reuse_cuts [s]", "reused_from"},
+                             "layers_reused [layers]", "layers_watched [layers]", "reuse_cuts [s]", "reuse_lists [bytes]",
+                             "reuse_given_up", "reused_from"},
                             "each wafer's executor built and run; a wafer whose step is another's, shifted (reused_from; -1: "
                             "emulated), costs 0 s");
   for (std::size_t k = 0; k < res.wafers.size(); ++k) {
     const sim::WaferStep& w = res.wafers[k];  // (a copied wafer's own costs are 0: sim::WaferStep)
     pw.rows.push_back({std::int64_t(k), w.elaboration_s, w.emulation_s, std::int64_t(w.step.tasks_executed),
                        std::int64_t(w.step.tasks_run), std::int64_t(w.step.layers_reused),
-                       std::int64_t(w.step.layers_watched), w.step.cuts_s, std::int64_t(w.reused_from)});
+                       std::int64_t(w.step.layers_watched), w.step.cuts_s, std::int64_t(w.step.reuse_bytes),
+                       std::int64_t(w.step.reuse_dropped), std::int64_t(w.reused_from)});
   }
   for (std::size_t i = 0; i < mapping.notes.size(); ++i) rep.add_text(fmt::format("note_{}", i + 1), mapping.notes[i]);
 

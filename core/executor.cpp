@@ -158,6 +158,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   }
   if (streams) ++sends;  // the shared weights record
   if (sends >= kNone) throw hw::InputError("firmware: more than 4 billion bursts per step");
+  ru_.cap = opt_.reuse_bytes ? opt_.reuse_bytes : reuse_cap(slots, sends);
   bursts_.reserve(sends);
   cores_.assign(n, Core{opt_.start, kNone});  // (every core free from the step's start)
   claim_cursor_.assign(n * long_max_, 0);
@@ -531,6 +532,8 @@ StepResult Executor::run() {
   r.layers_reused = ru_.skipped_layers;
   r.layers_watched = ru_.watched;
   r.cuts_s = ru_.cuts_s;
+  r.reuse_bytes = ru_.peak;
+  r.reuse_dropped = ru_.dropped;
   r.tasks_total = slots_.size();
   r.bursts = bursts_.size() - (weight_burst_ == kNone ? 0 : 1) - image_.start.size();
   r.weight_bursts = weight_bursts_;
@@ -880,7 +883,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
     std::uint32_t lag = snd.wavelets - 1;
     if (stream) lag = std::uint32_t(std::max<Cycle>(lag, vat + std::max<Cycle>(lag, e - s) - at));
     const std::uint32_t id = add_burst(vat, slot, lag, snd.color, BurstKind::Data, std::uint32_t(at - vat), sc_switches, sc_syncs);
-    if (noting) ru_.burst_tile.push_back(tile);
+    if (noting && reuse_grow(ru_.burst_tile)) ru_.burst_tile.push_back(tile);
     noc::BurstSpec b;
     b.src = tile;
     b.dest = destination(snd.dest, here);
@@ -1556,6 +1559,12 @@ int Executor::tile_class(TileIndex t, Cycle now) {
 // Tile t's core (its free cycle while it can matter, its last task) and per claim group the first task not
 // yet full with its arrivals so far (tile_class has advanced the cursors).
 void Executor::describe_tile(std::vector<std::uint64_t>& out, TileIndex t, Cycle now, std::uint64_t nb) {
+  // (room for the most a tile writes: its core in three words, per claim group two for the task and five for its
+  // arrivals; the open slots one per group)
+  if (!reuse_grow(out, 3 + 7 * std::size_t(ru_.max_groups)) || !reuse_grow(ru_.open, ru_.max_groups)) {
+    ru_.bad = true;
+    return;
+  }
   materialize(t);
   const std::uint32_t p = image_.tile_program[t];
   const Cycle cf = cores_[t].free;
@@ -1655,14 +1664,15 @@ void Executor::describe_bands(std::vector<std::uint64_t>& out, Cycle now, std::u
   const std::int64_t l = (std::int64_t(ru_.layer) - ru_.a) / ru_.p;
   out.push_back(std::uint64_t(std::int64_t(s) - l)), out.push_back(std::uint64_t(std::int64_t(f) - l));
   ru_.work_tiles.clear();
-  for (std::size_t j = s; j < f; ++j) {
+  for (std::size_t j = s; j < f && !ru_.done; ++j) {
     const TileIndex t0 = TileIndex(ru_.band_y[j]) * TileIndex(W), t1 = t0 + ru_.S;
-    for (TileIndex t = t0; t < t1; ++t) {
+    for (TileIndex t = t0; t < t1 && !ru_.done; ++t) {
       if (image_.tile_program[t] == firmware::kIdle) continue;
       describe_tile(out, t, now, nb);
-      ru_.work_tiles.push_back(t);
+      if (reuse_grow(ru_.work_tiles)) ru_.work_tiles.push_back(t);
     }
   }
+  if (ru_.done) return;  // (given up at the cap: reuse_room)
   // The route tables from the last settled band to the first fresh one (within the bands): not copied into the
   // description (on a band of 80 k tiles they were more than half of it, some 20 MB a cut), but compared in
   // place with the previous cut's at a cut whose description equals it (routes_as_before). Noted here: their
@@ -1776,6 +1786,8 @@ void Executor::reuse_cut() {
         }
       },
       out, origin_row);
+  // (the mesh's part is checked against the cap once written)
+  if (!reuse_room(0)) return;
   // The cores: in time, every tile; in space, band by band.
   if (described && !ru_.bad) {
     if (ru_.space) {
@@ -1788,6 +1800,7 @@ void Executor::reuse_cut() {
       }
     }
   }
+  if (ru_.done) return;  // (given up at the cap while describing: reuse_room)
   const bool usable = described && !ru_.bad;
   if (first_cut) {  // (the run's first window starts here: its slots and routes are noted from now on)
     ru_.tracking = true;
@@ -2118,6 +2131,41 @@ void Executor::reuse_cut() {
   untouch_all();
   ru_.layer_hi = std::max(ru_.layer_hi, reach + std::uint32_t(K) * ru_.p);  // (the copies' layers have started)
   if (!next_space_run()) reuse_release();
+}
+
+std::uint64_t Executor::reuse_cap(std::uint64_t slots, std::uint64_t sends) {
+  return (slots * sizeof(Slot) + sends * sizeof(BurstRec)) / 2;
+}
+
+std::uint64_t Executor::reuse_held() const {
+  auto bytes = [](const auto& v) {
+    return std::uint64_t(v.capacity()) * sizeof(typename std::decay_t<decltype(v)>::value_type);
+  };
+  return bytes(ru_.desc) + bytes(ru_.prev_desc) + bytes(ru_.touched) + bytes(ru_.touched_tile) +
+         bytes(ru_.burst_tile) + bytes(ru_.open) + bytes(ru_.work_tiles) + bytes(route_log_);
+}
+
+[[gnu::noinline]] bool Executor::reuse_room(std::uint64_t more) {
+  if (ru_.done) return false;
+  const std::uint64_t held = reuse_held() + more;
+  if (held <= ru_.cap) {
+    ru_.peak = std::max(ru_.peak, held);
+    return true;
+  }
+  reuse_drop();
+  return false;
+}
+
+// Reuse given up at its cap, for the rest of the step (no later run is armed): its lists are freed but for the
+// bit sets, which stay as they are until the step ends (a delivery under way may still mark one; nothing reads
+// them). The step runs on in full, to the same answer.
+void Executor::reuse_drop() {
+  ru_.done = true, ru_.dropped = true, ru_.bad = true;
+  log_routes_ = false;
+  clear_route_log(true);
+  net_.unmark();
+  ru_.touched = {}, ru_.touched_tile = {}, ru_.burst_tile = {};
+  ru_.desc = {}, ru_.prev_desc = {}, ru_.open = {}, ru_.work_tiles = {};
 }
 
 // After the jump (or once none can come): the cuts' records are not needed any more.

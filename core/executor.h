@@ -54,6 +54,7 @@
 // the fabric (ideal_latency: 2 x ramp_latency unless it is sent to its own tile, hops x hop_latency, and
 // to its tail its lag): the ramps to Ramp, the rest of the zero-load part to NetworkTransfer, anything
 // beyond to NetworkWait.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -135,6 +136,10 @@ struct ExecOptions {
   // the same tiles' route table entries and, when reuse is not armed, their burst records (fill_pieces), and the
   // approx mesh's tile records and busy counters (not written when it was built). Results the same.
   bool populate_behind = false;
+  // Reuse's lists (the descriptions a cut compares, the slots touched and the bursts sent since the cut before,
+  // the route changes, ...) may hold at most this many bytes; past it reuse is given up and the step runs in
+  // full (the same answer: only slower). 0: Executor::reuse_cap of the step's records. Tests set it.
+  std::uint64_t reuse_bytes = 0;
 };
 
 // A piece of the critical path: [from, to) attributed to one cause, layer and operator. The segments tile
@@ -155,6 +160,8 @@ struct StepResult {
   std::uint32_t layers_reused = 0;    // layers copied rather than emulated
   std::uint32_t layers_watched = 0;   // layers of the run reuse watched for a repeat (0: none tried)
   double cuts_s = 0;  // wall seconds in reuse's cuts (describing, comparing, the jump); not deterministic
+  std::uint64_t reuse_bytes = 0;  // the most reuse's lists held (ExecOptions::reuse_bytes), in bytes
+  bool reuse_dropped = false;     // reuse was given up at its cap (ExecOptions::reuse_bytes)
   std::uint64_t bursts = 0;           // bursts the cores sent (weights and injections excluded)
   std::uint64_t weight_bursts = 0, weight_bytes = 0;  // StreamIn ops served (no mesh bursts) and their bytes
   std::uint64_t unclaimed = 0;        // bursts no task took (a firmware bug when nonzero)
@@ -216,6 +223,10 @@ class Executor final : public noc::NetworkClient {
   // beside its task records: about 1 GB on wse3, measured, where a count of the records alone let a run of
   // the 8B's whole square start and be killed for memory).
   static std::uint64_t record_bytes(const firmware::Image& image);
+  // The most reuse's lists may hold for a step of `slots` task slots and `sends` burst records (ExecOptions::
+  // reuse_bytes when 0): half its task records. Across the test suite and the bench jobs the lists held at most a
+  // quarter of the records (docs/timing.md "Reuse's memory").
+  static std::uint64_t reuse_cap(std::uint64_t slots, std::uint64_t sends);
 
   // After run(): every task that ran (in tile order), for traces.
   std::vector<TaskRun> task_runs() const;
@@ -576,6 +587,7 @@ class Executor final : public noc::NetworkClient {
   std::pair<std::size_t, std::size_t> route_tiles_{std::numeric_limits<std::size_t>::max(), 0};
   bool log_routes_ = false;
   void log_route(std::size_t cell, std::size_t tile, std::uint8_t before) {
+    if (!reuse_grow(route_log_)) return;
     route_log_.push_back({cell, before});
     route_tiles_ = {std::min(route_tiles_.first, tile), std::max(route_tiles_.second, tile)};
   }
@@ -651,7 +663,27 @@ class Executor final : public noc::NetworkClient {
     std::int32_t route_row_min = std::numeric_limits<std::int32_t>::max();
     std::size_t fresh_band = 0;               // the first fresh band (index from a)
     std::vector<std::uint8_t> band_code;      // per band, as at the last cut (describe_bands)
+    // What the lists above (and route_log_) may hold, in bytes (ExecOptions::reuse_bytes), the most they held,
+    // and whether reuse was given up at it (reuse_room).
+    std::uint64_t cap = 0, peak = 0;
+    bool dropped = false;
   } ru_;
+  // Reuse's lists, in bytes (their capacities).
+  std::uint64_t reuse_held() const;
+  // Whether reuse's lists may grow by `more` bytes within ru_.cap; if not, reuse is given up for the rest of the
+  // step (reuse_drop), which runs in full. False too when reuse is done.
+  bool reuse_room(std::uint64_t more);
+  void reuse_drop();
+  // Room in reuse's list v for n more elements: grown (by doubling, at least) when the cap allows; false when
+  // it does not (reuse given up: nothing may be added).
+  template <class V>
+  bool reuse_grow(V& v, std::size_t n = 1) {
+    if (v.capacity() - v.size() >= n) [[likely]] return true;
+    const std::size_t to = std::max({2 * v.capacity(), v.size() + n, std::size_t(64)});
+    if (!reuse_room((to - v.capacity()) * sizeof(typename V::value_type))) return false;
+    v.reserve(to);
+    return true;
+  }
   void reuse_setup();
   void space_setup();
 #ifdef WAFER_EMU_CUT_LOG
@@ -683,7 +715,8 @@ class Executor final : public noc::NetworkClient {
   Cycle next_sample_ = 0;
   void pre_touch(hw::TileIndex tile) { set_bit(ru_.pre_tiles, tile); }
   void touch(std::uint32_t slot, hw::TileIndex tile) {
-    if (first_mark(ru_.touched_bits, slot)) ru_.touched.push_back(slot), ru_.touched_tile.push_back(tile);
+    if (first_mark(ru_.touched_bits, slot) && reuse_grow(ru_.touched) && reuse_grow(ru_.touched_tile))
+      ru_.touched.push_back(slot), ru_.touched_tile.push_back(tile);
   }
   void untouch_all() {
     for (std::uint32_t s : ru_.touched) ru_.touched_bits[s >> 6] = 0;

@@ -402,6 +402,7 @@ WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric&
     };
   }
   eo.reuse = opt.reuse;
+  eo.reuse_bytes = opt.reuse_bytes;
   core::Executor ex(spec, im, fabric, *wm, port, eo);
   auto t2 = std::chrono::steady_clock::now();
   ws.elaboration_s = std::chrono::duration<double>(t2 - t1).count();
@@ -714,6 +715,7 @@ StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fab
         // (nothing built or run for it: its own cost is none, the result's is the earlier wafer's)
         ws.elaboration_s = ws.emulation_s = 0;
         ws.step.tasks_executed = 0, ws.step.layers_reused = ws.step.layers_watched = 0, ws.step.cuts_s = 0;
+        ws.step.reuse_bytes = 0, ws.step.reuse_dropped = false;
         if (opt.keep_task_runs) {
           runs_[k] = runs_[from[k]];
           for (auto& t : runs_[k]) t.trigger += shift, t.start += shift, t.end += shift;

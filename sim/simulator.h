@@ -91,6 +91,8 @@ struct StepOptions {
   // (core::ExecOptions::reuse). false: emulate everything (`decode --no-reuse`). Off while a trace's extras
   // are asked for (keep_task_runs, keep_path, series_cells): they follow the run in time, tile by tile.
   bool reuse = true;
+  // What reuse's lists may hold within a wafer, in bytes (core::ExecOptions::reuse_bytes; 0: its default). Tests.
+  std::uint64_t reuse_bytes = 0;
   // Wafers of a pipeline emulated at once, each on a thread and a mesh of its own (1: one after the other).
   // Results are the same for any number: a wafer's step depends on its start only by a shift in time, so each
   // runs from cycle 0 and is shifted to its start when the inter-wafer links have given it. One after the
@@ -113,7 +115,7 @@ struct WaferStep {
   int reused_from = -1;             // the earlier wafer whose result this is (shifted), -1: emulated
   // Wall seconds building this wafer's executor and running it; not deterministic, like
   // StepResult::elaboration_s. A wafer reused from another has these, and its step's tasks_executed,
-  // layers_reused, layers_watched and cuts_s, at 0 (nothing of it was built or run).
+  // layers_reused, layers_watched, cuts_s and reuse_bytes at 0 (nothing of it was built or run).
   double elaboration_s = 0, emulation_s = 0;
 };
 

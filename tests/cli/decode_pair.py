@@ -50,17 +50,25 @@ def per_wafer_bad(result, wall, name):
     cuts = sum(r["reuse_cuts"] for r in rows)
     if abs(cuts - wall["reuse_cuts"]["value"]) > 1e-6 * max(1.0, cuts):
         bad.append(f"{name}: per_wafer reuse_cuts adds up to {cuts}, wall_time.reuse_cuts is {wall['reuse_cuts']['value']}")
+    if max([r["reuse_lists"] for r in rows], default=0) != wall["reuse_lists"]["value"]:
+        bad.append(f"{name}: per_wafer reuse_lists peaks at {max(r['reuse_lists'] for r in rows)}, wall_time.reuse_lists is {wall['reuse_lists']['value']}")
+    if sum(r["reuse_given_up"] for r in rows) != wall["reuse_given_up"]["value"]:
+        bad.append(f"{name}: per_wafer reuse_given_up adds up to {sum(r['reuse_given_up'] for r in rows)}, wall_time.reuse_given_up is {wall['reuse_given_up']['value']}")
     copies = [r for r in rows if r["reused_from"] >= 0]
     if len(copies) != wall["wafers_reused"]["value"]:
         bad.append(f"{name}: {len(copies)} wafers reused in per_wafer, wall_time.wafers_reused is {wall['wafers_reused']['value']}")
     for r in rows:
         copy = r["reused_from"] >= 0
         if copy and (r["reused_from"] >= r["wafer"] or r["elaboration"] != 0 or r["emulation"] != 0 or r["tasks_executed"] != 0
-                     or r["reuse_cuts"] != 0):
+                     or r["reuse_cuts"] != 0 or r["reuse_lists"] != 0):
             bad.append(f"{name}: wafer {r['wafer']} reused from {r['reused_from']} but built or ran something: {r}")
         if not copy and (r["emulation"] <= 0 or r["tasks_executed"] <= 0):
             bad.append(f"{name}: wafer {r['wafer']} emulated but shows no emulation time or task: {r}")
         # (the cuts are part of the emulation, and there are none without a run watched)
+        # (nor lists, nor a cap reached)
+        if (r["layers_watched"] == 0 and (r["reuse_lists"] != 0 or r["reuse_given_up"] != 0)) or r["reuse_given_up"] not in (0, 1):
+            bad.append(f"{name}: wafer {r['wafer']} kept {r['reuse_lists']} bytes of reuse lists (given up: {r['reuse_given_up']}) "
+                       f"with {r['layers_watched']} layers watched: {r}")
         if r["reuse_cuts"] < 0 or r["reuse_cuts"] > r["emulation"] or (r["layers_watched"] == 0 and r["reuse_cuts"] != 0):
             bad.append(f"{name}: wafer {r['wafer']} spent {r['reuse_cuts']} s in cuts, emulation {r['emulation']} s, "
                        f"{r['layers_watched']} layers watched: {r}")

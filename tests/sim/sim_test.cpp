@@ -662,6 +662,62 @@ TEST(Regions, ACoreToSpareChangesNothing) {
   }
 }
 
+// Reuse's lists stay within their cap (core::ExecOptions::reuse_bytes; by default Executor::reuse_cap, half the
+// step's task records), and a cap they pass gives reuse up with the same answer: on both sides of the most they
+// held (a cap of that many bytes: reused as before; one byte less: given up, everything emulated from there on),
+// in time (meshgemv layers on the same tiles) and in space (layers on bands each moved down from the one before).
+TEST(Reuse, ItsListsStayWithinTheirCap) {
+  const hw::WaferSpec small = hw::preset("small");
+  const noc::Fabric fabric = noc::Fabric::perfect(small.logical());
+  mapper::ModelConfig model = mapper::load_model("small-llama");
+  model.layers = 8;
+  for (const char* placement : {"whole-wafer", "square"}) {
+    mapper::MapOptions mo;
+    mo.context = 1024, mo.placement = placement, mo.weight_bits = 8;
+    if (std::string(placement) == "whole-wafer") mo.kernel = mapper::Kernel::MeshGemv;
+    const mapper::Mapping mp = mapper::map_model(small, fabric, model, mo);
+    const Image& im = mp.images[0];
+    auto step = [&](bool reuse, std::uint64_t cap) {
+      StepOptions o;
+      o.reuse = reuse, o.reuse_bytes = cap;
+      return simulator().run(small, fabric, {&im}, o);
+    };
+    const StepResult full = step(false, 0), dflt = step(true, 0);
+    const core::StepResult& d = dflt.wafers[0].step;
+    const std::string what = placement;
+    ASSERT_GT(d.layers_reused, 0u) << what;
+    ASSERT_FALSE(d.reuse_dropped) << what;
+    ASSERT_GT(d.reuse_bytes, 0u) << what;
+    // Within the default cap.
+    EXPECT_LE(d.reuse_bytes, core::Executor::reuse_cap(d.tasks_total, d.bursts + im.start.size())) << what;
+    EXPECT_EQ(full.wafers[0].step.reuse_bytes, 0u) << what;
+    for (std::uint64_t at : {d.reuse_bytes, d.reuse_bytes - 1}) {
+      const StepResult r = step(true, at);
+      const core::StepResult& c = r.wafers[0].step;
+      const bool kept = at == d.reuse_bytes;
+      const std::string w = what + " cap " + std::to_string(at);
+      EXPECT_EQ(c.reuse_dropped, !kept) << w;
+      EXPECT_LE(c.reuse_bytes, at) << w;
+      if (kept) {
+        EXPECT_EQ(c.reuse_bytes, d.reuse_bytes) << w;
+        EXPECT_EQ(c.tasks_executed, d.tasks_executed) << w;
+      } else {
+        EXPECT_GT(c.tasks_executed, d.tasks_executed) << w;
+      }
+      for (const StepResult* o : {&dflt, &full}) {
+        EXPECT_EQ(r.latency, o->latency) << w;
+        EXPECT_EQ(r.breakdown.cause, o->breakdown.cause) << w;
+        EXPECT_EQ(r.breakdown.per_layer, o->breakdown.per_layer) << w;
+        EXPECT_EQ(r.breakdown.per_op, o->breakdown.per_op) << w;
+        EXPECT_EQ(c.tasks_run, o->wafers[0].step.tasks_run) << w;
+        EXPECT_EQ(c.bursts, o->wafers[0].step.bursts) << w;
+        EXPECT_EQ(r.wafers[0].network.link_traversals, o->wafers[0].network.link_traversals) << w;
+        EXPECT_EQ(r.wafers[0].network.wait_cycles, o->wafers[0].network.wait_cycles) << w;
+      }
+    }
+  }
+}
+
 // What a report and a trace ask of a step (sim::StepOptions region_cells, series_cells, keep_path) changes
 // nothing of the step, and adds up: the cells' link busy cycles and task cycles are the mesh's and the runs'
 // totals, the series' intervals tile the step, the path segments tile it and sum per layer to the breakdown.
