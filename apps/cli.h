@@ -1,8 +1,13 @@
 #pragma once
 // The wafer-emu command line: subcommands register themselves (one apps/cmd_<name>.cpp each).
+#include <atomic>
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <string_view>
 #include <vector>
 
@@ -55,6 +60,32 @@ class Progress {
   bool tty_;
   double last_ = -1;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// A step's progress on a terminal (decode): while it lives, a thread of its own redraws one line on stderr about
+// four times a second, the tasks the wafers' executors have told counter() (sim::StepOptions::progress: copies
+// included) against `total`, from `after` seconds on (WAFER_EMU_PROGRESS_AFTER, default 1: a short step draws
+// nothing). When it goes, a line drawn is drawn once more with the final count and ended. Off (counter() null)
+// when stderr is not a terminal. The step's results do not depend on it.
+class TaskProgress {
+ public:
+  TaskProgress(std::string what, std::uint64_t total);
+  ~TaskProgress();
+  TaskProgress(const TaskProgress&) = delete;
+  TaskProgress& operator=(const TaskProgress&) = delete;
+  std::atomic<std::uint64_t>* counter() { return thread_.joinable() ? &tasks_ : nullptr; }
+
+ private:
+  void draw(double t, const char* end = "") noexcept;  // (\r, the line, erase to its end, then `end`)
+  std::string what_;
+  std::uint64_t total_;
+  std::atomic<std::uint64_t> tasks_{0};
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 }  // namespace wafer::apps

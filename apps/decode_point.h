@@ -4,6 +4,7 @@
 //
 // SystemC elaborates once per process, so there is one sim::Simulator per process: the caller creates it
 // and passes the same one to every emulate_point / run_point call.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -37,6 +38,7 @@ struct DecodePoint {
   // sim::StepOptions::threads: wafers of a pipeline emulated at once, at most as many as fit in memory
   // together (emulate_point); the results are the same for any number.
   std::uint32_t threads = 1;
+  std::atomic<std::uint64_t>* progress = nullptr;  // sim::StepOptions::progress (a progress line's count)
 };
 
 // Maps the point onto `fabric` (the wafer's repaired logical mesh). Throws hw::InputError with the

@@ -70,6 +70,48 @@ void Progress::done() {
   if (tty_ && last_ >= 0) fmt::print(stderr, "\n");
 }
 
+TaskProgress::TaskProgress(std::string what, std::uint64_t total) : what_(std::move(what)), total_(total) {
+  double after = 1.0;  // (read whether or not stderr is a terminal: a bad value is an error either way)
+  if (const char* env = std::getenv("WAFER_EMU_PROGRESS_AFTER")) {
+    char* end = nullptr;
+    after = std::strtod(env, &end);
+    if (end == env || *end != '\0' || !(after >= 0) || after > 1e6)
+      throw hw::InputError(fmt::format("WAFER_EMU_PROGRESS_AFTER '{}' is not a number of seconds from 0 to 1e6", env));
+  }
+  if (isatty(STDERR_FILENO) == 0) return;
+  thread_ = std::thread([this, after] {
+    std::unique_lock lock(m_);
+    const auto wake = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(after));
+    if (cv_.wait_until(lock, wake, [this] { return stop_; })) return;
+    do draw(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stop_; }));
+  });
+}
+
+TaskProgress::~TaskProgress() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(m_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  // (also while an error unwinds the step: the line then ends before the error's own)
+  if (drawn_) draw(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(), "\n");
+}
+
+void TaskProgress::draw(double t, const char* end) noexcept {
+  drawn_ = true;
+  const std::uint64_t done = tasks_.load(std::memory_order_relaxed);
+  try {
+    // (the percentage rounded down: 100 % only when every task is in)
+    fmt::print(stderr, "\r{}: {} of {} tile tasks ({}%), {:.0f} s\x1b[K{}", what_, done, total_,
+               total_ ? std::uint64_t(std::min<long double>(100, 100.0L * done / total_)) : 100, t, end);
+    std::fflush(stderr);
+  } catch (...) {  // (stderr gone: nothing to tell)
+  }
+}
+
 std::string describe_status(int st) {
   if (WIFEXITED(st)) return fmt::format("exited with status {}", WEXITSTATUS(st));
   if (WIFSIGNALED(st)) return fmt::format("was killed by signal {} ({})", WTERMSIG(st), strsignal(WTERMSIG(st)));

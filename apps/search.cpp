@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "apps/cli.h"
 #include "core/costs.h"
 #include "core/executor.h"
 #include "hw/error.h"
@@ -242,9 +243,19 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
   }
   std::vector<DecodePoint> points;
   std::vector<const mapper::Mapping*> mappings;
-  for (const Pending& d : pending) points.push_back(d.p), mappings.push_back(&d.m);
+  std::uint64_t total = 0;
+  for (const Pending& d : pending) {
+    points.push_back(d.p), mappings.push_back(&d.m);
+    for (const auto& w : d.m.wafers) total += std::uint64_t(w.task_runs);
+  }
+  // (on a terminal, a search that runs a while shows how far it has got: apps::TaskProgress)
+  std::optional<TaskProgress> progress;
+  if (!points.empty())
+    progress.emplace(fmt::format("decode: search: emulating {} candidate{}", points.size(), points.size() == 1 ? "" : "s"), total);
+  for (DecodePoint& p : points) p.progress = progress->counter();
   std::vector<sim::StepResult> steps =
       emulate_points(simulator, points, fabric, mappings, base.threads, core_to_spare ? std::max(2u, base.threads) : 0);
+  progress.reset();  // (its line ends here)
   for (std::size_t j = 0; j < pending.size(); ++j) {
     SearchCandidate& c = r.candidates[pending[j].i];
     c.emulated = double(steps[j].latency);

@@ -523,6 +523,7 @@ StepResult Executor::run() {
     net_.run();
   }
 
+  tell_progress();
   StepResult r;
   r.start = opt_.start;
   r.finished = done_count_ >= image_.done_arrivals;
@@ -870,6 +871,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   core.free = e;
   core.last = slot;
   ++tasks_run_;
+  if ((tasks_run_ & 0x3FFF) == 0) [[unlikely]] tell_progress();
   const bool noting = ru_.on && !ru_.done && ru_.tracking;  // (the window's bursts' senders: Reuse::burst_tile)
   for (std::size_t i = 0; i < nsends; ++i) {
     const auto& snd = sends[i];
@@ -2104,6 +2106,7 @@ void Executor::reuse_cut() {
   if (sampled_) sample_copies(D, K, now);
   tasks_run_ += K * NT;
   ru_.skipped_tasks += K * NT;
+  tell_progress();
   for (std::size_t op = 0; op < work_.size(); ++op)
     for (std::size_t c = 0; c < kCauses; ++c) work_[op][c] += K * (work_[op][c] - ru_.prev_work[op][c]);
   switches_run_ += K * (switches_run_ - ru_.prev_switches);

@@ -140,6 +140,10 @@ struct ExecOptions {
   // the route changes, ...) may hold at most this many bytes; past it reuse is given up and the step runs in
   // full (the same answer: only slower). 0: Executor::reuse_cap of the step's records. Tests set it.
   std::uint64_t reuse_bytes = 0;
+  // Where to add the tasks the step has run so far (copies included, as StepResult::tasks_run), for a progress
+  // line drawn on another thread (`decode` on a terminal): every 16,384 tasks, after a reuse jump and at the
+  // step's end, so that it ends holding tasks_run more than before. Null: nothing told. Results the same.
+  std::atomic<std::uint64_t>* progress = nullptr;
 };
 
 // A piece of the critical path: [from, to) attributed to one cause, layer and operator. The segments tile
@@ -544,6 +548,10 @@ class Executor final : public noc::NetworkClient {
   std::uint32_t done_count_ = 0, done_crit_ = kNone;
   Cycle done_end_ = 0;
   std::uint64_t unclaimed_ = 0, tasks_run_ = 0, weight_bytes_ = 0, weight_bursts_ = 0;
+  std::uint64_t told_ = 0;  // of tasks_run_, what ExecOptions::progress has been told
+  void tell_progress() {
+    if (opt_.progress) opt_.progress->fetch_add(tasks_run_ - told_, std::memory_order_relaxed), told_ = tasks_run_;
+  }
   // The work of the tasks run so far, per operator (Breakdown::work_per_op), and their color switches and
   // collective starts: added as each task starts, its cycles being fixed then, but for what every run of a task
   // pays alike, counted in TaskInfo::runs and added by fold_runs at each reuse cut and at the end (and K times the

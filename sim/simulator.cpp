@@ -403,6 +403,7 @@ WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric&
   }
   eo.reuse = opt.reuse;
   eo.reuse_bytes = opt.reuse_bytes;
+  eo.progress = opt.progress;
   core::Executor ex(spec, im, fabric, *wm, port, eo);
   auto t2 = std::chrono::steady_clock::now();
   ws.elaboration_s = std::chrono::duration<double>(t2 - t1).count();
@@ -716,6 +717,7 @@ StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fab
         ws.elaboration_s = ws.emulation_s = 0;
         ws.step.tasks_executed = 0, ws.step.layers_reused = ws.step.layers_watched = 0, ws.step.cuts_s = 0;
         ws.step.reuse_bytes = 0, ws.step.reuse_dropped = false;
+        if (opt.progress) opt.progress->fetch_add(ws.step.tasks_run, std::memory_order_relaxed);
         if (opt.keep_task_runs) {
           runs_[k] = runs_[from[k]];
           for (auto& t : runs_[k]) t.trigger += shift, t.start += shift, t.end += shift;

@@ -17,6 +17,7 @@
 // Elaborated once per process (the SystemC kernel cannot be re-elaborated): create one Simulator before
 // any run; it then runs any number of steps on any wafer spec, reconfiguring and resetting its modules
 // between them (a second Simulator created after the first run is refused by SystemC).
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -103,6 +104,9 @@ struct StepOptions {
   // it (core::ExecOptions::populate_behind), and its region totals (without series) summed on two threads.
   // Results the same.
   bool core_to_spare = false;
+  // Where the wafers' executors add the tasks they run (core::ExecOptions::progress); a wafer reused from another
+  // adds its task count at once. Over a step it grows by StepResult's tasks run summed over the wafers. Null: none.
+  std::atomic<std::uint64_t>* progress = nullptr;
 };
 
 struct WaferStep {
