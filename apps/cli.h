@@ -74,6 +74,9 @@ class TaskProgress {
   TaskProgress(const TaskProgress&) = delete;
   TaskProgress& operator=(const TaskProgress&) = delete;
   std::atomic<std::uint64_t>* counter() { return thread_.joinable() ? &tasks_ : nullptr; }
+  // The next step of a run of several (a prefill's chunks): the line's new words and total, its count from 0.
+  // Only while no step tells counter().
+  void restart(std::string what, std::uint64_t total);
 
  private:
   void draw(double t, const char* end = "") noexcept;  // (\r, the line, erase to its end, then `end`)

@@ -460,7 +460,7 @@ int run_decode(const std::vector<std::string>& args) {
   if (prefill > 0 && !vm.count("dump-firmware")) {
     new_simulator();
     point.options.tokens = prefill;
-    pre = run_prefill(*simulator, point, fabric, max_chunk);
+    pre = run_prefill(*simulator, point, fabric, max_chunk, nullptr, true);
     mapping = std::move(pre->mapping);
     point.options.tokens = pre->chunks.back().tokens;
   } else if (!step.empty()) {

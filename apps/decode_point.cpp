@@ -12,11 +12,13 @@
 #include <fstream>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "apps/cli.h"
 #include "core/executor.h"
 #include "hw/error.h"
 
@@ -300,10 +302,21 @@ void add_step(sim::StepResult& a, const sim::StepResult& b) {
 }
 
 PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric, std::int64_t max_chunk,
-                       PrefillCache* cache) {
+                       PrefillCache* cache, bool progress) {
+  std::optional<TaskProgress> line;  // (progress: one line, its words and count renewed chunk by chunk)
   return run_prefill_with(
       p, max_chunk, cache, [&](const DecodePoint& q) { return map_point(q, fabric); },
-      [&](const DecodePoint& q, const mapper::Mapping& m) { return emulate_point(simulator, q, fabric, m); });
+      [&](const DecodePoint& q, const mapper::Mapping& m) {
+        if (!progress) return emulate_point(simulator, q, fabric, m);
+        std::uint64_t total = 0;
+        for (const auto& w : m.wafers) total += std::uint64_t(w.task_runs);
+        std::string what = fmt::format("decode: prefill to position {} of {}", q.options.context, p.options.context);
+        if (line) line->restart(std::move(what), total);
+        else line.emplace(std::move(what), total);
+        DecodePoint r = q;
+        r.progress = line->counter();
+        return emulate_point(simulator, r, fabric, m);
+      });
 }
 
 std::int64_t prefill_chunk_size(const DecodePoint& p, std::int64_t max_chunk, PrefillCache* cache,

@@ -160,8 +160,9 @@ struct PrefillCache {
   std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> chunk;  // (context, batch) -> largest chunk
   std::int64_t hits = 0, emulated = 0;
 };
+// (progress: on a terminal, a prefill that runs a while draws one line, chunk by chunk: apps::TaskProgress)
 PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric,
-                       std::int64_t max_chunk = 0, PrefillCache* cache = nullptr);
+                       std::int64_t max_chunk = 0, PrefillCache* cache = nullptr, bool progress = false);
 // run_prefill's two plans, for a caller that emulates the chunks elsewhere (`table --jobs`): the chunk size
 // (T when the step of T = p.options.tokens tokens at context C = p.options.context maps, else the largest
 // count that maps, searched once per (context, batch) and kept in cache->chunk; max_chunk as run_prefill),

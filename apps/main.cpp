@@ -100,6 +100,12 @@ TaskProgress::~TaskProgress() {
   if (drawn_) draw(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(), "\n");
 }
 
+void TaskProgress::restart(std::string what, std::uint64_t total) {
+  std::lock_guard lock(m_);  // (the thread draws holding it)
+  what_ = std::move(what), total_ = total;
+  tasks_.store(0, std::memory_order_relaxed);
+}
+
 void TaskProgress::draw(double t, const char* end) noexcept {
   drawn_ = true;
   const std::uint64_t done = tasks_.load(std::memory_order_relaxed);

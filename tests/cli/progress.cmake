@@ -21,3 +21,5 @@ wafer_cli_test(progress_variable --exit 2 --one-line-error
   --stderr "WAFER_EMU_PROGRESS_AFTER 'soon' is not a number of seconds from 0 to 1e6"
   -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64)
 set_tests_properties(cli.progress_variable PROPERTIES ENVIRONMENT "WAFER_EMU_PROGRESS_AFTER=soon")
+# A prefill in chunks: one line, its words and count renewed chunk by chunk, ending with the last chunk's.
+progress_test(tiny_prefill_chunks --wafer tiny --model tiny-llama --context 64 --prefill 16 --chunk 4)
