@@ -2,21 +2,28 @@
 // batch) and every prefill point (prompt tokens x context, one sequence) is mapped and emulated as `decode`
 // would; the per-operator critical-path breakdown of each step becomes one tidy CSV and the exporters'
 // files (LLMServingSim's perf bundle, Vidur's profiling CSVs), written into a temporary folder renamed to
-// --out at the end.
+// --out at the end; the points done meanwhile are kept in a journal beside it, for a stopped run to resume.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
-#include <unistd.h>
 
 #include "apps/cli.h"
 #include "apps/decode_point.h"
+#include "apps/file_lock.h"
 #include "apps/point_cache.h"
+#include "apps/sweep.h"
 #include "apps/table_jobs.h"
 #include "hw/error.h"
 #include "hw/wafer_spec.h"
@@ -105,6 +112,97 @@ class Writer {
   std::ofstream f_;
 };
 
+// The points done so far, kept beside --out while the table runs (`.<out>.partial.jsonl`), so that a run stopped
+// (killed, a worker lost, the machine down) resumes where it stopped when the same command runs again: one JSON
+// line per point done or not mapped, after a first line naming the settings (a hash of the wafer's parameters, the
+// model file, the grid, placement, weight bits and fidelity: a journal of other settings is refused, never
+// mixed). Each line is written whole and flushed to disk; a last line cut short (a process killed mid-line) is
+// dropped. The journal is locked while a run holds it (a second run on the same --out is refused) and removed
+// once the tables are in place. The files of a resumed run are those of a run in one go (test cli.table_resume).
+class Journal {
+ public:
+  Journal(const fs::path& path, const std::string& settings) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      throw hw::InputError(fmt::format("--out: cannot open the journal {} ({})", path.string(), std::strerror(errno)));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      throw hw::InputError(fmt::format("--out: another table run holds its journal {}", path.string()));
+    }
+    const std::string text = read_from(fd_, 0, path.string());
+    std::size_t at = 0, keep = 0;  // (keep: the bytes of whole lines)
+    std::vector<nlohmann::json> lines;
+    for (std::size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
+      auto j = nlohmann::json::parse(text.begin() + std::ptrdiff_t(at), text.begin() + std::ptrdiff_t(nl), nullptr, false);
+      if (j.is_discarded() || !j.is_object())
+        throw hw::InputError(fmt::format("--out: the journal {} has a damaged line {}; remove it to start the table afresh",
+                                         path.string(), lines.size() + 1));
+      lines.push_back(std::move(j));
+      keep = nl + 1;
+    }
+    // (a journal of no point, a run stopped before its first, is started afresh whatever its settings)
+    if (lines.size() <= 1) keep = 0, lines.clear();
+    if (!lines.empty() && lines.front().value("settings", std::string()) != settings)
+      throw hw::InputError(fmt::format("--out: the journal {} is of a table with other settings; run that command again "
+                                       "to finish it, or remove the journal",
+                                       path.string()));
+    if (::ftruncate(fd_, off_t(keep)) != 0 || ::lseek(fd_, off_t(keep), SEEK_SET) < 0)
+      throw hw::InputError(fmt::format("--out: cannot write the journal {} ({})", path.string(), std::strerror(errno)));
+    if (lines.empty()) append(nlohmann::json{{"settings", settings}});
+    else kept_.assign(lines.begin() + 1, lines.end());
+  }
+  ~Journal() {
+    if (fd_ >= 0) ::close(fd_);  // (its lock goes with it)
+  }
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  // The points of earlier runs, in the order they were done.
+  const std::vector<nlohmann::json>& kept() const { return kept_; }
+  std::size_t points() const { return kept_.size() + added_; }
+  const fs::path& path() const { return path_; }
+  // A point done (`why` empty) or not mapped (`why` the mapper's reason).
+  void record(const Point& p, const std::string& why) {
+    nlohmann::json j{{"phase", p.phase}, {"tokens", p.tokens}, {"context", p.context}, {"batch", p.batch}};
+    if (!why.empty()) {
+      j["not_mapped"] = why;
+    } else {
+      j["chunk"] = p.chunk, j["chunks"] = p.chunks, j["latency"] = p.latency;
+      auto& ops = j["ops"] = nlohmann::json::array();
+      for (const auto& [name, c] : p.ops) ops.push_back({name, c});
+    }
+    append(j);
+    ++added_;
+  }
+  // The tables are in place: nothing to resume.
+  void remove() {
+    std::error_code ec;
+    fs::remove(path_, ec);
+  }
+
+ private:
+  void append(const nlohmann::json& j) {
+    const std::string line = j.dump() + "\n";
+    for (std::size_t done = 0; done < line.size();) {
+      const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw hw::InputError(fmt::format("--out: writing the journal {} failed ({})", path_.string(), std::strerror(errno)));
+      done += std::size_t(n);
+    }
+    ::fdatasync(fd_);
+  }
+  fs::path path_;
+  int fd_ = -1;
+  std::size_t added_ = 0;
+  std::vector<nlohmann::json> kept_;
+};
+
+// A point of the grid as an earlier run recorded it (Journal::kept), with why it was not mapped (else empty).
+struct Resumed {
+  Point p;
+  std::string why;
+};
+
 // The run's figures (--jobs N: steps, mappings and meshes summed over the workers; chunks_reused counted by
 // the parent as one process would have counted them).
 struct Figures {
@@ -120,7 +218,7 @@ struct Figures {
 // points, the same skipped reasons, the same figures in the files.
 Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Point>& points, std::vector<Point>& done,
                  std::vector<std::string>& skipped, const hw::WaferSpec& spec,
-                 std::chrono::steady_clock::time_point t0) {
+                 std::chrono::steady_clock::time_point t0, const std::map<std::size_t, Resumed>& resumed, Journal& journal) {
   struct Plan {
     std::string error;  // the plan's refusal (the chunk search), else the first refused step's
     std::vector<StepKey> steps;
@@ -152,13 +250,14 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
       }
     }
     ++finished;
+    if (plan.error.empty()) p.ops = table_ops(std::move(ops));
+    journal.record(p, plan.error);
     const double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!plan.error.empty()) {
       fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: not mapped: {}\n", finished, points.size(),
                  p.phase, p.tokens, p.context, p.batch, plan.error);
       return;
     }
-    p.ops = table_ops(std::move(ops));
     fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: {:.1f} us{} ({:.0f} s in all)\n", finished,
                points.size(), p.phase, p.tokens, p.context, p.batch, spec.cycles_to_us(double(p.latency)),
                p.chunks > 1 ? fmt::format(" in {} chunks of {}", p.chunks, p.chunk) : std::string(), all);
@@ -170,8 +269,8 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
     waiting.erase(k);
   };
 
-  // Forked before anything SystemC exists here; no more workers than points.
-  StepWorkers workers(int(std::min<std::size_t>(std::size_t(jobs), points.size())), dp, cache_on);
+  // Forked before anything SystemC exists here; no more workers than points left.
+  StepWorkers workers(int(std::clamp<std::size_t>(points.size() - resumed.size(), 1, std::size_t(jobs))), dp, cache_on);
   const noc::Fabric fabric = noc::Fabric::perfect(spec.logical());
   // Does a step of t tokens at context C, batch B map? (Each asked once; the workers kept busy meanwhile.)
   std::map<StepKey, std::string> refusals;
@@ -196,6 +295,11 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
   for (std::size_t i = 0; i < points.size(); ++i) {
     Point& p = points[i];
     Plan& plan = plans[i];
+    if (auto it = resumed.find(i); it != resumed.end()) {  // (done by an earlier run: its steps are not asked for)
+      p = it->second.p, plan.error = it->second.why;
+      ++finished;
+      continue;
+    }
     const std::int64_t T = p.phase == "decode" ? 1 : p.tokens, C = p.context, B = p.batch;
     q.options.tokens = T, q.options.context = C, q.options.batch = B;
     try {
@@ -244,6 +348,28 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
   fig.mappings_reused = st.mappings_reused, fig.mappings_built = st.mappings_built + std::int64_t(maps_ok.size() + refusals.size());
   fig.meshes_reused = st.meshes_reused;
   return fig;
+}
+
+// What the table's figures depend on, for its journal (Journal): the wafer's every parameter, the model file's
+// bytes (hashed), the grid, the placement, the weight bits and the fidelity.
+std::string table_settings(const hw::WaferSpec& spec, const mapper::ModelConfig& model, const std::vector<std::int64_t>& contexts,
+                           const std::vector<std::int64_t>& batches, const std::vector<std::int64_t>& prompts,
+                           const mapper::MapOptions& base, noc::Fidelity fidelity) {
+  nlohmann::ordered_json w;
+  w["name"] = spec.name;
+  for (const hw::ParamInfo& pi : hw::wafer_params())
+    std::visit([&](auto member) { w[std::string(pi.key)] = spec.*member; }, pi.member);
+  std::string model_bytes;
+  if (std::ifstream f(model.source, std::ios::binary); f) model_bytes.assign(std::istreambuf_iterator<char>(f), {});
+  nlohmann::ordered_json j;
+  j["journal"] = 1;
+  j["wafer"] = w;
+  j["model"] = {{"name", model.name}, {"file", sweep::hash_text(model_bytes)}};
+  j["contexts"] = contexts, j["batches"] = batches, j["prefill_tokens"] = prompts;
+  j["placement"] = base.placement;
+  j["weight_bits"] = base.weight_bits;
+  j["fidelity"] = std::string(noc::to_string(fidelity));
+  return j.dump();
 }
 
 int run_table(const std::vector<std::string>& args) {
@@ -330,10 +456,41 @@ int run_table(const std::vector<std::string>& args) {
       if (c > t) add("prefill", t, c, 1);
   }
 
+  // The points an earlier run of the same command did (Journal): taken from its journal, not emulated again.
+  Journal journal(parent / fmt::format(".{}.partial.jsonl", out.filename().string()),
+                  table_settings(spec, model, contexts, batches, prompts, base, fidelity));
+  std::map<std::size_t, Resumed> resumed;  // by grid index
+  {
+    std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>, std::size_t> index;
+    for (std::size_t i = 0; i < points.size(); ++i)
+      index[{points[i].phase, points[i].tokens, points[i].context, points[i].batch}] = i;
+    try {
+      for (const nlohmann::json& j : journal.kept()) {
+        const auto it = index.find({j.at("phase").get<std::string>(), j.at("tokens").get<std::int64_t>(),
+                                    j.at("context").get<std::int64_t>(), j.at("batch").get<std::int64_t>()});
+        if (it == index.end()) throw std::runtime_error("a point not of this grid");
+        Resumed r{points[it->second], j.value("not_mapped", std::string())};
+        if (r.why.empty()) {
+          r.p.chunk = j.at("chunk").get<std::int64_t>(), r.p.chunks = j.at("chunks").get<std::int64_t>();
+          r.p.latency = j.at("latency").get<Cycle>();
+          for (const auto& o : j.at("ops")) r.p.ops.push_back({o.at(0).get<std::string>(), o.at(1).get<Cycle>()});
+        }
+        resumed[it->second] = std::move(r);
+      }
+    } catch (const std::exception& e) {
+      throw hw::InputError(fmt::format("--out: the journal {} does not read as this table's ({}); remove it to start "
+                                       "the table afresh", journal.path().string(), e.what()));
+    }
+    if (!resumed.empty())
+      fmt::print(stderr, "table: resuming from {}: {} of {} points done before\n", journal.path().string(), resumed.size(),
+                 points.size());
+  }
+
   DecodePoint dp{spec, model, base, fidelity, false, {}, false, 0, 0};
   std::vector<std::string> skipped;
   std::vector<Point> done;
   Figures fig;
+  try {
   if (jobs == 1) {
     sim::Simulator simulator;
     PointCache points_cache(simulator, vm.count("no-cache") == 0);  // mappings, the mesh and memory kept between points
@@ -341,6 +498,11 @@ int run_table(const std::vector<std::string>& args) {
     PrefillCache cache;  // chunks shared between prompts ending at the same context
     for (std::size_t i = 0; i < points.size(); ++i) {
       Point& p = points[i];
+      if (auto it = resumed.find(i); it != resumed.end()) {
+        if (it->second.why.empty()) done.push_back(it->second.p);
+        else skipped.push_back(fmt::format("{} tokens {} context {} batch {}: {}", p.phase, p.tokens, p.context, p.batch, it->second.why));
+        continue;
+      }
       dp.options.context = p.context, dp.options.batch = p.batch, dp.options.tokens = p.phase == "decode" ? 1 : p.tokens;
       const auto t = std::chrono::steady_clock::now();
       try {
@@ -348,6 +510,7 @@ int run_table(const std::vector<std::string>& args) {
         p.chunk = r.chunk, p.chunks = std::int64_t(r.chunks.size()), p.latency = r.step.latency;
         p.ops = table_ops(op_cycles(r.step));
         done.push_back(p);
+        journal.record(p, "");
         fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: {:.1f} us{} ({:.1f} s, {:.0f} s in all)\n", i + 1,
                    points.size(), p.phase, p.tokens, p.context, p.batch, spec.cycles_to_us(double(p.latency)),
                    p.chunks > 1 ? fmt::format(" in {} chunks of {}", p.chunks, p.chunk) : std::string(),
@@ -355,6 +518,7 @@ int run_table(const std::vector<std::string>& args) {
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       } catch (const hw::InputError& e) {
         skipped.push_back(fmt::format("{} tokens {} context {} batch {}: {}", p.phase, p.tokens, p.context, p.batch, e.what()));
+        journal.record(p, e.what());
         fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: not mapped: {}\n", i + 1, points.size(),
                    p.phase, p.tokens, p.context, p.batch, e.what());
       }
@@ -363,9 +527,19 @@ int run_table(const std::vector<std::string>& args) {
     fig.mappings_reused = points_cache.stats().mappings_reused, fig.mappings_built = points_cache.stats().mappings_built;
     fig.meshes_reused = points_cache.stats().meshes_reused;
   } else {
-    fig = run_jobs(int(jobs), dp, vm.count("no-cache") == 0, points, done, skipped, spec, t0);
+    fig = run_jobs(int(jobs), dp, vm.count("no-cache") == 0, points, done, skipped, spec, t0, resumed, journal);
   }
-  if (done.empty()) throw hw::InputError(fmt::format("no point of the grid maps: {}", skipped.front()));
+  } catch (const hw::InputError& e) {
+    // (a run stopped by a failure keeps the points it did, for the same command to resume from)
+    if (journal.points() == 0) journal.remove();
+    if (journal.points() == 0 || dynamic_cast<const WorkerFailure*>(&e) == nullptr) throw;
+    throw hw::InputError(fmt::format("{} ({} of {} points are kept in {}: the same command resumes there)", e.what(),
+                                     journal.points(), points.size(), journal.path().string()));
+  }
+  if (done.empty()) {
+    journal.remove();
+    throw hw::InputError(fmt::format("no point of the grid maps: {}", skipped.front()));
+  }
   auto us = [&](Cycle c) { return spec.cycles_to_us(double(c)); };
   const double L = double(model.layers);
   // One decoder layer's time of an operator (one norm for `layernorm`: a layer has two).
@@ -505,12 +679,15 @@ int run_table(const std::vector<std::string>& args) {
   fs::rename(tmp, out, ec);
   if (ec) throw hw::InputError(fmt::format("--out {}: cannot move the tables into place ({})", out.string(), ec.message()));
   cleanup.keep = true;
+  journal.remove();
 
   traces::Report rep("latency tables");
   rep.add_text("wafer", spec.name);
   rep.add_text("model", model.name);
   rep.add_int("points", std::int64_t(points.size()), "points", "decode context x batch, prefill prompts x contexts");
   rep.add_int("points_emulated", std::int64_t(done.size()), "points");
+  rep.add_int("points_resumed", std::int64_t(resumed.size()), "points",
+              "points done, or found not to map, by an earlier run of the same command: taken from its journal");
   rep.add_int("points_not_mapped", std::int64_t(skipped.size()), "points", "listed in skipped.txt with the mapper's reason");
   rep.add_int("jobs", std::min(jobs, std::int64_t(points.size())), "processes",
               jobs > 1 ? "worker processes: steps_emulated, mappings_reused and meshes_reused are summed over them" : "one process");

@@ -31,3 +31,7 @@ wafer_cli_test(table_jobs_many --exit 2 --one-line-error --stderr "--jobs 1025 i
   -- ${WAFER_EMU} table ${TT} --contexts 32 --batches 1 --prefill-tokens 4 --jobs 1025 --out ${OUT}/tbad8)
 wafer_cli_test(table_jobs_not_a_number --exit 2 --one-line-error --stderr "jobs" --no-file ${OUT}/tbad9
   -- ${WAFER_EMU} table ${TT} --contexts 32 --batches 1 --prefill-tokens 4 --jobs two --out ${OUT}/tbad9)
+# A table killed part way resumes from its journal to the same files, one process or two; a journal of other
+# settings, one another run holds, or one with a damaged line is refused (table_resume_check.py).
+add_test(NAME cli.table_resume COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/table_resume_check.py ${WAFER_EMU} ${OUT}/table_resume 1)
+add_test(NAME cli.table_resume_jobs COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/table_resume_check.py ${WAFER_EMU} ${OUT}/table_resume_jobs 2)

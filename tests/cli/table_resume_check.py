@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""`table` resumes a run that was stopped, from its journal (`.<out>.partial.jsonl` beside --out).
+
+table_resume_check.py WAFER_EMU OUT_DIR JOBS
+
+With --jobs JOBS:
+- a table run in one go (the reference);
+- the same table killed (SIGKILL to its process group) once its journal holds two points, and a half-written
+  line added to the journal as a process killed mid-line leaves it: nothing at --out, the journal kept;
+- the same command again: it says it resumes, its JSON counts the points taken from the journal (every whole line,
+  the half line dropped), the files are the reference's byte for byte (meta.yaml's time stamp aside), and the
+  journal is gone;
+- refusals, each one line and exit 2, nothing at --out, the journal left as it was: a journal of other settings, a
+  journal another process holds (locked), a damaged line before the last; but a journal of no point (a run stopped
+  before its first) of other settings is started afresh.
+"""
+import fcntl, filecmp, json, os, re, shutil, signal, subprocess, sys, time
+
+ARGS = ["--wafer", "small", "--model", "small-llama", "--contexts", "128,512,2048", "--batches", "1,4,16",
+        "--prefill-tokens", "16,256,2048"]
+
+
+def fail(msg):
+    print(f"FAIL: {msg}")
+    sys.exit(1)
+
+
+def table(exe, out, jobs, extra=(), check=True):
+    r = subprocess.run([exe, "table"] + ARGS + list(extra) + ["--jobs", str(jobs), "--out", out, "--json", out + ".json"],
+                       capture_output=True, text=True, timeout=600)
+    if check and r.returncode != 0:
+        fail(f"exit {r.returncode}: {r.stderr}")
+    return r
+
+
+def journal_of(out):
+    return os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.partial.jsonl")
+
+
+def lines_of(path):
+    with open(path) as f:
+        return f.read().splitlines()
+
+
+def same_files(a, b):
+    bad = []
+    for root, _, files in os.walk(a):
+        for name in files:
+            fa = os.path.join(root, name)
+            fb = os.path.join(b, os.path.relpath(fa, a))
+            if not os.path.exists(fb):
+                bad.append(f"{fb} missing")
+            elif name == "meta.yaml":
+                strip = lambda p: [l for l in lines_of(p) if not l.startswith("profiled_at:")]
+                if strip(fa) != strip(fb):
+                    bad.append(f"{name} differs")
+            elif not filecmp.cmp(fa, fb, shallow=False):
+                bad.append(f"{os.path.relpath(fa, a)} differs")
+    count = lambda d: sum(len(f) for _, _, f in os.walk(d))
+    if count(a) != count(b):
+        bad.append(f"{count(a)} files against {count(b)}")
+    return bad
+
+
+def refused(exe, out, jobs, extra, pattern, what):
+    before = open(journal_of(out), "rb").read()
+    r = table(exe, out, jobs, extra, check=False)
+    if r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1 or not re.search(pattern, r.stderr):
+        fail(f"{what}: expected exit 2 and one line matching /{pattern}/, got exit {r.returncode}: {r.stderr!r}")
+    if os.path.exists(out):
+        fail(f"{what}: {out} was written")
+    if open(journal_of(out), "rb").read() != before:
+        fail(f"{what}: the journal was changed")
+    print(f"ok: {what}: {r.stderr.strip()}")
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__)
+        return 2
+    exe, base, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    full, part = os.path.join(base, "full"), os.path.join(base, "part")
+    table(exe, full, jobs)
+    if os.path.exists(journal_of(full)):
+        fail("a run in one go left its journal")
+    points = json.load(open(full + ".json"))["points"]["value"]
+
+    # Killed once two points are in its journal.
+    p = subprocess.Popen([exe, "table"] + ARGS + ["--jobs", str(jobs), "--out", part], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and p.poll() is None:
+        if os.path.exists(journal_of(part)) and len(lines_of(journal_of(part))) >= 3:
+            break
+        time.sleep(0.001)
+    if p.poll() is not None:
+        fail(f"the table ended (exit {p.returncode}) before two points were in its journal: the grid is too small")
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    if os.path.exists(part):
+        fail(f"{part} exists after the kill")
+    kept = lines_of(journal_of(part))
+    done_before = len(kept) - 1
+    if not 2 <= done_before < points:
+        fail(f"the journal holds {done_before} points of {points}")
+    with open(journal_of(part), "a") as f:
+        f.write('{"phase": "decode", "tokens": 1, "cont')  # (a line cut short)
+
+    # The refusals, the journal left as it is.
+    other = os.path.join(base, "other")
+    shutil.copy(journal_of(part), journal_of(other))
+    refused(exe, other, jobs, ["--placement", "serpentine-bands"], r"is of a table with other settings", "other settings")
+    os.remove(journal_of(other))
+    with open(journal_of(part)) as f:
+        held = f.fileno()
+        fcntl.flock(held, fcntl.LOCK_EX)
+        refused(exe, part, jobs, [], r"another table run holds its journal", "a journal held")
+    damaged = os.path.join(base, "damaged")
+    lines = lines_of(journal_of(part))
+    with open(journal_of(damaged), "w") as f:
+        f.write("\n".join([lines[0], "{not json", lines[1]]) + "\n")
+    refused(exe, damaged, jobs, [], r"has a damaged line 2", "a damaged line")
+    os.remove(journal_of(damaged))
+
+    # A journal of no point (a run stopped before its first) is started afresh, whatever its settings.
+    fresh = os.path.join(base, "fresh")
+    with open(journal_of(fresh), "w") as f:
+        f.write(json.dumps({"settings": "another table's"}) + "\n")
+    r = table(exe, fresh, jobs)
+    if "resuming" in r.stderr or os.path.exists(journal_of(fresh)) or same_files(full, fresh):
+        fail(f"a journal of no point was not started afresh: {r.stderr}")
+    print("ok: a journal of no point started afresh")
+
+    # Resumed.
+    r = table(exe, part, jobs)
+    if not re.search(rf"table: resuming from .*: {done_before} of {points} points done before", r.stderr):
+        fail(f"no line saying it resumes {done_before} points: {r.stderr}")
+    resumed = json.load(open(part + ".json"))["points_resumed"]["value"]
+    if resumed != done_before:
+        fail(f"points_resumed {resumed}, the journal held {done_before}")
+    if os.path.exists(journal_of(part)):
+        fail("the journal is left after the tables are in place")
+    bad = same_files(full, part)
+    if bad:
+        fail("the resumed tables differ from the reference: " + "; ".join(bad))
+    print(f"ok: killed after {done_before} of {points} points, resumed to the same files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
