@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "traces/report.h"
@@ -65,7 +65,7 @@ class Progress {
 // A step's progress on a terminal (decode): while it lives, a thread of its own redraws one line on stderr about
 // four times a second, the tasks the wafers' executors have told counter() (sim::StepOptions::progress: copies
 // included) against `total`, from `after` seconds on (WAFER_EMU_PROGRESS_AFTER, default 1: a short step draws
-// nothing). When it goes, a line drawn is drawn once more with the final count and ended. Off (counter() null)
+// nothing; 0: drawn from the start, however short the step). When it goes, a line drawn is drawn once more with the final count and ended. Off (counter() null)
 // when stderr is not a terminal. The step's results do not depend on it.
 class TaskProgress {
  public:

@@ -82,7 +82,8 @@ TaskProgress::TaskProgress(std::string what, std::uint64_t total) : what_(std::m
   thread_ = std::thread([this, after] {
     std::unique_lock lock(m_);
     const auto wake = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(after));
-    if (cv_.wait_until(lock, wake, [this] { return stop_; })) return;
+    // (0: drawn at once, even when the step is over before this thread runs)
+    if (after > 0 && cv_.wait_until(lock, wake, [this] { return stop_; })) return;
     do draw(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
     while (!cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stop_; }));
   });
