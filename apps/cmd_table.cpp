@@ -186,7 +186,8 @@ class Journal {
     for (std::size_t done = 0; done < line.size();) {
       const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw hw::InputError(fmt::format("--out: writing the journal {} failed ({})", path_.string(), std::strerror(errno)));
+      if (n <= 0)
+        throw hw::InputError(fmt::format("--out: writing the journal {} failed ({})", path_.string(), std::strerror(errno)));
       done += std::size_t(n);
     }
     ::fdatasync(fd_);
@@ -196,6 +197,11 @@ class Journal {
   std::size_t added_ = 0;
   std::vector<nlohmann::json> kept_;
 };
+
+// skipped.txt's line for a point the mapper refused, `why`.
+std::string not_mapped(const Point& p, const std::string& why) {
+  return fmt::format("{} tokens {} context {} batch {}: {}", p.phase, p.tokens, p.context, p.batch, why);
+}
 
 // A point of the grid as an earlier run recorded it (Journal::kept), with why it was not mapped (else empty).
 struct Resumed {
@@ -341,8 +347,7 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
       }
     }
     if (plans[i].error.empty()) done.push_back(p);
-    else skipped.push_back(fmt::format("{} tokens {} context {} batch {}: {}", p.phase, p.tokens, p.context, p.batch,
-                                       plans[i].error));
+    else skipped.push_back(not_mapped(p, plans[i].error));
   }
   fig.steps_emulated = st.steps_emulated;
   fig.mappings_reused = st.mappings_reused, fig.mappings_built = st.mappings_built + std::int64_t(maps_ok.size() + refusals.size());
@@ -491,44 +496,44 @@ int run_table(const std::vector<std::string>& args) {
   std::vector<Point> done;
   Figures fig;
   try {
-  if (jobs == 1) {
-    sim::Simulator simulator;
-    PointCache points_cache(simulator, vm.count("no-cache") == 0);  // mappings, the mesh and memory kept between points
-    const std::shared_ptr<const noc::Fabric> fabric = points_cache.perfect(spec);
-    PrefillCache cache;  // chunks shared between prompts ending at the same context
-    for (std::size_t i = 0; i < points.size(); ++i) {
-      Point& p = points[i];
-      if (auto it = resumed.find(i); it != resumed.end()) {
-        if (it->second.why.empty()) done.push_back(it->second.p);
-        else skipped.push_back(fmt::format("{} tokens {} context {} batch {}: {}", p.phase, p.tokens, p.context, p.batch, it->second.why));
-        continue;
+    if (jobs == 1) {
+      sim::Simulator simulator;
+      PointCache points_cache(simulator, vm.count("no-cache") == 0);  // mappings, the mesh and memory kept between points
+      const std::shared_ptr<const noc::Fabric> fabric = points_cache.perfect(spec);
+      PrefillCache cache;  // chunks shared between prompts ending at the same context
+      for (std::size_t i = 0; i < points.size(); ++i) {
+        Point& p = points[i];
+        if (auto it = resumed.find(i); it != resumed.end()) {
+          if (it->second.why.empty()) done.push_back(it->second.p);
+          else skipped.push_back(not_mapped(p, it->second.why));
+          continue;
+        }
+        dp.options.context = p.context, dp.options.batch = p.batch, dp.options.tokens = p.phase == "decode" ? 1 : p.tokens;
+        const auto t = std::chrono::steady_clock::now();
+        try {
+          PrefillRun r = run_prefill(points_cache, dp, fabric, 0, &cache);
+          p.chunk = r.chunk, p.chunks = std::int64_t(r.chunks.size()), p.latency = r.step.latency;
+          p.ops = table_ops(op_cycles(r.step));
+          done.push_back(p);
+          journal.record(p, "");
+          fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: {:.1f} us{} ({:.1f} s, {:.0f} s in all)\n", i + 1,
+                     points.size(), p.phase, p.tokens, p.context, p.batch, spec.cycles_to_us(double(p.latency)),
+                     p.chunks > 1 ? fmt::format(" in {} chunks of {}", p.chunks, p.chunk) : std::string(),
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(),
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        } catch (const hw::InputError& e) {
+          skipped.push_back(not_mapped(p, e.what()));
+          journal.record(p, e.what());
+          fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: not mapped: {}\n", i + 1, points.size(),
+                     p.phase, p.tokens, p.context, p.batch, e.what());
+        }
       }
-      dp.options.context = p.context, dp.options.batch = p.batch, dp.options.tokens = p.phase == "decode" ? 1 : p.tokens;
-      const auto t = std::chrono::steady_clock::now();
-      try {
-        PrefillRun r = run_prefill(points_cache, dp, fabric, 0, &cache);
-        p.chunk = r.chunk, p.chunks = std::int64_t(r.chunks.size()), p.latency = r.step.latency;
-        p.ops = table_ops(op_cycles(r.step));
-        done.push_back(p);
-        journal.record(p, "");
-        fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: {:.1f} us{} ({:.1f} s, {:.0f} s in all)\n", i + 1,
-                   points.size(), p.phase, p.tokens, p.context, p.batch, spec.cycles_to_us(double(p.latency)),
-                   p.chunks > 1 ? fmt::format(" in {} chunks of {}", p.chunks, p.chunk) : std::string(),
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(),
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      } catch (const hw::InputError& e) {
-        skipped.push_back(fmt::format("{} tokens {} context {} batch {}: {}", p.phase, p.tokens, p.context, p.batch, e.what()));
-        journal.record(p, e.what());
-        fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: not mapped: {}\n", i + 1, points.size(),
-                   p.phase, p.tokens, p.context, p.batch, e.what());
-      }
+      fig.steps_emulated = cache.emulated, fig.chunks_reused = cache.hits;
+      fig.mappings_reused = points_cache.stats().mappings_reused, fig.mappings_built = points_cache.stats().mappings_built;
+      fig.meshes_reused = points_cache.stats().meshes_reused;
+    } else {
+      fig = run_jobs(int(jobs), dp, vm.count("no-cache") == 0, points, done, skipped, spec, t0, resumed, journal);
     }
-    fig.steps_emulated = cache.emulated, fig.chunks_reused = cache.hits;
-    fig.mappings_reused = points_cache.stats().mappings_reused, fig.mappings_built = points_cache.stats().mappings_built;
-    fig.meshes_reused = points_cache.stats().meshes_reused;
-  } else {
-    fig = run_jobs(int(jobs), dp, vm.count("no-cache") == 0, points, done, skipped, spec, t0, resumed, journal);
-  }
   } catch (const hw::InputError& e) {
     // (a run stopped by a failure keeps the points it did, for the same command to resume from)
     if (journal.points() == 0) journal.remove();
