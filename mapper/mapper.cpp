@@ -481,9 +481,26 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       for (std::size_t i = 0; i < specs.size(); ++i) wr.task_runs += needs[i].tasks;
       if (mesh) {
         firmware::Program prog;
+        // (a stage the same as the one before but for its layer: that one's fragment with its layer, as the
+        // Emitter relabels them, rather than the stage's layout and fragment built again)
+        const StageSpec* before = nullptr;
+        detail::Fragment before_fr;
         for (const auto& s : specs) {
-          detail::Fragment fr = detail::meshgemv_fragment_at(s, ep, img.done_tile);
+          detail::Fragment fr;
+          bool copied = before && detail::same_but_layer(s, *before);
+          if (copied) {
+            fr = before_fr;
+            for (auto& t : fr.tasks) {
+              if (t.layer != before->layer) {
+                copied = false;
+                break;
+              }
+              t.layer = s.layer;
+            }
+          }
+          if (!copied) fr = detail::meshgemv_fragment_at(s, ep, img.done_tile);
           prog.tasks.insert(prog.tasks.end(), fr.tasks.begin(), fr.tasks.end());
+          before_fr = std::move(fr), before = &s;
         }
         img.programs.push_back(std::move(prog));
         img.tile_program[img.grid.index(img.done_tile)] = 0;

@@ -248,29 +248,35 @@ TEST(MeshGemv, LayersCopiedFromOneBuildReportTheirOwnLayer) {
 }
 
 // A plan (MapOptions::plan_only, what --placement auto ranks meshgemv candidates by) counts the task runs of
-// the full mapping and holds the done tile's program as the full mapping places it; a refusal is the same.
+// the full mapping and holds the done tile's program as the full mapping places it; a refusal is the same. (With
+// 4 layers, layers 2 and 3 are the same as the one before but for their layer: the plan copies the fragment
+// before with its layer.)
 TEST(MeshGemv, APlanCountsTheTasksAndHoldsTheDoneTilesProgram) {
   hw::WaferSpec small = hw::preset("small");
   const noc::Fabric fabric = noc::Fabric::perfect(small.logical());
   ModelConfig m = load_model("small-llama");
-  for (const char* placement : {"whole-wafer", "square"})
-    for (AllreduceAlgo a : kAlgos)
-      for (int group : {0, 5}) {
-        if (group && a != AllreduceAlgo::Tree) continue;
-        SCOPED_TRACE(::testing::Message() << placement << " " << to_string(a) << " group " << group);
-        MapOptions o;
-        o.placement = placement, o.kernel = Kernel::MeshGemv, o.allreduce = a, o.group = group, o.context = 512;
-        const Mapping full = map_model(small, fabric, m, o);
-        o.plan_only = true;
-        const Mapping plan = map_model(small, fabric, m, o);
-        ASSERT_EQ(plan.images.size(), 1u);
-        EXPECT_EQ(plan.wafers[0].task_runs, full.wafers[0].task_runs);
-        const firmware::Image &fi = full.images[0], &pi = plan.images[0];
-        EXPECT_EQ(pi.done_tile, fi.done_tile);
-        EXPECT_EQ(pi.done_color, fi.done_color);
-        ASSERT_NE(pi.program_at(pi.done_tile), nullptr);
-        EXPECT_EQ(pi.program_at(pi.done_tile)->tasks, fi.program_at(fi.done_tile)->tasks);
-      }
+  for (std::int64_t layers : {std::int64_t(2), std::int64_t(4)})
+    for (const char* placement : {"whole-wafer", "square"})
+      for (AllreduceAlgo a : kAlgos)
+        for (int group : {0, 5}) {
+          if (group && a != AllreduceAlgo::Tree) continue;
+          SCOPED_TRACE(::testing::Message() << layers << " layers, " << placement << " " << to_string(a) << " group "
+                                            << group);
+          ModelConfig ml = m;
+          ml.layers = layers;
+          MapOptions o;
+          o.placement = placement, o.kernel = Kernel::MeshGemv, o.allreduce = a, o.group = group, o.context = 512;
+          const Mapping full = map_model(small, fabric, ml, o);
+          o.plan_only = true;
+          const Mapping plan = map_model(small, fabric, ml, o);
+          ASSERT_EQ(plan.images.size(), 1u);
+          EXPECT_EQ(plan.wafers[0].task_runs, full.wafers[0].task_runs);
+          const firmware::Image &fi = full.images[0], &pi = plan.images[0];
+          EXPECT_EQ(pi.done_tile, fi.done_tile);
+          EXPECT_EQ(pi.done_color, fi.done_color);
+          ASSERT_NE(pi.program_at(pi.done_tile), nullptr);
+          EXPECT_EQ(pi.program_at(pi.done_tile)->tasks, fi.program_at(fi.done_tile)->tasks);
+        }
   MapOptions o = mesh_options();
   o.context = 1 << 20;  // far beyond SRAM: refused by both, with the same reason
   o.placement = "whole-wafer";
