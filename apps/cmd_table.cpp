@@ -426,7 +426,11 @@ int run_table(const std::vector<std::string>& args) {
   if (base.placement == "auto") throw hw::InputError("--placement auto is not taken by table: name a placement");
 
   // The output folder: a temporary sibling, renamed at the end (no partial folder is ever left at --out).
-  const fs::path out = fs::path(vm["out"].as<std::string>());
+  fs::path out = fs::path(vm["out"].as<std::string>());
+  // ("tables/" names the folder "tables", "t/." and "t/.." the folders they lead to: the folder's parent holds the
+  // temporary folder and the journal, which must not lie inside it)
+  if (!out.has_filename() && out.has_parent_path()) out = out.parent_path();
+  if (out.filename() == "." || out.filename() == "..") out = fs::weakly_canonical(fs::absolute(out));
   std::error_code ec;
   if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec)))
     throw hw::InputError(fmt::format("--out {}: exists and is not an empty folder", out.string()));

@@ -26,7 +26,7 @@ def fail(msg):
 
 
 def table(exe, out, jobs, extra=(), check=True):
-    r = subprocess.run([exe, "table"] + ARGS + list(extra) + ["--jobs", str(jobs), "--out", out, "--json", out + ".json"],
+    r = subprocess.run([exe, "table"] + ARGS + list(extra) + ["--jobs", str(jobs), "--out", out, "--json", out.rstrip("/") + ".json"],
                        capture_output=True, text=True, timeout=600)
     if check and r.returncode != 0:
         fail(f"exit {r.returncode}: {r.stderr}")
@@ -86,6 +86,14 @@ def main():
     if os.path.exists(journal_of(full)):
         fail("a run in one go left its journal")
     points = json.load(open(full + ".json"))["points"]["value"]
+    # (--out with a trailing slash names the same folder: its journal and temporary folder lie beside it)
+    slash = os.path.join(base, "slash")
+    table(exe, slash + "/", jobs)
+    if sorted(os.listdir(slash)) != sorted(os.listdir(full)) or os.path.exists(journal_of(slash)):
+        fail(f"--out {slash}/ holds {sorted(os.listdir(slash))}, the journal left: {os.path.exists(journal_of(slash))}")
+    bad = same_files(full, slash)
+    if bad:
+        fail(f"--out {slash}/ differs: " + "; ".join(bad))
 
     # Killed once two points are in its journal.
     p = subprocess.Popen([exe, "table"] + ARGS + ["--jobs", str(jobs), "--out", part], stdout=subprocess.DEVNULL,
