@@ -187,7 +187,13 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
     std::filesystem::remove(tmp);
     throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
   }
-  std::filesystem::rename(tmp, path);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);  // (nothing left behind)
+    throw hw::InputError(fmt::format("{}: cannot write output file: {}", path.string(), ec.message()));
+  }
 }
 
 }  // namespace wafer::traces

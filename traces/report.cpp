@@ -210,6 +210,10 @@ nlohmann::json results_json(const Report& report) {
 }
 
 void check_writable(const std::filesystem::path& path) {
+  // (a folder would pass the probe below, PATH.tmp beside it, and fail only at the end, at the rename)
+  std::error_code dir_ec;
+  if (!path.has_filename() || std::filesystem::is_directory(path, dir_ec))
+    throw hw::InputError(fmt::format("{}: is a folder; give the path of a file to write", path.string()));
   std::filesystem::path probe = path;
   probe += ".tmp";
   std::ofstream f(probe, std::ios::trunc);
@@ -231,7 +235,11 @@ void write_text_atomic(const std::filesystem::path& path, const std::string& tex
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw hw::InputError(fmt::format("{}: cannot write output file: {}", path.string(), ec.message()));
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);  // (nothing left behind)
+    throw hw::InputError(fmt::format("{}: cannot write output file: {}", path.string(), ec.message()));
+  }
 }
 
 void write_json_atomic(const std::filesystem::path& path, const nlohmann::json& j) {

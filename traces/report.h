@@ -87,8 +87,8 @@ inline constexpr int kResultsSchemaVersion = 2;
 // The whole document: `report.to_json()` with `"schema_version": kResultsSchemaVersion`.
 nlohmann::json results_json(const Report& report);
 
-// Fails with hw::InputError (one line naming the path) when `path` cannot be created. Call before long
-// work so a bad --json path is refused up front.
+// Fails with hw::InputError (one line naming the path) when `path` cannot be created or is a folder. Call before
+// long work so a bad --json path is refused up front.
 void check_writable(const std::filesystem::path& path);
 // Writes to PATH.tmp then renames, so a reader never sees a partial file.
 void write_text_atomic(const std::filesystem::path& path, const std::string& text);

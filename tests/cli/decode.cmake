@@ -167,3 +167,11 @@ wafer_cli_test(decode_step_auto --exit 2 --one-line-error --stderr "--step maps 
 wafer_cli_test(decode_step_sram --exit 2 --one-line-error
   --stderr "--step 1@64,1@64,256@256 does not fit in SRAM: at most [0-9]+ of the 256 tokens of sequence 3 .256@256. fit beside the others.*the first being --step 1@64,1@64,[0-9]+@[0-9]+"
   -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64,1@64,256@256)
+# An output path that is a folder is refused before the step runs (it passed the up-front probe and failed only at
+# the end, at the rename, leaving PATH.tmp behind): --json, --trace, and report's --out.
+wafer_cli_test(decode_json_folder --exit 2 --one-line-error --stderr "${OUT}: is a folder" --stderr "give the path of a file to write"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64 --json ${OUT})
+wafer_cli_test(decode_trace_folder --exit 2 --one-line-error --stderr "a/: is a folder" --stderr "give the path of a file to write"
+  --no-file ${OUT}/a/.tmp -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64 --trace ${OUT}/a/)
+wafer_cli_test(report_out_folder --exit 2 --one-line-error --stderr "${OUT}: is a folder" --stderr "give the path of a file to write"
+  -- ${WAFER_EMU} report ${CMAKE_CURRENT_SOURCE_DIR}/data/report_schema9 --out ${OUT})
