@@ -44,6 +44,10 @@ void finish(const traces::Report& report, const po::variables_map& vm);
 // A defect map file to write (`option` PATH): refused unless it ends in .csv or .json (hw::write_defects).
 void check_map_path(const std::string& path, const char* option);
 
+// --seed's value as a whole number in [0, 2^64): InputError otherwise (the option is read as a string, since a
+// std::uint64_t option takes "-1" as 2^64 - 1).
+std::uint64_t parse_seed(const std::string& s);
+
 // How a child process ended, from its waitpid status: "exited with status N" or "was killed by signal N (Name)".
 std::string describe_status(int status);
 

@@ -264,7 +264,7 @@ int run_decode(const std::vector<std::string>& args) {
        "the generated defects' model: Poisson, or negative binomial (clustered, --alpha): a sweep's defect_model")
       ("alpha", po::value<double>()->value_name("A"),
        "--defect-model negbin: clustering parameter (smaller = more clustered; default 2): a sweep's alpha")
-      ("seed", po::value<std::uint64_t>()->default_value(1)->value_name("S"), "seed of the generated defect map")
+      ("seed", po::value<std::string>()->default_value("1")->value_name("S"), "seed of the generated defect map")
       ("defects-out", po::value<std::string>()->value_name("FILE"),
        "write the defect map used (--defects or --density) as .csv or .json, as read by --defects")
       ("repair", po::value<std::string>()->default_value("row-shift")->value_name("SCHEME"), "repair scheme")
@@ -400,11 +400,11 @@ int run_decode(const std::vector<std::string>& args) {
       gen.density_per_cm2 = vm["density"].as<double>();
       if (!(gen.density_per_cm2 >= 0) || gen.density_per_cm2 > 1e4)
         throw hw::InputError(fmt::format("--density {} must be between 0 and 10000 per cm^2", gen.density_per_cm2));
-      map = hw::generate_defects(spec, gen, vm["seed"].as<std::uint64_t>());
+      map = hw::generate_defects(spec, gen, parse_seed(vm["seed"].as<std::string>()));
       const std::string clustered =
           gen.model == hw::DefectModel::NegBinomial ? fmt::format(", negative binomial with alpha {}", gen.alpha) : "";
       defects_desc = fmt::format("generated: {} per cm^2{}, seed {} ({} defects)", gen.density_per_cm2, clustered,
-                                 vm["seed"].as<std::uint64_t>(), map.size());
+                                 parse_seed(vm["seed"].as<std::string>()), map.size());
     }
     // (before the repair, so that a map the repair refuses can be looked at)
     if (vm.count("defects-out")) hw::write_defects(vm["defects-out"].as<std::string>(), map);

@@ -93,13 +93,7 @@ int run_defects(const std::vector<std::string>& args) {
   hw::validate(gen, spec);
   const std::int64_t maps = vm["maps"].as<std::int64_t>();
   if (maps < 1 || maps > kMaxMaps) throw hw::InputError(fmt::format("--maps {} is outside [1, {}]", maps, kMaxMaps));
-  std::uint64_t seed = 0;
-  {
-    const std::string s = vm["seed"].as<std::string>();
-    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), seed);
-    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size())
-      throw hw::InputError(fmt::format("--seed '{}' must be a whole number in [0, 2^64)", s));
-  }
+  const std::uint64_t seed = parse_seed(vm["seed"].as<std::string>());
   const bool from_file = vm.count("in") > 0;
   if (from_file)
     for (const char* o : {"maps", "density", "alpha", "model", "seed"})

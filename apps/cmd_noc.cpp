@@ -32,7 +32,7 @@ int run_noc(const std::vector<std::string>& args) {
       ("wafer", po::value<std::string>()->default_value("small")->value_name("PRESET|FILE"), "the wafer")
       ("defects", po::value<std::string>()->value_name("FILE"), "defect map (CSV or JSON, physical coordinates)")
       ("density", po::value<double>()->value_name("D"), "generate a Poisson defect map with D defects per cm^2")
-      ("seed", po::value<std::uint64_t>()->default_value(1)->value_name("S"), "seed of the defect map and the traffic")
+      ("seed", po::value<std::string>()->default_value("1")->value_name("S"), "seed of the defect map and the traffic")
       ("pattern", po::value<std::string>()->default_value("uniform")->value_name("NAME"),
        "uniform|transpose|hotspot|neighbour|row-reduce|column-broadcast")
       ("rate", po::value<double>()->default_value(0.01)->value_name("R"), "injected wavelets per tile per cycle, in [0, 1]")
@@ -60,7 +60,7 @@ int run_noc(const std::vector<std::string>& args) {
   const noc::Pattern pattern = noc::parse_pattern(vm["pattern"].as<std::string>());
   const noc::Fidelity fidelity = noc::parse_fidelity(vm["fidelity"].as<std::string>());
   if (vm.count("defects") && vm.count("density")) throw hw::InputError("give --defects FILE or --density D, not both");
-  const std::uint64_t seed = vm["seed"].as<std::uint64_t>();
+  const std::uint64_t seed = parse_seed(vm["seed"].as<std::string>());
 
   const hw::WaferSpec spec = hw::resolve_wafer(vm["wafer"].as<std::string>());
   if (fidelity == noc::Fidelity::Cycle &&

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
@@ -117,6 +118,14 @@ void TaskProgress::draw(double t, const char* end) noexcept {
     std::fflush(stderr);
   } catch (...) {  // (stderr gone: nothing to tell)
   }
+}
+
+std::uint64_t parse_seed(const std::string& s) {
+  std::uint64_t seed = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), seed);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size())
+    throw hw::InputError(fmt::format("--seed '{}' must be a whole number in [0, 2^64)", s));
+  return seed;
 }
 
 std::string describe_status(int st) {

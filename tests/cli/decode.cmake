@@ -175,3 +175,10 @@ wafer_cli_test(decode_trace_folder --exit 2 --one-line-error --stderr "a/: is a 
   --no-file ${OUT}/a/.tmp -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64 --trace ${OUT}/a/)
 wafer_cli_test(report_out_folder --exit 2 --one-line-error --stderr "${OUT}: is a folder" --stderr "give the path of a file to write"
   -- ${WAFER_EMU} report ${CMAKE_CURRENT_SOURCE_DIR}/data/report_schema9 --out ${OUT})
+# A negative seed is refused, not taken as 2^64 - 1 (a std::uint64_t option read "-1" so); the largest seed is taken.
+wafer_cli_test(decode_negative_seed --exit 2 --one-line-error --stderr "--seed '-1' must be a whole number in .0, 2.64."
+  -- ${WAFER_EMU} decode ${TINY} --density 20 --seed=-1)
+wafer_cli_test(decode_largest_seed --stdout "seed 18446744073709551615"
+  -- ${WAFER_EMU} decode ${TINY} --density 20 --seed 18446744073709551615)
+wafer_cli_test(noc_negative_seed --exit 2 --one-line-error --stderr "--seed '-1' must be a whole number in .0, 2.64."
+  -- ${WAFER_EMU} noc --wafer tiny --seed=-1)
