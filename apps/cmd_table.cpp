@@ -468,6 +468,14 @@ int run_table(const std::vector<std::string>& args) {
   // The points an earlier run of the same command did (Journal): taken from its journal, not emulated again.
   Journal journal(parent / fmt::format(".{}.partial.jsonl", out.filename().string()),
                   table_settings(spec, model, contexts, batches, prompts, base, fidelity));
+  {
+    // (holding the journal, no other run writes this table: a temporary folder of another process is a stopped
+    // run's, left because a killed process cleans up nothing)
+    const std::string stale = fmt::format(".{}.tmp-", out.filename().string());
+    std::error_code dir_ec;
+    for (const auto& e : fs::directory_iterator(parent, dir_ec))
+      if (e.path() != tmp && e.path().filename().string().rfind(stale, 0) == 0) fs::remove_all(e.path(), dir_ec);
+  }
   std::map<std::size_t, Resumed> resumed;  // by grid index
   {
     std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>, std::size_t> index;

@@ -109,6 +109,9 @@ def main():
     p.wait()
     if os.path.exists(part):
         fail(f"{part} exists after the kill")
+    left = lambda: [n for n in os.listdir(base) if n.startswith(".part.tmp-")]
+    if not left():
+        fail("the killed run left no temporary folder: the check that a resumed run removes it tests nothing")
     kept = lines_of(journal_of(part))
     done_before = len(kept) - 1
     if not 2 <= done_before < points:
@@ -150,6 +153,8 @@ def main():
         fail(f"points_resumed {resumed}, the journal held {done_before}")
     if os.path.exists(journal_of(part)):
         fail("the journal is left after the tables are in place")
+    if left():
+        fail(f"the killed run's temporary folder is left after the resumed run: {left()}")
     bad = same_files(full, part)
     if bad:
         fail("the resumed tables differ from the reference: " + "; ".join(bad))
