@@ -720,6 +720,13 @@ bool same_but_layer(const StageSpec& a, const StageSpec& b) {
          a.k == b.k && a.n == b.n && a.residual_in == b.residual_in && a.out_last_token == b.out_last_token;
 }
 
+bool same_but_place(const StageSpec& a, const StageSpec& b) {
+  if (a.region.rect.w != b.region.rect.w || a.region.rect.h != b.region.rect.h) return false;
+  StageSpec moved = b;
+  moved.region.rect.x0 = a.region.rect.x0, moved.region.rect.y0 = a.region.rect.y0;
+  return same_but_layer(a, moved);
+}
+
 void Emitter::add_classes(const hw::Rect& r, const std::vector<std::uint32_t>& row_class,
                           const std::vector<std::uint32_t>& col_class,
                           const std::function<Fragment(std::uint32_t, std::uint32_t)>& build, const StageSpec* stage) {

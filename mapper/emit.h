@@ -75,6 +75,10 @@ struct StageSpec {
 // Whether two stages differ at most in their layer index and name: then their fragments differ only in
 // the layer their tasks report (time-multiplexed decoder layers on one region), and so do their needs.
 bool same_but_layer(const StageSpec& a, const StageSpec& b);
+// Whether two stages differ at most in their layer, name and where their region lies (not its size or mirroring).
+// The bands kernel's stage_need reads no absolute position (row_key, col_key and the fragment builder take the
+// region's size and mirroring only), so two such stages need the same (layer-bands' decoder layers, band by band).
+bool same_but_place(const StageSpec& a, const StageSpec& b);
 
 struct EmitParams {
   const hw::WaferSpec* spec = nullptr;

@@ -396,13 +396,17 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       return u;
     };
     const std::uint32_t cap = std::uint32_t(spec.sram_bytes);
-    // (A stage the same as the one before but for its layer needs what that one needs.)
-    std::size_t prev = specs.size();
+    // (A stage the same as one before but for its layer needs what that one needs; with the bands kernel, also
+    // one the same but for where its region lies: detail::same_but_place.)
+    std::vector<std::size_t> computed;  // the stages whose needs were computed, each unlike the others
     for (auto& gr : groups)
       for (std::size_t i : gr) {
-        needs[i] = prev < specs.size() && detail::same_but_layer(specs[i], specs[prev]) ? needs[prev]
-                                                                                        : detail::stage_need(specs[i], ep);
-        prev = i;
+        const auto same = std::find_if(computed.rbegin(), computed.rend(), [&](std::size_t j) {
+          return opt.kernel == Kernel::Bands ? detail::same_but_place(specs[i], specs[j])
+                                             : detail::same_but_layer(specs[i], specs[j]);
+        });
+        if (same != computed.rend()) needs[i] = needs[*same];
+        else needs[i] = detail::stage_need(specs[i], ep), computed.push_back(i);
       }
     std::size_t over = 0;
     for (auto& gr : groups) over += group_need(gr).total() > cap ? gr.size() : 0;

@@ -9,6 +9,7 @@
 #include "hw/defect_map.h"
 #include "hw/error.h"
 #include "hw/repair.h"
+#include "mapper/emit.h"
 #include "mapper/kernels.h"
 #include "mapper/placement.h"
 
@@ -575,4 +576,45 @@ TEST(Mapper, ABandsPlanCountsTheFullMappingsTaskRuns) {
         }
   }
   EXPECT_GE(compared, 40);
+}
+
+// The bands kernel's needs of a stage do not depend on where its region lies (the mapper takes them from an
+// earlier stage the same but for its layer and its region's place: detail::same_but_place): two decoder-layer
+// stages with relays, multicast hand-offs and a mirrored region, one moved by (7, 13), need the same SRAM and run
+// the same tasks; a region of another size or mirroring is not the same.
+TEST(Mapper, AStagesNeedsDoNotDependOnWhereItsRegionLies) {
+  const hw::WaferSpec small = hw::preset("small");
+  const ModelConfig m = load_model("small-llama");
+  detail::EmitParams p;
+  p.spec = &small, p.model = &m, p.context = 256, p.batch = 2;
+  for (bool mirrored : {false, true}) {
+    SCOPED_TRACE(::testing::Message() << "mirrored " << mirrored);
+    detail::StageSpec a;
+    a.kind = detail::StageKind::Layer, a.layer = 1, a.name = "layer 1";
+    a.region.rect = {2, 5, 40, 6}, a.region.mirrored = mirrored;
+    a.in_arrivals = {1, 2, 1, 1, 2, 1};
+    a.relay_in = {0, 3, 0, 5, 0, 0};
+    a.out = detail::OutKind::Transfer;
+    for (std::int32_t r = 0; r < 6; ++r) {
+      a.out_dest.push_back({r % 2 ? firmware::Dest::Kind::Row : firmware::Dest::Kind::Tile, -4 + r, 6, r % 2 ? 3 : 1});
+      a.out_color.push_back(r % 3 ? detail::color::kResIn : detail::color::kRowIn);
+    }
+    detail::StageSpec b = a;
+    b.layer = 2, b.name = "layer 2", b.region.rect.x0 += 7, b.region.rect.y0 += 13;
+    EXPECT_TRUE(detail::same_but_place(a, b));
+    const detail::StageNeed na = detail::stage_need(a, p), nb = detail::stage_need(b, p);
+    EXPECT_GT(na.tasks, 0);
+    EXPECT_EQ(na.worst, nb.worst);
+    EXPECT_EQ(na.weight_bytes, nb.weight_bytes);
+    EXPECT_EQ(na.stream_bytes, nb.stream_bytes);
+    EXPECT_EQ(na.tasks, nb.tasks);
+    detail::StageSpec taller = b, flipped = b, other = b;
+    taller.region.rect.h = 7, taller.in_arrivals.push_back(1), taller.relay_in.push_back(0);
+    taller.out_dest.push_back(a.out_dest.back()), taller.out_color.push_back(detail::color::kResIn);
+    flipped.region.mirrored = !mirrored;
+    other.out_dest[2].dy = 7;
+    EXPECT_FALSE(detail::same_but_place(a, taller));
+    EXPECT_FALSE(detail::same_but_place(a, flipped));
+    EXPECT_FALSE(detail::same_but_place(a, other));
+  }
 }
