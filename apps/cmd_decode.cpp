@@ -648,7 +648,10 @@ int run_decode(const std::vector<std::string>& args) {
     }
   }
   auto& wall = rep.section("wall_time", "where the wall time went (not deterministic)");
-  wall.add("mapping", mapping_s, "s");
+  wall.add("mapping", mapping_s, "s",
+           from_search ? "the search: candidates mapped and emulated, the chosen one's elaboration and emulation below "
+                         "among them"
+                       : "");
   wall.add("elaboration", res.elaboration_s, "s", "SystemC top, mesh model, core state");
   wall.add("emulation", res.emulation_s, "s");
   // What the emulation cost, in tile tasks: with reuse (sim::StepOptions::reuse) a wafer running the same
