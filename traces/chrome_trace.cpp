@@ -9,6 +9,7 @@
 #include <queue>
 
 #include "hw/error.h"
+#include "traces/report.h"
 
 namespace wafer::traces {
 
@@ -187,13 +188,7 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
     std::filesystem::remove(tmp);
     throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);  // (nothing left behind)
-    throw hw::InputError(fmt::format("{}: cannot write output file: {}", path.string(), ec.message()));
-  }
+  rename_into_place(tmp, path);
 }
 
 }  // namespace wafer::traces

@@ -233,6 +233,10 @@ void write_text_atomic(const std::filesystem::path& path, const std::string& tex
     f.flush();
     if (!f) throw hw::InputError(fmt::format("{}: write failed", path.string()));
   }
+  rename_into_place(tmp, path);
+}
+
+void rename_into_place(const std::filesystem::path& tmp, const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) {

@@ -90,6 +90,8 @@ nlohmann::json results_json(const Report& report);
 // Fails with hw::InputError (one line naming the path) when `path` cannot be created or is a folder. Call before
 // long work so a bad --json path is refused up front.
 void check_writable(const std::filesystem::path& path);
+// Renames a finished `tmp` to `path`; when that fails, removes `tmp` and throws hw::InputError naming `path`.
+void rename_into_place(const std::filesystem::path& tmp, const std::filesystem::path& path);
 // Writes to PATH.tmp then renames, so a reader never sees a partial file.
 void write_text_atomic(const std::filesystem::path& path, const std::string& text);
 void write_json_atomic(const std::filesystem::path& path, const nlohmann::json& j);
