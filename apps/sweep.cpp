@@ -18,6 +18,7 @@
 #include "apps/file_lock.h"
 #include "apps/search.h"
 #include "hw/error.h"
+#include "hw/json_input.h"
 #include "hw/repair.h"
 #include "mapper/placement.h"
 #include "noc/routing/fabric.h"
@@ -405,7 +406,7 @@ Study load_study(const std::filesystem::path& file) {
   const std::string f = file.string();
   ojson j;
   try {
-    j = ojson::parse(slurp(file, "study file"));
+    j = hw::parse_input_json<ojson>(slurp(file, "study file"), f);
   } catch (const ojson::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", f, e.byte));
   } catch (const ojson::exception& e) {  // a number beyond a double

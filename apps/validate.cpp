@@ -13,6 +13,7 @@
 
 #include "apps/decode_point.h"
 #include "hw/error.h"
+#include "hw/json_input.h"
 #include "mapper/placement.h"
 
 namespace wafer::apps::validation {
@@ -277,7 +278,7 @@ CaseFile load_case_file(const std::filesystem::path& file) {
   const std::string& f = out.path;
   json j;
   try {
-    j = json::parse(slurp(file));
+    j = hw::parse_input_json<json>(slurp(file), f);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", f, e.byte));
   } catch (const json::exception& e) {  // a number beyond a double

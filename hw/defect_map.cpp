@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "hw/error.h"
+#include "hw/json_input.h"
 #include "hw/random.h"
 
 namespace wafer::hw {
@@ -289,7 +290,7 @@ DefectMap read_json(const std::filesystem::path& file, const WaferSpec& spec) {
   const std::string f = file.string();
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_all(file));
+    j = parse_input_json<nlohmann::json>(read_all(file), f);
   } catch (const nlohmann::json::exception& e) {  // malformed, or a number beyond a double
     throw InputError(fmt::format("{}: malformed JSON: {}", f, e.what()));
   }

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "hw/error.h"
+#include "hw/json_input.h"
 
 namespace wafer::hw {
 
@@ -178,7 +179,7 @@ WaferSpec load_wafer_file(const std::filesystem::path& file) {
   ss << in.rdbuf();
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ss.str());
+    j = parse_input_json<nlohmann::json>(ss.str(), f);
   } catch (const nlohmann::json::exception& e) {  // malformed, or a number beyond a double
     throw InputError(fmt::format("{}: malformed JSON: {}", f, e.what()));
   }

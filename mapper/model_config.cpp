@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "hw/error.h"
+#include "hw/json_input.h"
 
 #ifndef WAFER_CONFIGS_RELATIVE
 #define WAFER_CONFIGS_RELATIVE "../../configs/models"
@@ -130,7 +131,7 @@ ModelConfig load_model_file(const std::filesystem::path& file) {
   std::string text = slurp(file);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
+    j = hw::parse_input_json<nlohmann::json>(text, file.string());
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", file.string(), e.byte));
   } catch (const nlohmann::json::exception& e) {  // a number beyond a double

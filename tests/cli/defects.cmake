@@ -56,6 +56,7 @@ foreach(case
     "link_leaves.csv|defects_link_leaves.csv:2: link defect at .8, 2. towards E leaves the physical grid"
     "malformed.json|defects_malformed.json: malformed JSON"
     "duplicate.json|defects_duplicate.json: defects.1.: duplicate core defect"
+    "duplicate_key.json|defects_duplicate_key.json: key 'x' is given twice in one object"
     "out_of_range.json|defects_out_of_range.json: defects.1.: core defect at .1, 10. is outside"
     "unknown_kind.json|defects_unknown_kind.json: defects.0.: unknown defect kind \"wire\""
     "unknown_key.json|defects_unknown_key.json: unknown key 'extra'")

@@ -17,6 +17,14 @@ wafer_cli_test(wafer_negative --exit 2 --one-line-error --stderr "'logical_heigh
 wafer_cli_test(wafer_fraction --exit 2 --one-line-error --stderr "'logical_width' = 8.5 must be a whole number" -- ${WAFER_EMU} describe --wafer ${DATA}/bad_fraction.json)
 wafer_cli_test(wafer_huge --exit 2 --one-line-error --stderr "'logical_(width|height)' = 1000000 is outside" -- ${WAFER_EMU} describe --wafer ${DATA}/bad_huge.json)
 wafer_cli_test(wafer_type --exit 2 --one-line-error --stderr "'clock_ghz' must be a number" -- ${WAFER_EMU} describe --wafer ${DATA}/bad_type.json)
+# A key given twice in one object of an input file is an error naming it, in every kind of input file read as JSON
+# (hw::parse_input_json): the parser would keep the last and silently drop the other; see also sweep, validate and
+# defects' duplicate_key cases.
+wafer_cli_test(wafer_duplicate_key --exit 2 --one-line-error --stderr "bad_duplicate_key.json: key 'hop_latency' is given twice in one object"
+  -- ${WAFER_EMU} describe --wafer ${DATA}/bad_duplicate_key.json)
+wafer_cli_test(model_duplicate_key --exit 2 --one-line-error
+  --stderr "decode_duplicate_key.json: key 'num_hidden_layers' is given twice in one object"
+  -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_duplicate_key.json --context 64)
 wafer_cli_test(wafer_missing_file --exit 2 --one-line-error --stderr "nope.json: cannot open wafer file" -- ${WAFER_EMU} describe --wafer ${DATA}/nope.json)
 wafer_cli_test(json_unwritable --exit 2 --one-line-error --stderr "cannot write output file" -- ${WAFER_EMU} describe --json ${OUT}/no-such-dir/x.json)
 # WAFER_EMU_HUGE_PAGES (noc/big_array.h): any value but 1, 0 or nothing is refused before anything runs (describe

@@ -70,6 +70,7 @@ foreach(case
     "axis_scalar|sweep_bad_axis_scalar.json: key 'axes.batch': 2 must be a list"
     "context|sweep_bad_context.json: key 'axes.context \\(point 1\\)': 513 is beyond tiny-llama's max_position_embeddings 512"
     "twice|sweep_bad_twice.json: key 'axes.batch\\[2\\]': 1 is listed twice"
+    "duplicate_key|sweep_bad_duplicate_key.json: key 'context' is given twice in one object"
     "joint_dup|sweep_bad_joint_dup.json: key 'axes.mapping\\[2\\]': {\"placement\":\"layer-bands\",\"kernel\":\"bands\"} is listed twice"
     "large|sweep_bad_large.json: key 'axes.seed': the study would have more than 100000 points"
     "fixed_list|sweep_bad_fixed_list.json: key 'fixed.context': a fixed setting is one value"

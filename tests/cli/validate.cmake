@@ -76,6 +76,7 @@ foreach(case
     "placement|validate_bad_placement.json: case 'c1': key 'mapping.placement': unknown placement 'nowhere'"
     "refused|validate_bad_refused.json: case 'c1': the mapper refuses it: layer-bands needs one row of tiles per stage"
     "duplicate|validate_bad_duplicate.json: case 'c1': key 'name': another case has the same name"
+    "duplicate_key|validate_bad_duplicate_key.json: key 'value' is given twice in one object"
     "collective|validate_bad_collective.json: case 'c2': key 'collective': unknown collective 'scatter'"
     "tiles|validate_bad_tiles.json: case 'c2': key 'tiles': 9 tiles do not fit in a row"
     "no_name|validate_bad_no_name.json: case #1: key 'name': missing"
