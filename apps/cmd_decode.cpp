@@ -494,9 +494,8 @@ int run_decode(const std::vector<std::string>& args) {
   if (!simulator) new_simulator();
   // (on a terminal, a step that runs a while shows how far it has got: apps::TaskProgress)
   auto emulate = [&] {
-    std::uint64_t total = 0;
-    for (const auto& w : mapping.wafers) total += std::uint64_t(w.task_runs);
-    TaskProgress progress(mo.wafers > 1 ? fmt::format("decode: emulating {} wafers", mo.wafers) : "decode: emulating", total);
+    TaskProgress progress(mo.wafers > 1 ? fmt::format("decode: emulating {} wafers", mo.wafers) : "decode: emulating",
+                          std::uint64_t(mapping.task_runs()));
     point.progress = progress.counter();
     return emulate_point(*simulator, point, fabric, mapping);
   };

@@ -182,14 +182,8 @@ class Journal {
 
  private:
   void append(const nlohmann::json& j) {
-    const std::string line = j.dump() + "\n";
-    for (std::size_t done = 0; done < line.size();) {
-      const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0)
-        throw hw::InputError(fmt::format("--out: writing the journal {} failed ({})", path_.string(), std::strerror(errno)));
-      done += std::size_t(n);
-    }
+    if (const int e = write_all(fd_, j.dump() + "\n"))
+      throw hw::InputError(fmt::format("--out: writing the journal {} failed ({})", path_.string(), std::strerror(e)));
     ::fdatasync(fd_);
   }
   fs::path path_;

@@ -308,11 +308,9 @@ PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const no
       p, max_chunk, cache, [&](const DecodePoint& q) { return map_point(q, fabric); },
       [&](const DecodePoint& q, const mapper::Mapping& m) {
         if (!progress) return emulate_point(simulator, q, fabric, m);
-        std::uint64_t total = 0;
-        for (const auto& w : m.wafers) total += std::uint64_t(w.task_runs);
         std::string what = fmt::format("decode: prefill to position {} of {}", q.options.context, p.options.context);
-        if (line) line->restart(std::move(what), total);
-        else line.emplace(std::move(what), total);
+        if (line) line->restart(std::move(what), std::uint64_t(m.task_runs()));
+        else line.emplace(std::move(what), std::uint64_t(m.task_runs()));
         DecodePoint r = q;
         r.progress = line->counter();
         return emulate_point(simulator, r, fabric, m);

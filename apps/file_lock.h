@@ -1,7 +1,7 @@
 #pragma once
 // An exclusive flock(2) on an open file, held for the object's life (retried when a signal interrupts it):
 // the processes of one study take it on DIR/points.jsonl and on their memory table (apps::MemoryGate), and
-// read what the others wrote with read_from.
+// read what the others wrote with read_from; write_all appends a line whole (there and in a table's journal).
 #include <fmt/format.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -25,6 +25,18 @@ inline std::string read_from(int fd, off_t offset, const std::string& path) {
     if (n == 0) return text;
     text.append(buf, std::size_t(n));
   }
+}
+
+// Writes all of `text` at the file's offset (a line appended whole, retried when a signal interrupts a write):
+// 0, or the errno of the write that failed (the caller words the error).
+inline int write_all(int fd, const std::string& text) {
+  for (std::size_t put = 0; put < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + put, text.size() - put);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    put += std::size_t(n);
+  }
+  return 0;
 }
 
 class FileLock {

@@ -134,8 +134,7 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
     p.options.plan_only = true;
     try {
       const mapper::Mapping m = map_point(p, fabric);
-      c.task_runs = 0;
-      for (const auto& w : m.wafers) c.task_runs += w.task_runs;
+      c.task_runs = m.task_runs();
       if (c.options.kernel == Kernel::MeshGemv) {
         c.predicted = meshgemv_closed_form(base.spec, m);
       } else if (c.task_runs <= budget.task_runs) {
@@ -244,10 +243,7 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
   std::vector<DecodePoint> points;
   std::vector<const mapper::Mapping*> mappings;
   std::uint64_t total = 0;
-  for (const Pending& d : pending) {
-    points.push_back(d.p), mappings.push_back(&d.m);
-    for (const auto& w : d.m.wafers) total += std::uint64_t(w.task_runs);
-  }
+  for (const Pending& d : pending) points.push_back(d.p), mappings.push_back(&d.m), total += std::uint64_t(d.m.task_runs());
   // (on a terminal, a search that runs a while shows how far it has got: apps::TaskProgress)
   std::optional<TaskProgress> progress;
   if (!points.empty())

@@ -612,14 +612,8 @@ void PointsFile::append(const ojson& line) {
     FileLock lock(fd_);
     refresh_locked();
     if (done(line["index"].get<std::int64_t>())) return;
-    const std::string text = line.dump() + "\n";
-    std::size_t put = 0;
-    while (put < text.size()) {
-      const ssize_t n = ::write(fd_, text.data() + put, text.size() - put);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw std::runtime_error(fmt::format("{}: write: {}", path_.string(), std::strerror(errno)));
-      put += std::size_t(n);
-    }
+    if (const int e = write_all(fd_, line.dump() + "\n"))
+      throw std::runtime_error(fmt::format("{}: write: {}", path_.string(), std::strerror(e)));
     refresh_locked();
   }
   // Other processes see the line as soon as it is written (the lock orders the writes); the fsync is for a crash

@@ -847,10 +847,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
         ru_.next = layer + ru_.p;
         net_.pause_at(now + 1);
       } else {
-        ru_.done = true;  // layers overlap in an unforeseen way: no reuse
-        log_routes_ = false;
-        clear_route_log();
-        net_.unmark();
+        reuse_stop(false);  // layers overlap in an unforeseen way: no reuse
       }
     }
   }
@@ -1882,8 +1879,7 @@ void Executor::reuse_cut() {
     if (usable) net_.mark(sampled_ != nullptr);
     else net_.unmark();  // (no jump can follow: the next cut has no usable one before it)
     if (ru_.next > ru_.b) {
-      ru_.done = true, log_routes_ = false, clear_route_log(true);
-      net_.unmark();  // (no jump follows this mark)
+      reuse_stop(true);  // (no jump follows this mark)
       if (!next_space_run()) reuse_release();
     }
   };
@@ -2163,18 +2159,28 @@ std::uint64_t Executor::reuse_held() const {
 // bit sets, which stay as they are until the step ends (a delivery under way may still mark one; nothing reads
 // them). The step runs on in full, to the same answer.
 void Executor::reuse_drop() {
-  ru_.done = true, ru_.dropped = true, ru_.bad = true;
+  ru_.dropped = true, ru_.bad = true;
+  reuse_stop(true);
+  reuse_free_lists();
+}
+
+// No cut's state is looked at any more: the route changes are not logged and the mesh's mark is dropped.
+void Executor::reuse_stop(bool release_log) {
+  ru_.done = true;
   log_routes_ = false;
-  clear_route_log(true);
+  clear_route_log(release_log);
   net_.unmark();
+}
+
+void Executor::reuse_free_lists() {
   ru_.touched = {}, ru_.touched_tile = {}, ru_.burst_tile = {};
   ru_.desc = {}, ru_.prev_desc = {}, ru_.open = {}, ru_.work_tiles = {};
 }
 
 // After the jump (or once none can come): the cuts' records are not needed any more.
 void Executor::reuse_release() {
-  ru_.touched = {}, ru_.touched_tile = {}, ru_.touched_bits = {}, ru_.pre_tiles = {}, ru_.burst_tile = {};
-  ru_.desc = {}, ru_.prev_desc = {}, ru_.cursor = {}, ru_.open = {}, ru_.work_tiles = {};
+  reuse_free_lists();
+  ru_.touched_bits = {}, ru_.pre_tiles = {}, ru_.cursor = {};
 }
 
 // The samples (ExecOptions::sample) of the stretch a jump copies, [now, now + K x D): each reads the link

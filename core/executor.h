@@ -682,6 +682,12 @@ class Executor final : public noc::NetworkClient {
   // step (reuse_drop), which runs in full. False too when reuse is done.
   bool reuse_room(std::uint64_t more);
   void reuse_drop();
+  // Reuse done for the rest of the step (ru_.done): no route change logged (the log released, or only emptied),
+  // the mesh's mark dropped.
+  void reuse_stop(bool release_log);
+  // Frees reuse's lists (the descriptions, the slots touched, the bursts, the open slots, the tiles at work); the
+  // bit sets and cursors stay (reuse_release frees them too).
+  void reuse_free_lists();
   // Room in reuse's list v for n more elements: grown (by doubling, at least) when the cap allows; false when
   // it does not (reuse given up: nothing may be added).
   template <class V>

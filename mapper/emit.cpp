@@ -720,6 +720,15 @@ bool same_but_layer(const StageSpec& a, const StageSpec& b) {
          a.k == b.k && a.n == b.n && a.residual_in == b.residual_in && a.out_last_token == b.out_last_token;
 }
 
+std::optional<Fragment> relabelled(const Fragment& f, std::uint16_t from, std::uint16_t to) {
+  Fragment out = f;
+  for (auto& t : out.tasks) {
+    if (t.layer != from) return std::nullopt;
+    t.layer = to;
+  }
+  return out;
+}
+
 bool same_but_place(const StageSpec& a, const StageSpec& b) {
   if (a.region.rect.w != b.region.rect.w || a.region.rect.h != b.region.rect.h) return false;
   StageSpec moved = b;
@@ -736,17 +745,12 @@ void Emitter::add_classes(const hw::Rect& r, const std::vector<std::uint32_t>& r
   std::vector<std::uint32_t> table(std::size_t(nr) * nc, kUnbuilt);
   const bool relabel = stage && memo_.valid && same_but_layer(*stage, memo_.stage) && memo_.row_class == row_class &&
                        memo_.col_class == col_class && memo_.table.size() == table.size();
-  // The previous stage's fragment for this pair, with this stage's layer (when every task of it reports the
-  // previous stage's layer, as every builder stamps them); nothing when there is none to copy.
-  auto relabelled = [&](std::size_t i) -> std::optional<Fragment> {
+  // The previous stage's fragment for this pair, with this stage's layer (relabelled); nothing when there is none
+  // to copy.
+  auto previous = [&](std::size_t i) -> std::optional<Fragment> {
     const std::uint32_t old = memo_.table[i];
     if (old == kUnbuilt || old == kEmpty) return std::nullopt;
-    Fragment fr = frags_[old];
-    for (auto& t : fr.tasks) {
-      if (t.layer != memo_.stage.layer) return std::nullopt;
-      t.layer = stage->layer;
-    }
-    return fr;
+    return relabelled(frags_[old], memo_.stage.layer, stage->layer);
   };
   for (std::int32_t y = 0; y < r.h; ++y) {
     Run run;
@@ -758,7 +762,7 @@ void Emitter::add_classes(const hw::Rect& r, const std::vector<std::uint32_t>& r
         if (relabel && memo_.table[i] == kEmpty) {
           f = kEmpty;
         } else {
-          std::optional<Fragment> copy = relabel ? relabelled(i) : std::nullopt;
+          std::optional<Fragment> copy = relabel ? previous(i) : std::nullopt;
           Fragment fr = copy ? std::move(*copy) : build(rc, cc);
           f = fr.tasks.empty() ? kEmpty : intern_fragment(std::move(fr));
         }

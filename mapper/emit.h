@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,10 @@ struct Fragment {
   friend bool operator==(const Fragment& a, const Fragment& b) { return a.tasks == b.tasks && a.sram == b.sram; }
 };
 Fragment build_fragment(const StageSpec& s, const EmitParams& p, const RowKey& rk, const ColKey& ck);
+// The fragment of a stage the same as another but for its layer (same_but_layer), from the other's: `f` with its
+// tasks' layer `from` stamped `to`, as building it again would give; nothing when some task of `f` reports
+// another layer than `from` (every builder stamps the stage's own).
+std::optional<Fragment> relabelled(const Fragment& f, std::uint16_t from, std::uint16_t to);
 
 // What every kernel's fragment builder does the same way: tasks stamped with the stage's layer and the
 // current operator, ops with per-sequence element counts (times the batch), activation buffers, SRAM

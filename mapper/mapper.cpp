@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <system_error>
 
 #include "firmware/validate.h"
@@ -99,6 +100,11 @@ std::int64_t program_bytes(const firmware::Program& p) {
 std::int64_t Mapping::tiles_used() const {
   std::int64_t n = 0;
   for (const auto& w : wafers) n += w.tiles_used;
+  return n;
+}
+std::int64_t Mapping::task_runs() const {
+  std::int64_t n = 0;
+  for (const auto& w : wafers) n += w.task_runs;
   return n;
 }
 std::int64_t Mapping::streamed_bytes_per_token() const {
@@ -490,19 +496,9 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
         const StageSpec* before = nullptr;
         detail::Fragment before_fr;
         for (const auto& s : specs) {
-          detail::Fragment fr;
-          bool copied = before && detail::same_but_layer(s, *before);
-          if (copied) {
-            fr = before_fr;
-            for (auto& t : fr.tasks) {
-              if (t.layer != before->layer) {
-                copied = false;
-                break;
-              }
-              t.layer = s.layer;
-            }
-          }
-          if (!copied) fr = detail::meshgemv_fragment_at(s, ep, img.done_tile);
+          std::optional<detail::Fragment> copy;
+          if (before && detail::same_but_layer(s, *before)) copy = detail::relabelled(before_fr, before->layer, s.layer);
+          detail::Fragment fr = copy ? std::move(*copy) : detail::meshgemv_fragment_at(s, ep, img.done_tile);
           prog.tasks.insert(prog.tasks.end(), fr.tasks.begin(), fr.tasks.end());
           before_fr = std::move(fr), before = &s;
         }

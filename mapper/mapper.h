@@ -117,6 +117,7 @@ struct Mapping {
   std::vector<std::string> notes;        // warnings a person should read (e.g. "3 stages are streamed")
   // Totals over wafers.
   std::int64_t tiles_used() const;
+  std::int64_t task_runs() const;  // the tile tasks one step runs
   std::int64_t streamed_bytes_per_token() const;
   std::int64_t interwafer_bytes_per_token() const;  // per link (every link carries the same activations)
   std::size_t program_count() const;
