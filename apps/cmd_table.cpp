@@ -3,13 +3,10 @@
 // would; the per-operator critical-path breakdown of each step becomes one tidy CSV and the exporters'
 // files (LLMServingSim's perf bundle, Vidur's profiling CSVs), written into a temporary folder renamed to
 // --out at the end; the points done meanwhile are kept in a journal beside it, for a stopped run to resume.
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -21,7 +18,7 @@
 
 #include "apps/cli.h"
 #include "apps/decode_point.h"
-#include "apps/file_lock.h"
+#include "apps/journal.h"
 #include "apps/point_cache.h"
 #include "apps/sweep.h"
 #include "apps/table_jobs.h"
@@ -112,85 +109,20 @@ class Writer {
   std::ofstream f_;
 };
 
-// The points done so far, kept beside --out while the table runs (`.<out>.partial.jsonl`), so that a run stopped
-// (killed, a worker lost, the machine down) resumes where it stopped when the same command runs again: one JSON
-// line per point done or not mapped, after a first line naming the settings (a hash of the wafer's parameters, the
-// model file, the grid, placement, weight bits and fidelity: a journal of other settings is refused, never
-// mixed). Each line is written whole and flushed to disk; a last line cut short (a process killed mid-line) is
-// dropped. The journal is locked while a run holds it (a second run on the same --out is refused) and removed
-// once the tables are in place. The files of a resumed run are those of a run in one go (test cli.table_resume).
-class Journal {
- public:
-  Journal(const fs::path& path, const std::string& settings) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0)
-      throw hw::InputError(fmt::format("--out: cannot open the journal {} ({})", path.string(), std::strerror(errno)));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd_);
-      throw hw::InputError(fmt::format("--out: another table run holds its journal {}", path.string()));
-    }
-    const std::string text = read_from(fd_, 0, path.string());
-    std::size_t at = 0, keep = 0;  // (keep: the bytes of whole lines)
-    std::vector<nlohmann::json> lines;
-    for (std::size_t nl; (nl = text.find('\n', at)) != std::string::npos; at = nl + 1) {
-      auto j = nlohmann::json::parse(text.begin() + std::ptrdiff_t(at), text.begin() + std::ptrdiff_t(nl), nullptr, false);
-      if (j.is_discarded() || !j.is_object())
-        throw hw::InputError(fmt::format("--out: the journal {} has a damaged line {}; remove it to start the table afresh",
-                                         path.string(), lines.size() + 1));
-      lines.push_back(std::move(j));
-      keep = nl + 1;
-    }
-    // (a journal of no point, a run stopped before its first, is started afresh whatever its settings)
-    if (lines.size() <= 1) keep = 0, lines.clear();
-    if (!lines.empty() && lines.front().value("settings", std::string()) != settings)
-      throw hw::InputError(fmt::format("--out: the journal {} is of a table with other settings; run that command again "
-                                       "to finish it, or remove the journal",
-                                       path.string()));
-    if (::ftruncate(fd_, off_t(keep)) != 0 || ::lseek(fd_, off_t(keep), SEEK_SET) < 0)
-      throw hw::InputError(fmt::format("--out: cannot write the journal {} ({})", path.string(), std::strerror(errno)));
-    if (lines.empty()) append(nlohmann::json{{"settings", settings}});
-    else kept_.assign(lines.begin() + 1, lines.end());
+// A point done (`why` empty) or not mapped (`why` the mapper's reason), in the table's journal (apps::Journal,
+// `.<out>.partial.jsonl`: a stopped run resumes from it; the files of a resumed run are those of a run in one go,
+// test cli.table_resume).
+void record(Journal& journal, const Point& p, const std::string& why) {
+  nlohmann::json j{{"phase", p.phase}, {"tokens", p.tokens}, {"context", p.context}, {"batch", p.batch}};
+  if (!why.empty()) {
+    j["not_mapped"] = why;
+  } else {
+    j["chunk"] = p.chunk, j["chunks"] = p.chunks, j["latency"] = p.latency;
+    auto& ops = j["ops"] = nlohmann::json::array();
+    for (const auto& [name, c] : p.ops) ops.push_back({name, c});
   }
-  ~Journal() {
-    if (fd_ >= 0) ::close(fd_);  // (its lock goes with it)
-  }
-  Journal(const Journal&) = delete;
-  Journal& operator=(const Journal&) = delete;
-
-  // The points of earlier runs, in the order they were done.
-  const std::vector<nlohmann::json>& kept() const { return kept_; }
-  std::size_t points() const { return kept_.size() + added_; }
-  const fs::path& path() const { return path_; }
-  // A point done (`why` empty) or not mapped (`why` the mapper's reason).
-  void record(const Point& p, const std::string& why) {
-    nlohmann::json j{{"phase", p.phase}, {"tokens", p.tokens}, {"context", p.context}, {"batch", p.batch}};
-    if (!why.empty()) {
-      j["not_mapped"] = why;
-    } else {
-      j["chunk"] = p.chunk, j["chunks"] = p.chunks, j["latency"] = p.latency;
-      auto& ops = j["ops"] = nlohmann::json::array();
-      for (const auto& [name, c] : p.ops) ops.push_back({name, c});
-    }
-    append(j);
-    ++added_;
-  }
-  // The tables are in place: nothing to resume.
-  void remove() {
-    std::error_code ec;
-    fs::remove(path_, ec);
-  }
-
- private:
-  void append(const nlohmann::json& j) {
-    if (const int e = write_all(fd_, j.dump() + "\n"))
-      throw hw::InputError(fmt::format("--out: writing the journal {} failed ({})", path_.string(), std::strerror(e)));
-    ::fdatasync(fd_);
-  }
-  fs::path path_;
-  int fd_ = -1;
-  std::size_t added_ = 0;
-  std::vector<nlohmann::json> kept_;
-};
+  journal.append(j);
+}
 
 // skipped.txt's line for a point the mapper refused, `why`.
 std::string not_mapped(const Point& p, const std::string& why) {
@@ -251,7 +183,7 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
     }
     ++finished;
     if (plan.error.empty()) p.ops = table_ops(std::move(ops));
-    journal.record(p, plan.error);
+    record(journal, p, plan.error);
     const double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!plan.error.empty()) {
       fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: not mapped: {}\n", finished, points.size(),
@@ -354,15 +286,11 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
 std::string table_settings(const hw::WaferSpec& spec, const mapper::ModelConfig& model, const std::vector<std::int64_t>& contexts,
                            const std::vector<std::int64_t>& batches, const std::vector<std::int64_t>& prompts,
                            const mapper::MapOptions& base, noc::Fidelity fidelity) {
-  nlohmann::ordered_json w;
-  w["name"] = spec.name;
-  for (const hw::ParamInfo& pi : hw::wafer_params())
-    std::visit([&](auto member) { w[std::string(pi.key)] = spec.*member; }, pi.member);
   std::string model_bytes;
   if (std::ifstream f(model.source, std::ios::binary); f) model_bytes.assign(std::istreambuf_iterator<char>(f), {});
   nlohmann::ordered_json j;
   j["journal"] = 1;
-  j["wafer"] = w;
+  j["wafer"] = wafer_settings(spec);
   j["model"] = {{"name", model.name}, {"file", sweep::hash_text(model_bytes)}};
   j["contexts"] = contexts, j["batches"] = batches, j["prefill_tokens"] = prompts;
   j["placement"] = base.placement;
@@ -460,8 +388,8 @@ int run_table(const std::vector<std::string>& args) {
   }
 
   // The points an earlier run of the same command did (Journal): taken from its journal, not emulated again.
-  Journal journal(parent / fmt::format(".{}.partial.jsonl", out.filename().string()),
-                  table_settings(spec, model, contexts, batches, prompts, base, fidelity));
+  Journal journal(Journal::beside(out), table_settings(spec, model, contexts, batches, prompts, base, fidelity), "--out",
+                  "table");
   {
     // (holding the journal, no other run writes this table: a temporary folder of another process is a stopped
     // run's, left because a killed process cleans up nothing)
@@ -521,7 +449,7 @@ int run_table(const std::vector<std::string>& args) {
           p.chunk = r.chunk, p.chunks = std::int64_t(r.chunks.size()), p.latency = r.step.latency;
           p.ops = table_ops(op_cycles(r.step));
           done.push_back(p);
-          journal.record(p, "");
+          record(journal, p, "");
           fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: {:.1f} us{} ({:.1f} s, {:.0f} s in all)\n", i + 1,
                      points.size(), p.phase, p.tokens, p.context, p.batch, spec.cycles_to_us(double(p.latency)),
                      p.chunks > 1 ? fmt::format(" in {} chunks of {}", p.chunks, p.chunk) : std::string(),
@@ -529,7 +457,7 @@ int run_table(const std::vector<std::string>& args) {
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         } catch (const hw::InputError& e) {
           skipped.push_back(not_mapped(p, e.what()));
-          journal.record(p, e.what());
+          record(journal, p, e.what());
           fmt::print(stderr, "table: [{}/{}] {} tokens {} context {} batch {}: not mapped: {}\n", i + 1, points.size(),
                      p.phase, p.tokens, p.context, p.batch, e.what());
         }
@@ -542,10 +470,10 @@ int run_table(const std::vector<std::string>& args) {
     }
   } catch (const hw::InputError& e) {
     // (a run stopped by a failure keeps the points it did, for the same command to resume from)
-    if (journal.points() == 0) journal.remove();
-    if (journal.points() == 0 || dynamic_cast<const WorkerFailure*>(&e) == nullptr) throw;
+    if (journal.records() == 0) journal.remove();
+    if (journal.records() == 0 || dynamic_cast<const WorkerFailure*>(&e) == nullptr) throw;
     throw hw::InputError(fmt::format("{} ({} of {} points are kept in {}: the same command resumes there)", e.what(),
-                                     journal.points(), points.size(), journal.path().string()));
+                                     journal.records(), points.size(), journal.path().string()));
   }
   if (done.empty()) {
     journal.remove();
