@@ -3,12 +3,20 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
 
 #include "apps/cli.h"
+#include "apps/decode_point.h"
+#include "apps/journal.h"
 #include "hw/defect_map.h"
 #include "hw/error.h"
 #include "hw/random.h"
@@ -60,6 +68,56 @@ MapFigures measure(const hw::DefectMap& map, const hw::RepairResult& r) {
   return f;
 }
 
+// The Monte Carlo sums over maps 0 .. maps - 1, added in map order; a journal's record (exact: nlohmann writes a double
+// with the digits that read back as the same double).
+struct Totals {
+  std::int64_t maps = 0;
+  double sum_d = 0, sum_d2 = 0, sum_dead = 0, sum_usable = 0;
+  std::int64_t zero = 0, complete = 0, min_usable = std::numeric_limits<std::int64_t>::max();
+  std::int64_t links = 0, no_path = 0, extra = 0, max_extra = 0;
+
+  void add(const MapFigures& f) {
+    ++maps;
+    sum_d += double(f.defects), sum_d2 += double(f.defects) * double(f.defects), sum_dead += double(f.dead_tiles);
+    zero += f.defects == 0;
+    complete += f.complete;
+    sum_usable += double(f.usable_tiles);
+    min_usable = std::min(min_usable, f.usable_tiles);
+    links += f.links, no_path += f.links_no_path, extra += f.extra_hops;
+    max_extra = std::max(max_extra, f.max_extra);
+  }
+  nlohmann::json to_json() const {
+    return {{"maps", maps},         {"sum_defects", sum_d}, {"sum_defects_squared", sum_d2}, {"sum_failed_tiles", sum_dead},
+            {"sum_usable", sum_usable}, {"zero", zero},       {"complete", complete},          {"min_usable", min_usable},
+            {"links", links},       {"no_path", no_path},   {"extra_hops", extra},           {"max_extra", max_extra}};
+  }
+  static Totals from_json(const nlohmann::json& j) {
+    Totals t;
+    t.maps = j.at("maps").get<std::int64_t>();
+    t.sum_d = j.at("sum_defects").get<double>(), t.sum_d2 = j.at("sum_defects_squared").get<double>();
+    t.sum_dead = j.at("sum_failed_tiles").get<double>(), t.sum_usable = j.at("sum_usable").get<double>();
+    t.zero = j.at("zero").get<std::int64_t>(), t.complete = j.at("complete").get<std::int64_t>();
+    t.min_usable = j.at("min_usable").get<std::int64_t>();
+    t.links = j.at("links").get<std::int64_t>(), t.no_path = j.at("no_path").get<std::int64_t>();
+    t.extra = j.at("extra_hops").get<std::int64_t>(), t.max_extra = j.at("max_extra").get<std::int64_t>();
+    return t;
+  }
+};
+
+// What a defect study's figures depend on, for its journal: the wafer's every parameter, the defect model and its
+// parameters, the seed, the number of maps and the repair scheme.
+std::string defects_settings(const hw::WaferSpec& spec, const hw::DefectGenParams& gen, std::uint64_t seed, std::int64_t maps,
+                             const hw::RepairScheme& scheme) {
+  nlohmann::ordered_json j;
+  j["journal"] = 1;
+  j["wafer"] = wafer_settings(spec);
+  j["model"] = hw::to_string(gen.model);
+  j["density"] = gen.density_per_cm2, j["alpha"] = gen.alpha;
+  j["seed"] = seed, j["maps"] = maps;
+  j["repair"] = std::string(scheme.name());
+  return j.dump();
+}
+
 std::string rect_text(const hw::Rect& r) { return fmt::format("{} x {} at ({}, {})", r.w, r.h, r.x0, r.y0); }
 
 int run_defects(const std::vector<std::string>& args) {
@@ -75,11 +133,13 @@ int run_defects(const std::vector<std::string>& args) {
       ("repair", po::value<std::string>()->default_value("row-shift")->value_name("SCHEME"),
        fmt::format("repair scheme: {}", fmt::join(hw::repair_scheme_names(), ", ")).c_str())  //
       ("in", po::value<std::string>()->value_name("FILE"), "repair this defect map (.csv or .json) instead of generating")  //
-      ("out", po::value<std::string>()->value_name("FILE"), "write the first map (or the --in map) as .csv or .json");
+      ("out", po::value<std::string>()->value_name("FILE"), "write the first map (or the --in map) as .csv or .json")  //
+      ("threads", po::value<std::int64_t>()->value_name("N"),
+       "maps generated and repaired side by side (default: the CPUs the process may use; the same figures for any N)");
   po::variables_map vm;
   if (!parse(args, opts, "defects",
              "[--wafer W] [--density D0] [--alpha A] [--model poisson|negbin] [--seed N] [--maps N] [--repair SCHEME] "
-             "[--in FILE] [--out FILE] [--json PATH]",
+             "[--in FILE] [--out FILE] [--threads N] [--json PATH]",
              vm))
     return 0;
 
@@ -94,10 +154,14 @@ int run_defects(const std::vector<std::string>& args) {
   const std::int64_t maps = vm["maps"].as<std::int64_t>();
   if (maps < 1 || maps > kMaxMaps) throw hw::InputError(fmt::format("--maps {} is outside [1, {}]", maps, kMaxMaps));
   const std::uint64_t seed = parse_seed(vm["seed"].as<std::string>());
+  if (vm.count("threads")) {
+    const std::int64_t n = vm["threads"].as<std::int64_t>();
+    if (n < 1 || n > 1024) throw hw::InputError(fmt::format("--threads {} is outside [1, 1024]", n));
+  }
   const bool from_file = vm.count("in") > 0;
   if (from_file)
-    for (const char* o : {"maps", "density", "alpha", "model", "seed"})
-      if (!vm[o].defaulted())
+    for (const char* o : {"maps", "density", "alpha", "model", "seed", "threads"})
+      if (vm.count(o) && !vm[o].defaulted())
         throw hw::InputError(fmt::format("--{} does not apply with --in (the given map is repaired as it is)", o));
   if (vm.count("out")) {
     check_map_path(vm["out"].as<std::string>(), "--out");
@@ -141,27 +205,77 @@ int run_defects(const std::vector<std::string>& args) {
     return 0;
   }
 
-  // Monte Carlo over generated maps.
-  double sum_d = 0, sum_d2 = 0, sum_dead = 0, sum_usable = 0;
-  std::int64_t zero = 0, complete = 0, min_usable = std::numeric_limits<std::int64_t>::max();
-  std::int64_t links = 0, no_path = 0, extra = 0, max_extra = 0;
+  // Monte Carlo over generated maps: map i from its own seed (derive_seed(seed, i)), so the maps can be generated
+  // and repaired in any order and on any thread; their figures are summed in map order (Totals), the same sums
+  // for any --threads. With --json, the sums so far are kept in a journal beside it (apps::Journal), so that a run
+  // stopped part way resumes from them when the same command runs again.
+  if (vm.count("out")) hw::write_defects(vm["out"].as<std::string>(), hw::generate_defects(spec, gen, hw::derive_seed(seed, 0)));
+  std::optional<Journal> journal;
+  // (a run that fails before its first record leaves no journal, as a run that ends does not)
+  struct Unused {
+    std::optional<Journal>& j;
+    ~Unused() {
+      if (j && j->records() == 0) j->remove();
+    }
+  } unused{journal};
+  Totals t;
+  if (vm.count("json")) {
+    const std::string json = vm["json"].as<std::string>();
+    journal.emplace(Journal::beside(json), defects_settings(spec, gen, seed, maps, scheme), "--json", "defect study");
+    if (!journal->kept().empty()) {
+      try {
+        t = Totals::from_json(journal->kept().back());
+        if (t.maps < 1 || t.maps >= maps) throw std::out_of_range(fmt::format("{} maps done of {}", t.maps, maps));
+      } catch (const std::exception& e) {
+        throw hw::InputError(fmt::format("--json: the journal {} does not fit this study ({}); remove it to start the study "
+                                         "afresh",
+                                         journal->path().string(), e.what()));
+      }
+      fmt::print(stderr, "defects: resuming from {}: {} of {} maps done before\n", journal->path().string(), t.maps, maps);
+    }
+  }
+  const std::uint32_t threads = vm.count("threads") ? std::uint32_t(vm["threads"].as<std::int64_t>()) : cpus_available();
   Progress progress("defects: maps", maps);
   const bool show_progress = maps >= 20;
-  for (std::int64_t i = 0; i < maps; ++i) {
-    const hw::DefectMap map = hw::generate_defects(spec, gen, hw::derive_seed(seed, std::uint64_t(i)));
-    if (i == 0 && vm.count("out")) hw::write_defects(vm["out"].as<std::string>(), map);
-    const hw::RepairResult r = scheme.repair(spec, map);
-    const MapFigures f = measure(map, r);
-    sum_d += double(f.defects), sum_d2 += double(f.defects) * double(f.defects), sum_dead += double(f.dead_tiles);
-    zero += f.defects == 0;
-    complete += f.complete;
-    sum_usable += double(f.usable_tiles);
-    min_usable = std::min(min_usable, f.usable_tiles);
-    links += f.links, no_path += f.links_no_path, extra += f.extra_hops;
-    max_extra = std::max(max_extra, f.max_extra);
-    if (show_progress) progress.tick(i + 1);
+  auto saved = std::chrono::steady_clock::now();
+  // In blocks of maps (each map's figures by the thread that took it, then summed in order), a block grown while
+  // it takes under 50 ms so that small wafers do not pay a thread's start per handful of maps.
+  std::int64_t block = 4 * std::int64_t(threads);
+  std::vector<MapFigures> figures;
+  while (t.maps < maps) {
+    const std::int64_t first = t.maps, count = std::min(block, maps - first);
+    const auto t0 = std::chrono::steady_clock::now();
+    figures.assign(std::size_t(count), MapFigures{});
+    std::atomic<std::int64_t> next{0};
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(count));
+    auto work = [&] {
+      for (std::int64_t j; (j = next.fetch_add(1)) < count;) {
+        try {
+          const hw::DefectMap map = hw::generate_defects(spec, gen, hw::derive_seed(seed, std::uint64_t(first + j)));
+          figures[std::size_t(j)] = measure(map, scheme.repair(spec, map));
+        } catch (...) {
+          errors[std::size_t(j)] = std::current_exception();
+        }
+      }
+    };
+    {
+      std::vector<std::thread> helpers;
+      for (std::uint32_t h = 1; h < threads && std::int64_t(h) < count; ++h) helpers.emplace_back(work);
+      work();
+      for (auto& h : helpers) h.join();
+    }
+    for (const auto& e : errors)
+      if (e) std::rethrow_exception(e);  // (the first map's error, whichever thread met it first)
+    for (const MapFigures& f : figures) t.add(f);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - t0 < std::chrono::milliseconds(50) && block < 65536) block *= 2;
+    if (journal && t.maps < maps && now - saved >= std::chrono::seconds(1)) journal->append(t.to_json()), saved = now;
+    if (show_progress) progress.tick(t.maps);
   }
   if (show_progress) progress.done();
+  const double sum_d = t.sum_d, sum_d2 = t.sum_d2, sum_dead = t.sum_dead, sum_usable = t.sum_usable;
+  const std::int64_t zero = t.zero, complete = t.complete, min_usable = t.min_usable;
+  const std::int64_t links = t.links, no_path = t.no_path, extra = t.extra, max_extra = t.max_extra;
   const double n = double(maps);
   const double mean_d = sum_d / n;
   const double sd_d = maps > 1 ? std::sqrt(std::max(0.0, (sum_d2 - sum_d * sum_d / n) / (n - 1))) : 0.0;
@@ -206,6 +320,7 @@ int run_defects(const std::vector<std::string>& args) {
     y.add_text("repair_analytic", "n/a", fmt::format("no closed form for {}", scheme.name()));
   y.add("repair_monte_carlo", success, "fraction");
   finish(report, vm);
+  if (journal) journal->remove();
   return 0;
 }
 

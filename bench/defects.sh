@@ -10,7 +10,9 @@ echo "-- one full wse3 map: generate + repair (median of 11 maps)"
 "$WAFER_BENCH_BIN/bench_defects_one_map" 11
 echo "-- wafer-emu defects --wafer wse3 --maps 1 (whole program, one map)"
 measure 3 "$WAFER_EMU" defects --wafer wse3 --maps 1
-echo "-- wafer-emu defects --wafer wse3 --maps 1000 (row-shift)"
+echo "-- wafer-emu defects --wafer wse3 --maps 1000 (row-shift; --threads: the CPUs the process may use)"
 measure 3 "$WAFER_EMU" defects --wafer wse3 --maps 1000
+echo "-- the same on one thread"
+measure 3 "$WAFER_EMU" defects --wafer wse3 --maps 1000 --threads 1
 echo "-- wafer-emu defects --wafer wse3 --maps 1000 --model negbin --repair spare-rows-cols"
 measure 1 "$WAFER_EMU" defects --wafer wse3 --maps 1000 --model negbin --repair spare-rows-cols

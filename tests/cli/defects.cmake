@@ -67,3 +67,10 @@ foreach(case
   wafer_cli_test(defects_bad_${tname} ${ERR} --stderr "${rx}" --no-file ${OUT}/defects_bad_${tname}.csv
     -- ${WAFER_EMU} defects --wafer tiny --in ${D}${file} --out ${OUT}/defects_bad_${tname}.csv)
 endforeach()
+
+# The maps on any number of threads give the same figures, and a study stopped part way resumes from its journal
+# (.<json>.partial.jsonl): the same output and JSON as a run in one go; a journal of other settings, one another run
+# holds, or one with a damaged line is refused (defects_resume_check.py).
+add_test(NAME cli.defects_resume COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/defects_resume_check.py ${WAFER_EMU} ${OUT}/defects_resume)
+wafer_cli_test(defects_zero_threads ${ERR} --stderr "--threads 0 is outside .1, 1024." -- ${WAFER_EMU} defects --wafer tiny --threads 0)
+wafer_cli_test(defects_in_with_threads ${ERR} --stderr "--threads does not apply with --in" -- ${WAFER_EMU} defects --wafer tiny --in ${D}ok.csv --threads 2)

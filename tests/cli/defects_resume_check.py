@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""`defects` sums its maps the same on any number of threads, and resumes a study that was stopped from its journal
+(`.<json>.partial.jsonl` beside --json).
+
+defects_resume_check.py WAFER_EMU OUT_DIR
+
+- the study in one go with --threads 1 (the reference; it leaves no journal) and with --threads 2: the same output
+  and JSON, byte for byte;
+- the study killed (SIGKILL) with --threads 2 once its journal holds a record of its sums, and a half-written line
+  added as a process killed mid-line leaves it: no JSON written, the journal kept;
+- refusals, each one line and exit 2, no JSON written, the journal left as it was: a journal of other settings (another
+  repair scheme), a journal another process holds (locked), a damaged line before the last;
+- the same command again with --threads 1: it says from how many maps it resumes, its output and JSON are the
+  reference's byte for byte, and the journal is gone.
+"""
+import fcntl, json, os, re, shutil, signal, subprocess, sys, time
+
+ARGS = ["defects", "--wafer", "small", "--density", "3", "--seed", "11", "--maps", "60000"]
+
+
+def fail(msg):
+    print(f"FAIL: {msg}")
+    sys.exit(1)
+
+
+def run(exe, json_path, extra=(), check=True):
+    r = subprocess.run([exe] + ARGS + list(extra) + ["--json", json_path], capture_output=True, text=True, timeout=900)
+    if check and r.returncode != 0:
+        fail(f"exit {r.returncode}: {r.stderr}")
+    return r
+
+
+def journal_of(path):
+    return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial.jsonl")
+
+
+def whole_lines(path):  # (those ended by a newline: a line being written is not one yet)
+    with open(path) as f:
+        return f.read().count("\n")
+
+
+def refused(exe, path, extra, pattern, what):
+    before = open(journal_of(path), "rb").read()
+    r = run(exe, path, extra, check=False)
+    if r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1 or not re.search(pattern, r.stderr):
+        fail(f"{what}: expected exit 2 and one line matching /{pattern}/, got exit {r.returncode}: {r.stderr!r}")
+    if os.path.exists(path):
+        fail(f"{what}: {path} was written")
+    if open(journal_of(path), "rb").read() != before:
+        fail(f"{what}: the journal was changed")
+    print(f"ok: {what}: {r.stderr.strip()}")
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    exe, base = sys.argv[1], sys.argv[2]
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    ref, two, part = (os.path.join(base, n) for n in ("ref.json", "two.json", "part.json"))
+    a = run(exe, ref, ["--threads", "1"])
+    b = run(exe, two, ["--threads", "2"])
+    if os.path.exists(journal_of(ref)) or os.path.exists(journal_of(two)):
+        fail("a study in one go left its journal")
+    if a.stdout != b.stdout or open(ref, "rb").read() != open(two, "rb").read():
+        fail("--threads 1 and --threads 2 give different figures")
+    print("ok: --threads 1 and 2 give the same output and JSON")
+
+    # Killed once its journal holds a record of its sums.
+    p = subprocess.Popen([exe] + ARGS + ["--threads", "2", "--json", part], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 600
+    while time.time() < deadline and p.poll() is None:
+        if os.path.exists(journal_of(part)) and whole_lines(journal_of(part)) >= 2:
+            break
+        time.sleep(0.001)
+    if p.poll() is not None:
+        fail(f"the study ended (exit {p.returncode}) before its journal held a record: too few maps")
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    if os.path.exists(part):
+        fail(f"{part} exists after the kill")
+    lines = open(journal_of(part)).read().splitlines()
+    done_before = json.loads(lines[-1])["maps"]
+    if not 0 < done_before < 60000:
+        fail(f"the journal's last record holds {done_before} maps of 60000")
+    with open(journal_of(part), "a") as f:
+        f.write('{"complete": 12, "extra_hops": 3')  # (a line cut short)
+
+    # The refusals, the journal left as it is.
+    other = os.path.join(base, "other.json")
+    shutil.copy(journal_of(part), journal_of(other))
+    refused(exe, other, ["--repair", "spare-rows-cols"], r"--json: the journal .* is of a defect study with other settings", "other settings")
+    os.remove(journal_of(other))
+    with open(journal_of(part)) as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        refused(exe, part, [], r"--json: another defect study run holds its journal", "a journal held")
+    damaged = os.path.join(base, "damaged.json")
+    with open(journal_of(damaged), "w") as f:
+        f.write("\n".join([lines[0], "{not json", lines[1]]) + "\n")
+    refused(exe, damaged, [], r"has a damaged line 2", "a damaged line")
+    os.remove(journal_of(damaged))
+
+    # Resumed, on one thread.
+    r = run(exe, part, ["--threads", "1"])
+    if not re.search(rf"defects: resuming from .*: {done_before} of 60000 maps done before", r.stderr):
+        fail(f"no line saying it resumes from {done_before} maps: {r.stderr}")
+    if os.path.exists(journal_of(part)):
+        fail("the journal is left after the JSON is in place")
+    if r.stdout != a.stdout or open(part, "rb").read() != open(ref, "rb").read():
+        fail("the resumed study's figures differ from the reference's")
+    print(f"ok: killed after {done_before} of 60000 maps, resumed to the same output and JSON")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
