@@ -211,13 +211,6 @@ int run_defects(const std::vector<std::string>& args) {
   // stopped part way resumes from them when the same command runs again.
   if (vm.count("out")) hw::write_defects(vm["out"].as<std::string>(), hw::generate_defects(spec, gen, hw::derive_seed(seed, 0)));
   std::optional<Journal> journal;
-  // (a run that fails before its first record leaves no journal, as a run that ends does not)
-  struct Unused {
-    std::optional<Journal>& j;
-    ~Unused() {
-      if (j && j->records() == 0) j->remove();
-    }
-  } unused{journal};
   Totals t;
   if (vm.count("json")) {
     const std::string json = vm["json"].as<std::string>();

@@ -469,8 +469,8 @@ int run_table(const std::vector<std::string>& args) {
       fig = run_jobs(int(jobs), dp, vm.count("no-cache") == 0, points, done, skipped, spec, t0, resumed, journal);
     }
   } catch (const hw::InputError& e) {
-    // (a run stopped by a failure keeps the points it did, for the same command to resume from)
-    if (journal.records() == 0) journal.remove();
+    // (a run stopped by a failure keeps the points it did, for the same command to resume from; a journal of none
+    // goes with it)
     if (journal.records() == 0 || dynamic_cast<const WorkerFailure*>(&e) == nullptr) throw;
     throw hw::InputError(fmt::format("{} ({} of {} points are kept in {}: the same command resumes there)", e.what(),
                                      journal.records(), points.size(), journal.path().string()));

@@ -4,9 +4,15 @@
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "apps/cli.h"
+#include "apps/journal.h"
+#include "apps/sweep.h"
 #include "apps/validate.h"
 #include "hw/error.h"
 #include "traces/report.h"
@@ -23,6 +29,29 @@ double mean_abs(const std::vector<double>& predicted, const std::vector<const Ca
   double s = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) s += std::abs(error_pct(predicted[i], cases[i]->measured));
   return cases.empty() ? 0.0 : s / double(cases.size());
+}
+
+// What a case's prediction depends on besides the fitted values, for the journal (apps::Journal): the case file's
+// bytes, every case's wafer as the file gives it (a preset's values included) and its model file's bytes, and the
+// fidelity; hashed.
+std::string validate_settings(const CaseFile& file, noc::Fidelity fidelity) {
+  auto bytes = [](const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return sweep::hash_text(std::string(std::istreambuf_iterator<char>(f), {}));
+  };
+  nlohmann::ordered_json j;
+  j["journal"] = 1;
+  j["cases_file"] = bytes(file.path);
+  auto& cases = j["cases"] = nlohmann::ordered_json::array();
+  for (const Case& c : file.cases) {
+    nlohmann::ordered_json e;
+    e["name"] = c.name;
+    e["wafer"] = wafer_settings(c.wafer);
+    if (info(c.kind).decode) e["model"] = bytes(c.model.source);
+    cases.push_back(std::move(e));
+  }
+  j["fidelity"] = std::string(noc::to_string(fidelity));
+  return sweep::hash_text(j.dump());
 }
 
 // --only NAME[,NAME...]: exact names, or a prefix ending in '*'.
@@ -120,6 +149,25 @@ int run_validate(const std::vector<std::string>& args) {
     return 0;
   }
 
+  // With --json, each prediction made is kept in a journal beside it (apps::Journal: the case, the fitted values, the
+  // prediction), so that a run stopped part way takes them from there when the same command runs again rather than
+  // emulating them again: the fit asks for the same parameter vectors in the same order, so it goes the same way.
+  std::optional<Journal> journal;
+  std::map<std::pair<std::string, std::string>, double> made;  // (case, values as JSON) -> prediction
+  if (vm.count("json")) {
+    journal.emplace(Journal::beside(vm["json"].as<std::string>()), validate_settings(file, fidelity), "--json", "validation");
+    try {
+      for (const nlohmann::json& r : journal->kept())
+        made[{r.at("case").get<std::string>(), r.at("values").dump()}] = r.at("predicted").get<double>();
+    } catch (const std::exception& e) {
+      throw hw::InputError(fmt::format("--json: the journal {} does not fit this validation ({}); remove it to start "
+                                       "afresh",
+                                       journal->path().string(), e.what()));
+    }
+    if (!made.empty())
+      fmt::print(stderr, "validate: resuming from {}: {} predictions made before\n", journal->path().string(), made.size());
+  }
+
   // Every case at one parameter vector; progress on stderr once a run takes more than a second.
   Predictor predictor(fidelity, vm.count("no-cache") == 0);
   const auto t0 = Clock::now();
@@ -130,10 +178,18 @@ int run_validate(const std::vector<std::string>& args) {
                                      : fmt::format("validate: fit evaluation {}, cases", evaluation),
                       std::int64_t(cases.size()));
     bool shown = false;
+    nlohmann::json at = nlohmann::json::object();  // (the fitted parameters' values, none without --fit)
+    for (std::size_t j = 0; j < params.size(); ++j) at[params[j].key] = values[j];
+    const std::string at_text = at.dump();
     std::vector<double> out;
     for (std::size_t i = 0; i < cases.size(); ++i) {
-      const hw::WaferSpec spec = params.empty() ? cases[i]->wafer : with_values(cases[i]->wafer, params, values);
-      out.push_back(predictor.predict(*cases[i], spec, file.path));
+      if (const auto it = made.find({cases[i]->name, at_text}); it != made.end()) {
+        out.push_back(it->second);
+      } else {
+        const hw::WaferSpec spec = params.empty() ? cases[i]->wafer : with_values(cases[i]->wafer, params, values);
+        out.push_back(predictor.predict(*cases[i], spec, file.path));
+        if (journal) journal->append({{"case", cases[i]->name}, {"values", at}, {"predicted", out.back()}});
+      }
       if (std::chrono::duration<double>(Clock::now() - t0).count() >= 1.0) {
         progress.tick(std::int64_t(i + 1));
         shown = true;
@@ -153,6 +209,7 @@ int run_validate(const std::vector<std::string>& args) {
                         error_pct(predicted[i], cases[i]->measured)});
     rep.add("mean_abs_error", mean_abs(predicted, cases), "%", "mean of |error| over the cases");
     finish(rep, vm);
+    if (journal) journal->remove();
     return 0;
   }
 
@@ -191,6 +248,7 @@ int run_validate(const std::vector<std::string>& args) {
     f.add_text("wafer_out", vm["wafer-out"].as<std::string>(), "the fitted values as a wafer file (--wafer PATH)");
   }
   finish(rep, vm);
+  if (journal) journal->remove();
   return 0;
 }
 

@@ -64,7 +64,8 @@ Journal::Journal(const fs::path& path, const std::string& settings, std::string 
 }
 
 Journal::~Journal() {
-  if (fd_ >= 0) ::close(fd_);  // (its lock goes with it)
+  if (records() == 0) remove();  // (nothing to resume: a run that failed before its first record)
+  if (fd_ >= 0) ::close(fd_);    // (its lock goes with it)
 }
 
 fs::path Journal::beside(const fs::path& output) {

@@ -4,8 +4,8 @@
 // record, after a first line naming the run's settings (a journal of other settings is refused, never mixed).
 // Each line is written whole and flushed to disk; a last line cut short (a process killed mid-line) is dropped.
 // The journal is locked while a run holds it (a second run on the same output is refused) and removed once
-// the output is in place. `table` records a point a line (docs/tables.md "A run stopped part way resumes"),
-// `defects` its Monte Carlo sums so far (docs/architecture.md "Conventions").
+// the output is in place, or when the run ends without a record. `table` records a point a line (docs/tables.md "A run stopped part way resumes"),
+// `defects` its Monte Carlo sums so far, `validate` a prediction a line (docs/architecture.md "Conventions").
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>

@@ -95,3 +95,9 @@ wafer_cli_test(validate_bad_wide_cycle ${VERR} --stderr "validate_bad_wide_cycle
 # The ramps' latency has a published value (docs/timing.md): it is not fitted.
 wafer_cli_test(validate_fit_ramp --exit 2 --one-line-error --stderr "--fit 'ramp_latency': it has a published value"
   -- ${WAFER_EMU} validate --cases ${VCASES} --fit ramp_latency)
+
+# A run stopped part way resumes from its journal (.<json>.partial.jsonl): the predictions made before taken from it,
+# the same output and JSON as a run in one go; a journal of other settings, one another run holds, or one with a
+# damaged line is refused (validate_resume_check.py).
+add_test(NAME cli.validate_resume COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/validate_resume_check.py ${WAFER_EMU}
+  ${DATA}/validate_resume.json ${OUT}/validate_resume)

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""`validate` resumes a run that was stopped from its journal (`.<json>.partial.jsonl` beside --json): the predictions
+made before are taken from it, not emulated again, and the fit goes the same way.
+
+validate_resume_check.py WAFER_EMU CASES OUT_DIR
+
+- the fit in one go (the reference; it leaves no journal);
+- the same fit killed (SIGKILL) once its journal holds 30 predictions, and a half-written line added as a process
+  killed mid-line leaves it: no JSON written, the journal kept;
+- refusals, each one line and exit 2, no JSON written, the journal left as it was: a journal of other settings (the
+  cycle fidelity), a journal another process holds (locked), a damaged line before the last;
+- the same command again: it says how many predictions it takes from the journal (every whole line, the half line
+  dropped), its output and JSON are the reference's byte for byte, and the journal is gone;
+- without --fit, a prediction in the journal (the case at its own wafer) is taken as it is, not emulated again.
+"""
+import fcntl, json, os, re, shutil, signal, subprocess, sys, time
+
+import results
+
+FIT = ["--fit", "task_overhead=40,vector_setup=3"]
+
+
+def fail(msg):
+    print(f"FAIL: {msg}")
+    sys.exit(1)
+
+
+def run(exe, cases, json_path, extra=(), check=True):
+    r = subprocess.run([exe, "validate", "--cases", cases] + list(extra) + ["--json", json_path], capture_output=True,
+                       text=True, timeout=900)
+    if check and r.returncode != 0:
+        fail(f"exit {r.returncode}: {r.stderr}")
+    return r
+
+
+def journal_of(path):
+    return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial.jsonl")
+
+
+def whole_lines(path):  # (those ended by a newline: a line being written is not one yet)
+    with open(path) as f:
+        return f.read().count("\n")
+
+
+def killed_after(exe, cases, path, extra, records):
+    p = subprocess.Popen([exe, "validate", "--cases", cases] + extra + ["--json", path], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 600
+    while time.time() < deadline and p.poll() is None:
+        if os.path.exists(journal_of(path)) and whole_lines(journal_of(path)) >= records + 1:
+            break
+        time.sleep(0.001)
+    if p.poll() is not None:
+        fail(f"the run ended (exit {p.returncode}) before its journal held {records} predictions: too few")
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    if os.path.exists(path):
+        fail(f"{path} exists after the kill")
+    done = whole_lines(journal_of(path)) - 1
+    with open(journal_of(path), "a") as f:
+        f.write('{"case": "r-step", "values": {"task_ov')  # (a line cut short)
+    return done
+
+
+def refused(exe, cases, path, extra, pattern, what):
+    before = open(journal_of(path), "rb").read()
+    r = run(exe, cases, path, extra, check=False)
+    if r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1 or not re.search(pattern, r.stderr):
+        fail(f"{what}: expected exit 2 and one line matching /{pattern}/, got exit {r.returncode}: {r.stderr!r}")
+    if os.path.exists(path):
+        fail(f"{what}: {path} was written")
+    if open(journal_of(path), "rb").read() != before:
+        fail(f"{what}: the journal was changed")
+    print(f"ok: {what}: {r.stderr.strip()}")
+
+
+def resumed(exe, cases, path, extra, done, ref, ref_run, what):
+    r = run(exe, cases, path, extra)
+    if not re.search(rf"validate: resuming from .*: {done} predictions made before", r.stderr):
+        fail(f"{what}: no line saying it takes {done} predictions from the journal: {r.stderr}")
+    if os.path.exists(journal_of(path)):
+        fail(f"{what}: the journal is left after the JSON is in place")
+    if r.stdout != ref_run.stdout or open(path, "rb").read() != open(ref, "rb").read():
+        fail(f"{what}: the resumed run's results differ from the reference's")
+    print(f"ok: {what}: killed after {done} predictions, resumed to the same output and JSON")
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__)
+        return 2
+    exe, cases, base = sys.argv[1:4]
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    ref, part = os.path.join(base, "ref.json"), os.path.join(base, "part.json")
+    a = run(exe, cases, ref, FIT)
+    if os.path.exists(journal_of(ref)):
+        fail("a run in one go left its journal")
+    done = killed_after(exe, cases, part, FIT, 30)
+    lines = open(journal_of(part)).read().splitlines()
+
+    other = os.path.join(base, "other.json")
+    shutil.copy(journal_of(part), journal_of(other))
+    refused(exe, cases, other, FIT + ["--fidelity", "cycle"], r"--json: the journal .* is of a validation with other settings",
+            "other settings")
+    os.remove(journal_of(other))
+    with open(journal_of(part)) as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        refused(exe, cases, part, FIT, r"--json: another validation run holds its journal", "a journal held")
+    damaged = os.path.join(base, "damaged.json")
+    with open(journal_of(damaged), "w") as f:
+        f.write("\n".join([lines[0], "{not json", lines[1]]) + "\n")
+    refused(exe, cases, damaged, FIT, r"has a damaged line 2", "a damaged line")
+    os.remove(journal_of(damaged))
+
+    resumed(exe, cases, part, FIT, done, ref, a, "--fit")
+
+    # Without --fit, the cases at their own wafers: a prediction in the journal (values {}) is taken as it is, not
+    # emulated again (a journal with the reference's settings line and one record, of a made-up prediction).
+    ref1, part1 = os.path.join(base, "ref1.json"), os.path.join(base, "part1.json")
+    run(exe, cases, ref1)
+    with open(journal_of(part1), "w") as f:
+        f.write(lines[0] + "\n" + json.dumps({"case": "r-layer", "values": {}, "predicted": 12345.5}) + "\n")
+    r = run(exe, cases, part1)
+    if not re.search(r"validate: resuming from .*: 1 predictions made before", r.stderr) or os.path.exists(journal_of(part1)):
+        fail(f"without --fit: no line saying it takes 1 prediction from the journal, or the journal left: {r.stderr}")
+    want = {row["case"]: row["predicted"] for row in results.rows(json.load(open(ref1))["cases"])}
+    got = {row["case"]: row["predicted"] for row in results.rows(json.load(open(part1))["cases"])}
+    want["r-layer"] = 12345.5
+    if got != want:
+        fail(f"without --fit: predictions {got}, expected {want}")
+    print("ok: without --fit, the journal's prediction taken as it is, the others emulated")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
