@@ -13,14 +13,11 @@ defects_resume_check.py WAFER_EMU OUT_DIR
 - the same command again with --threads 1: it says from how many maps it resumes, its output and JSON are the
   reference's byte for byte, and the journal is gone.
 """
-import fcntl, json, os, re, shutil, signal, subprocess, sys, time
+import fcntl, json, os, re, shutil, subprocess, sys
+
+from journal_util import fail, journal_of, killed_when, refused
 
 ARGS = ["defects", "--wafer", "small", "--density", "3", "--seed", "11", "--maps", "60000"]
-
-
-def fail(msg):
-    print(f"FAIL: {msg}")
-    sys.exit(1)
 
 
 def run(exe, json_path, extra=(), check=True):
@@ -28,27 +25,6 @@ def run(exe, json_path, extra=(), check=True):
     if check and r.returncode != 0:
         fail(f"exit {r.returncode}: {r.stderr}")
     return r
-
-
-def journal_of(path):
-    return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial.jsonl")
-
-
-def whole_lines(path):  # (those ended by a newline: a line being written is not one yet)
-    with open(path) as f:
-        return f.read().count("\n")
-
-
-def refused(exe, path, extra, pattern, what):
-    before = open(journal_of(path), "rb").read()
-    r = run(exe, path, extra, check=False)
-    if r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1 or not re.search(pattern, r.stderr):
-        fail(f"{what}: expected exit 2 and one line matching /{pattern}/, got exit {r.returncode}: {r.stderr!r}")
-    if os.path.exists(path):
-        fail(f"{what}: {path} was written")
-    if open(journal_of(path), "rb").read() != before:
-        fail(f"{what}: the journal was changed")
-    print(f"ok: {what}: {r.stderr.strip()}")
 
 
 def main():
@@ -68,17 +44,7 @@ def main():
     print("ok: --threads 1 and 2 give the same output and JSON")
 
     # Killed once its journal holds a record of its sums.
-    p = subprocess.Popen([exe] + ARGS + ["--threads", "2", "--json", part], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.time() + 600
-    while time.time() < deadline and p.poll() is None:
-        if os.path.exists(journal_of(part)) and whole_lines(journal_of(part)) >= 2:
-            break
-        time.sleep(0.001)
-    if p.poll() is not None:
-        fail(f"the study ended (exit {p.returncode}) before its journal held a record: too few maps")
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait()
+    killed_when([exe] + ARGS + ["--threads", "2", "--json", part], part, 2, "a record of its sums: too few maps")
     if os.path.exists(part):
         fail(f"{part} exists after the kill")
     lines = open(journal_of(part)).read().splitlines()
@@ -91,15 +57,17 @@ def main():
     # The refusals, the journal left as it is.
     other = os.path.join(base, "other.json")
     shutil.copy(journal_of(part), journal_of(other))
-    refused(exe, other, ["--repair", "spare-rows-cols"], r"--json: the journal .* is of a defect study with other settings", "other settings")
+    refused(lambda: run(exe, other, ["--repair", "spare-rows-cols"], check=False), other,
+            r"--json: the journal .* is of a defect study with other settings", "other settings")
     os.remove(journal_of(other))
     with open(journal_of(part)) as f:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        refused(exe, part, [], r"--json: another defect study run holds its journal", "a journal held")
+        refused(lambda: run(exe, part, check=False), part, r"--json: another defect study run holds its journal",
+                "a journal held")
     damaged = os.path.join(base, "damaged.json")
     with open(journal_of(damaged), "w") as f:
         f.write("\n".join([lines[0], "{not json", lines[1]]) + "\n")
-    refused(exe, damaged, [], r"has a damaged line 2", "a damaged line")
+    refused(lambda: run(exe, damaged, check=False), damaged, r"has a damaged line 2", "a damaged line")
     os.remove(journal_of(damaged))
 
     # Resumed, on one thread.

@@ -14,15 +14,12 @@ With --jobs JOBS:
   journal another process holds (locked), a damaged line before the last; but a journal of no point (a run stopped
   before its first) of other settings is started afresh.
 """
-import fcntl, filecmp, json, os, re, shutil, signal, subprocess, sys, time
+import fcntl, filecmp, json, os, re, shutil, subprocess, sys
+
+from journal_util import fail, journal_of, killed_when, refused, whole_lines
 
 ARGS = ["--wafer", "small", "--model", "small-llama", "--contexts", "128,512,2048", "--batches", "1,4,16",
         "--prefill-tokens", "16,256,2048"]
-
-
-def fail(msg):
-    print(f"FAIL: {msg}")
-    sys.exit(1)
 
 
 def table(exe, out, jobs, extra=(), check=True):
@@ -33,18 +30,9 @@ def table(exe, out, jobs, extra=(), check=True):
     return r
 
 
-def journal_of(out):
-    return os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.partial.jsonl")
-
-
 def lines_of(path):
     with open(path) as f:
         return f.read().splitlines()
-
-
-def whole_lines(path):  # (those ended by a newline: a line being written is not one yet)
-    with open(path) as f:
-        return f.read().count("\n")
 
 
 def same_files(a, b):
@@ -65,18 +53,6 @@ def same_files(a, b):
     if count(a) != count(b):
         bad.append(f"{count(a)} files against {count(b)}")
     return bad
-
-
-def refused(exe, out, jobs, extra, pattern, what):
-    before = open(journal_of(out), "rb").read()
-    r = table(exe, out, jobs, extra, check=False)
-    if r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1 or not re.search(pattern, r.stderr):
-        fail(f"{what}: expected exit 2 and one line matching /{pattern}/, got exit {r.returncode}: {r.stderr!r}")
-    if os.path.exists(out):
-        fail(f"{what}: {out} was written")
-    if open(journal_of(out), "rb").read() != before:
-        fail(f"{what}: the journal was changed")
-    print(f"ok: {what}: {r.stderr.strip()}")
 
 
 def main():
@@ -101,17 +77,7 @@ def main():
         fail(f"--out {slash}/ differs: " + "; ".join(bad))
 
     # Killed once two points are in its journal.
-    p = subprocess.Popen([exe, "table"] + ARGS + ["--jobs", str(jobs), "--out", part], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and p.poll() is None:
-        if os.path.exists(journal_of(part)) and whole_lines(journal_of(part)) >= 3:
-            break
-        time.sleep(0.001)
-    if p.poll() is not None:
-        fail(f"the table ended (exit {p.returncode}) before two points were in its journal: the grid is too small")
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait()
+    killed_when([exe, "table"] + ARGS + ["--jobs", str(jobs), "--out", part], part, 3, "two points: the grid is too small")
     if os.path.exists(part):
         fail(f"{part} exists after the kill")
     left = lambda: [n for n in os.listdir(base) if n.startswith(".part.tmp-")]
@@ -126,17 +92,18 @@ def main():
     # The refusals, the journal left as it is.
     other = os.path.join(base, "other")
     shutil.copy(journal_of(part), journal_of(other))
-    refused(exe, other, jobs, ["--placement", "serpentine-bands"], r"is of a table with other settings", "other settings")
+    refused(lambda: table(exe, other, jobs, ["--placement", "serpentine-bands"], check=False), other,
+            r"is of a table with other settings", "other settings")
     os.remove(journal_of(other))
     with open(journal_of(part)) as f:
         held = f.fileno()
         fcntl.flock(held, fcntl.LOCK_EX)
-        refused(exe, part, jobs, [], r"another table run holds its journal", "a journal held")
+        refused(lambda: table(exe, part, jobs, check=False), part, r"another table run holds its journal", "a journal held")
     damaged = os.path.join(base, "damaged")
     lines = lines_of(journal_of(part))
     with open(journal_of(damaged), "w") as f:
         f.write("\n".join([lines[0], "{not json", lines[1]]) + "\n")
-    refused(exe, damaged, jobs, [], r"has a damaged line 2", "a damaged line")
+    refused(lambda: table(exe, damaged, jobs, check=False), damaged, r"has a damaged line 2", "a damaged line")
     os.remove(journal_of(damaged))
 
     # A journal of no point (a run stopped before its first) is started afresh, whatever its settings.

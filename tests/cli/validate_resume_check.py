@@ -13,16 +13,12 @@ validate_resume_check.py WAFER_EMU CASES OUT_DIR
   dropped), its output and JSON are the reference's byte for byte, and the journal is gone;
 - without --fit, a prediction in the journal (the case at its own wafer) is taken as it is, not emulated again.
 """
-import fcntl, json, os, re, shutil, signal, subprocess, sys, time
+import fcntl, json, os, re, shutil, subprocess, sys
 
 import results
+from journal_util import fail, journal_of, killed_when, refused, whole_lines
 
 FIT = ["--fit", "task_overhead=40,vector_setup=3"]
-
-
-def fail(msg):
-    print(f"FAIL: {msg}")
-    sys.exit(1)
 
 
 def run(exe, cases, json_path, extra=(), check=True):
@@ -33,45 +29,15 @@ def run(exe, cases, json_path, extra=(), check=True):
     return r
 
 
-def journal_of(path):
-    return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.partial.jsonl")
-
-
-def whole_lines(path):  # (those ended by a newline: a line being written is not one yet)
-    with open(path) as f:
-        return f.read().count("\n")
-
-
 def killed_after(exe, cases, path, extra, records):
-    p = subprocess.Popen([exe, "validate", "--cases", cases] + extra + ["--json", path], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.time() + 600
-    while time.time() < deadline and p.poll() is None:
-        if os.path.exists(journal_of(path)) and whole_lines(journal_of(path)) >= records + 1:
-            break
-        time.sleep(0.001)
-    if p.poll() is not None:
-        fail(f"the run ended (exit {p.returncode}) before its journal held {records} predictions: too few")
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait()
+    killed_when([exe, "validate", "--cases", cases] + extra + ["--json", path], path, records + 1,
+                f"{records} predictions: too few")
     if os.path.exists(path):
         fail(f"{path} exists after the kill")
     done = whole_lines(journal_of(path)) - 1
     with open(journal_of(path), "a") as f:
         f.write('{"case": "r-step", "values": {"task_ov')  # (a line cut short)
     return done
-
-
-def refused(exe, cases, path, extra, pattern, what):
-    before = open(journal_of(path), "rb").read()
-    r = run(exe, cases, path, extra, check=False)
-    if r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1 or not re.search(pattern, r.stderr):
-        fail(f"{what}: expected exit 2 and one line matching /{pattern}/, got exit {r.returncode}: {r.stderr!r}")
-    if os.path.exists(path):
-        fail(f"{what}: {path} was written")
-    if open(journal_of(path), "rb").read() != before:
-        fail(f"{what}: the journal was changed")
-    print(f"ok: {what}: {r.stderr.strip()}")
 
 
 def resumed(exe, cases, path, extra, done, ref, ref_run, what):
@@ -101,16 +67,17 @@ def main():
 
     other = os.path.join(base, "other.json")
     shutil.copy(journal_of(part), journal_of(other))
-    refused(exe, cases, other, FIT + ["--fidelity", "cycle"], r"--json: the journal .* is of a validation with other settings",
-            "other settings")
+    refused(lambda: run(exe, cases, other, FIT + ["--fidelity", "cycle"], check=False), other,
+            r"--json: the journal .* is of a validation with other settings", "other settings")
     os.remove(journal_of(other))
     with open(journal_of(part)) as f:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        refused(exe, cases, part, FIT, r"--json: another validation run holds its journal", "a journal held")
+        refused(lambda: run(exe, cases, part, FIT, check=False), part, r"--json: another validation run holds its journal",
+                "a journal held")
     damaged = os.path.join(base, "damaged.json")
     with open(journal_of(damaged), "w") as f:
         f.write("\n".join([lines[0], "{not json", lines[1]]) + "\n")
-    refused(exe, cases, damaged, FIT, r"has a damaged line 2", "a damaged line")
+    refused(lambda: run(exe, cases, damaged, FIT, check=False), damaged, r"has a damaged line 2", "a damaged line")
     os.remove(journal_of(damaged))
 
     resumed(exe, cases, part, FIT, done, ref, a, "--fit")
