@@ -232,6 +232,11 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     throw InputError(fmt::format("context {} exceeds {}'s max_position_embeddings {}: refusing (use --context <= {})",
                                  opt.context, model.name, model.max_position, model.max_position));
   if (opt.context > (std::int64_t(1) << 26)) throw InputError(fmt::format("context {} is absurdly long", opt.context));
+  // (within its sliding window a model attends every position, as the graph does; beyond it only the window)
+  if (model.sliding_window > 0 && opt.context > model.sliding_window)
+    throw InputError(fmt::format("context {} exceeds {}'s sliding_window {}: attention over a window is not modelled "
+                                 "(use a context <= {})",
+                                 opt.context, model.name, model.sliding_window, model.sliding_window));
   if (opt.tokens < 1 || opt.tokens > opt.context)
     throw InputError(fmt::format("tokens = {}: a step processes 1 to context ({}) new tokens per sequence", opt.tokens,
                                  opt.context));

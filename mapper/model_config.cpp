@@ -1,10 +1,13 @@
 #include "mapper/model_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "hw/error.h"
@@ -77,7 +80,16 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
   if (!j.is_object()) throw InputError(fmt::format("{}: a model config must be a JSON object", where));
   ModelConfig m;
   m.source = std::string(where);
-  if (auto it = j.find("model_type"); it != j.end() && it->is_string()) m.model_type = it->get<std::string>();
+  if (auto it = j.find("model_type"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) throw InputError(fmt::format("{}: 'model_type' = {} must be a string", where, it->dump()));
+    m.model_type = it->get<std::string>();
+    // The families whose decoder layer is the graph's (RMSNorm, grouped-query attention with RoPE, a gated MLP of
+    // three projections or routed experts of one); a config without model_type is read as one.
+    static const char* const kModelled[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe"};
+    if (std::find(std::begin(kModelled), std::end(kModelled), m.model_type) == std::end(kModelled))
+      throw InputError(fmt::format("{}: model_type '{}' is not modelled: the layer graph is that of {}", where,
+                                   m.model_type, fmt::join(kModelled, ", ")));
+  }
   m.hidden = get_int(j, "hidden_size", where, true, 0, 1, kMaxDim);
   m.intermediate = get_int(j, "intermediate_size", where, true, 0, 1, kMaxDim);
   m.heads = get_int(j, "num_attention_heads", where, true, 0, 1, 4096);
@@ -107,6 +119,31 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
   if (m.experts == 1) m.experts = 0;  // one expert is a dense MLP
   if (m.experts > 0) {
     m.experts_per_tok = get_int(j, "num_experts_per_tok", where, true, 0, 1, m.experts);
+    // Qwen-MoE gives each expert its own width (intermediate_size is then its dense layers' and shared expert's).
+    m.intermediate = get_int(j, "moe_intermediate_size", where, false, m.intermediate, 1, kMaxDim);
+    // What the graph does not model: every decoder layer is built alike, its MLP either dense or all routed experts.
+    if (get_int(j, "shared_expert_intermediate_size", where, false, 0, 0, kMaxDim) > 0)
+      throw InputError(fmt::format("{}: 'shared_expert_intermediate_size' = {}: a shared expert beside the routed ones is "
+                                   "not modelled (a layer's MLP is dense or routed experts only)",
+                                   where, j["shared_expert_intermediate_size"].dump()));
+    if (const std::int64_t step = get_int(j, "decoder_sparse_step", where, false, 1, 1, kMaxLayers); step != 1)
+      throw InputError(fmt::format("{}: 'decoder_sparse_step' = {}: dense layers between the MoE ones are not modelled "
+                                   "(every layer is built alike)",
+                                   where, step));
+    if (auto it = j.find("mlp_only_layers"); it != j.end() && !it->is_null() && !(it->is_array() && it->empty()))
+      throw InputError(fmt::format("{}: 'mlp_only_layers' = {}: dense layers among the MoE ones are not modelled (every "
+                                   "layer is built alike)",
+                                   where, it->dump()));
+  }
+  if (auto it = j.find("mlp_bias"); it != j.end() && it->is_boolean() && it->get<bool>())
+    throw InputError(fmt::format("{}: 'mlp_bias' = true: biases on the MLP's projections are not modelled", where));
+  // A sliding window (Mistral's, or Qwen2's when use_sliding_window is true): in force when given as a number.
+  if (auto it = j.find("sliding_window"); it != j.end() && !it->is_null()) {
+    const auto use = j.find("use_sliding_window");
+    if (use != j.end() && !use->is_null() && !use->is_boolean())
+      throw InputError(fmt::format("{}: 'use_sliding_window' must be true or false", where));
+    if (use == j.end() || use->is_null() || use->get<bool>())
+      m.sliding_window = get_int(j, "sliding_window", where, false, 0, 1, kMaxPositions);
   }
   if (auto it = j.find("torch_dtype"); it != j.end() && it->is_string()) m.dtype = it->get<std::string>();
   m.max_position = get_int(j, "max_position_embeddings", where, false, 0, 0, kMaxPositions);

@@ -1,6 +1,9 @@
 #pragma once
 // Model configurations: HuggingFace config.json files as published (Llama, Qwen2, Mistral, Mixtral
-// families), resolved into one validated struct. Unknown extra keys are normal in HF configs and ignored.
+// families), resolved into one validated struct. Unknown extra keys are normal in HF configs and ignored; a
+// model_type outside the families the layer graph models, and the keys of those families that give a layer another
+// shape than the graph's (a shared expert, dense layers among MoE ones, biases on the MLP), are refused naming them
+// (docs/mapping.md "Model configs").
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -16,7 +19,7 @@ struct ModelConfig {
   std::string source;      // the file it was read from
   std::string model_type;  // "llama", "qwen2", "mistral", "mixtral", ...
   std::int64_t hidden = 0;         // hidden_size
-  std::int64_t intermediate = 0;   // intermediate_size (per expert for MoE)
+  std::int64_t intermediate = 0;   // intermediate_size (per expert for MoE: moe_intermediate_size when given)
   std::int64_t heads = 0;          // num_attention_heads
   std::int64_t kv_heads = 0;       // num_key_value_heads (defaults to heads)
   std::int64_t head_dim = 0;       // head_dim, or hidden / heads
@@ -28,6 +31,8 @@ struct ModelConfig {
   std::int64_t experts_per_tok = 0;  // num_experts_per_tok
   std::string dtype = "bfloat16";  // torch_dtype
   std::int64_t max_position = 0;   // max_position_embeddings
+  std::int64_t sliding_window = 0;  // sliding_window, when in force (0: every position is attended); the mapper
+                                    // refuses a context beyond it, where attention would cover only the window
   double rms_norm_eps = 1e-5;
   double rope_theta = 10000.0;
 

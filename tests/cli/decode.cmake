@@ -61,6 +61,12 @@ wafer_cli_test(decode_wafers_zero --exit 2 --one-line-error --stderr "--wafers 0
 wafer_cli_test(decode_weights_mode --exit 2 --one-line-error --stderr "maybe" -- ${WAFER_EMU} decode ${TINY} --weights maybe)
 wafer_cli_test(decode_unknown_model --exit 2 --one-line-error --stderr "unknown model 'gpt-9'" -- ${WAFER_EMU} decode --wafer tiny --model gpt-9)
 wafer_cli_test(decode_bad_model_file --exit 2 --one-line-error --stderr "decode_bad_heads.json" -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_bad_heads.json)
+# A config whose layer the graph does not model is refused naming the key; a sliding window bounds the context.
+wafer_cli_test(decode_shared_expert --exit 2 --one-line-error --stderr "decode_shared_expert.json: 'shared_expert_intermediate_size' = 128: a shared expert"
+  -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_shared_expert.json)
+wafer_cli_test(decode_window_at --stdout "latency_us" -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_window.json --context 64)
+wafer_cli_test(decode_window_beyond --exit 2 --one-line-error --stderr "context 65 exceeds decode_window's sliding_window 64"
+  -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_window.json --context 65)
 wafer_cli_test(decode_missing_field --exit 2 --one-line-error --stderr "decode_missing_hidden.json.*hidden_size" -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_missing_hidden.json)
 wafer_cli_test(decode_dump_outside --exit 2 --one-line-error --stderr "--dump-firmware 8,0 is outside the 8x8 array" -- ${WAFER_EMU} decode ${TINY} --dump-firmware 8,0)
 wafer_cli_test(decode_dump_malformed --exit 2 --one-line-error --stderr "expected X,Y" -- ${WAFER_EMU} decode ${TINY} --dump-firmware 3)

@@ -211,6 +211,18 @@ TEST(Mapper, BadOptionsAreRefusedWithTheReason) {
   EXPECT_TRUE(has(map_error(tiny, m, o), "context = 0"));
   o.context = 100000;
   EXPECT_TRUE(has(map_error(tiny, m, o), "max_position_embeddings"));
+  {  // a sliding window: every position attended up to it (mapped as without one), refused one beyond
+    ModelConfig w = m;
+    w.sliding_window = 64;
+    MapOptions at;
+    at.context = 64;
+    EXPECT_EQ(map_error(tiny, w, at), "");
+    const Mapping with = map_model(tiny, perfect(tiny), w, at), without = map_model(tiny, perfect(tiny), m, at);
+    EXPECT_EQ(with.task_runs(), without.task_runs());
+    EXPECT_EQ(with.firmware_bytes(), without.firmware_bytes());
+    at.context = 65;
+    EXPECT_TRUE(has(map_error(tiny, w, at), "context 65 exceeds tiny-llama's sliding_window 64")) << map_error(tiny, w, at);
+  }
   o = {};
   o.context = 64;
   o.batch = 0;

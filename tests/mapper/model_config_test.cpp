@@ -1,5 +1,6 @@
 #include "mapper/model_config.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -121,6 +122,82 @@ TEST(ModelConfig, BadInputIsRefusedWithTheFileAndTheField) {
   EXPECT_TRUE(has(e, "does_not_exist.json") && has(e, "cannot open")) << e;
   e = error_of("llama-9000");
   EXPECT_TRUE(has(e, "llama-9000") && has(e, "llama-3.1-8b")) << e;
+}
+
+namespace {
+// A tiny Llama-shaped config with `extra` merged in, parsed (as a config.json would be).
+ModelConfig parsed(const nlohmann::json& extra) {
+  nlohmann::json j = {{"hidden_size", 64}, {"intermediate_size", 128}, {"num_attention_heads", 4},
+                      {"num_key_value_heads", 2}, {"num_hidden_layers", 2}, {"vocab_size", 256}};
+  if (extra.is_object()) j.update(extra);  // ({} is null to nlohmann)
+  return parse_model_config(j, "cfg.json");
+}
+std::string parse_error(const nlohmann::json& extra) {
+  try {
+    parsed(extra);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+const nlohmann::json kMoe = {{"model_type", "qwen2_moe"}, {"num_experts", 8}, {"num_experts_per_tok", 2}};
+nlohmann::json moe(const nlohmann::json& extra) {
+  nlohmann::json j = kMoe;
+  if (extra.is_object()) j.update(extra);  // ({} is null to nlohmann)
+  return j;
+}
+}  // namespace
+
+TEST(ModelConfig, AFamilyOutsideTheGraphIsRefusedNamingIt) {
+  for (const char* t : {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe"})
+    EXPECT_EQ(parse_error({{"model_type", t}}), "") << t;
+  EXPECT_EQ(parsed({}).model_type, "");  // no model_type: read as the graph's layer
+  for (const char* t : {"gpt_neox", "deepseek_v3", "qwen3_moe", "gemma2"}) {
+    const std::string e = parse_error({{"model_type", t}});
+    EXPECT_TRUE(has(e, "cfg.json") && has(e, fmt::format("model_type '{}' is not modelled", t)) &&
+                has(e, "llama, mistral, mixtral, qwen2, qwen2_moe"))
+        << e;
+  }
+  EXPECT_TRUE(has(parse_error({{"model_type", 3}}), "'model_type' = 3 must be a string"));
+}
+
+TEST(ModelConfig, QwenMoeExpertsTakeTheirOwnWidth) {
+  // moe_intermediate_size is each expert's width; intermediate_size then belongs to layers the graph does not build.
+  ModelConfig q = parsed(moe({{"moe_intermediate_size", 32}}));
+  EXPECT_EQ(q.intermediate, 32);
+  EXPECT_EQ(q.layer_parameters() - parsed(moe({{"intermediate_size", 32}})).layer_parameters(), 0);
+  EXPECT_EQ(parsed(moe({})).intermediate, 128);  // not given: intermediate_size
+  EXPECT_EQ(parsed({{"moe_intermediate_size", 32}}).intermediate, 128);  // a dense model: no experts to size
+  EXPECT_TRUE(has(parse_error(moe({{"moe_intermediate_size", 0}})), "'moe_intermediate_size' = 0 is outside"));
+}
+
+TEST(ModelConfig, AnMoeLayerOfAnotherShapeIsRefusedNamingTheKey) {
+  // Both sides: the value the graph models loads, the next one is refused.
+  EXPECT_EQ(parse_error(moe({{"shared_expert_intermediate_size", 0}})), "");
+  std::string e = parse_error(moe({{"shared_expert_intermediate_size", 64}}));
+  EXPECT_TRUE(has(e, "cfg.json: 'shared_expert_intermediate_size' = 64: a shared expert") && has(e, "not modelled")) << e;
+  EXPECT_EQ(parse_error(moe({{"decoder_sparse_step", 1}})), "");
+  e = parse_error(moe({{"decoder_sparse_step", 2}}));
+  EXPECT_TRUE(has(e, "'decoder_sparse_step' = 2: dense layers between the MoE ones are not modelled")) << e;
+  EXPECT_EQ(parse_error(moe({{"mlp_only_layers", nlohmann::json::array()}})), "");
+  e = parse_error(moe({{"mlp_only_layers", {0}}}));
+  EXPECT_TRUE(has(e, "'mlp_only_layers' = [0]: dense layers among the MoE ones are not modelled")) << e;
+  // (a dense model: those keys say nothing about its layers)
+  EXPECT_EQ(parse_error({{"shared_expert_intermediate_size", 64}, {"decoder_sparse_step", 2}}), "");
+  EXPECT_EQ(parse_error({{"mlp_bias", false}}), "");
+  EXPECT_TRUE(has(parse_error({{"mlp_bias", true}}), "'mlp_bias' = true: biases on the MLP's projections are not modelled"));
+}
+
+TEST(ModelConfig, ASlidingWindowIsKeptWhenInForce) {
+  EXPECT_EQ(parsed({}).sliding_window, 0);
+  EXPECT_EQ(parsed({{"sliding_window", nullptr}}).sliding_window, 0);  // Mixtral's
+  EXPECT_EQ(parsed({{"model_type", "mistral"}, {"sliding_window", 4096}}).sliding_window, 4096);  // Mistral-7B-v0.1's
+  EXPECT_EQ(parsed({{"sliding_window", 4096}, {"use_sliding_window", false}}).sliding_window, 0);  // Qwen2.5's
+  EXPECT_EQ(parsed({{"sliding_window", 4096}, {"use_sliding_window", true}}).sliding_window, 4096);
+  EXPECT_EQ(load_model("qwen2.5-7b").sliding_window, 0);
+  EXPECT_EQ(load_model("mixtral-8x7b").sliding_window, 0);
+  EXPECT_TRUE(has(parse_error({{"sliding_window", 0}}), "'sliding_window' = 0 is outside"));
+  EXPECT_TRUE(has(parse_error({{"sliding_window", 64}, {"use_sliding_window", "yes"}}), "'use_sliding_window' must be true or false"));
 }
 
 TEST(LayerGraph, HoldsEveryOperatorOfADecodeStep) {
