@@ -199,9 +199,19 @@ int run_validate(const std::vector<std::string>& args) {
     return out;
   };
 
+  // A refusal (a case the mapper refuses, a fit that cannot tell its parameters apart or does not converge) is the
+  // run's answer, given again by the same command: its journal goes with it. (A killed run's stays.)
+  auto refusal_ends_journal = [&](auto&& f) {
+    try {
+      return f();
+    } catch (const hw::InputError&) {
+      if (journal) journal->remove();
+      throw;
+    }
+  };
   auto cell_kind = [](const Case* c) { return std::string(info(c->kind).name); };
   if (params.empty()) {
-    const std::vector<double> predicted = evaluate({});
+    const std::vector<double> predicted = refusal_ends_journal([&] { return evaluate({}); });
     auto& t = rep.add_table("cases", {"case", "kind", "predicted", "measured", "unit", "error [%]"},
                             "error = (predicted - measured) / measured");
     for (std::size_t i = 0; i < cases.size(); ++i)
@@ -215,7 +225,7 @@ int run_validate(const std::vector<std::string>& args) {
 
   std::vector<double> measured;
   for (const Case* c : cases) measured.push_back(c->measured);
-  const FitResult fr = fit(params, measured, evaluate, max_iterations);
+  const FitResult fr = refusal_ends_journal([&] { return fit(params, measured, evaluate, max_iterations); });
 
   auto& t = rep.add_table("cases", {"case", "kind", "predicted", "measured", "unit", "error [%]"},
                           "at the fitted values; error = (predicted - measured) / measured");

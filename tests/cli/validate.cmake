@@ -32,9 +32,12 @@ wafer_cli_test(validate_public_collectives --stdout "L1-chain-P16-B1 +collective
 
 # Fit errors: one line naming the parameter, exit 2, no output.
 set(VERR --exit 2 --one-line-error)
+# (a refusal is the run's answer: no journal is left to resume from)
 wafer_cli_test(validate_fit_insensitive ${VERR} --stderr "--fit 'task_overhead': no case is sensitive to it" --no-file ${OUT}/vfi.json
+  --no-file ${OUT}/.vfi.json.partial.jsonl
   -- ${WAFER_EMU} validate --cases ${VCASES} --only "chain*,hop" --fit task_overhead --json ${OUT}/vfi.json)
 wafer_cli_test(validate_fit_singular ${VERR} --stderr "--fit 'vector_setup': these cases do not tell it apart" --no-file ${OUT}/vfs.json
+  --no-file ${OUT}/.vfs.json.partial.jsonl
   -- ${WAFER_EMU} validate --cases ${VCASES} --only tiny-step --fit task_overhead,vector_setup --json ${OUT}/vfs.json)
 wafer_cli_test(validate_fit_published ${VERR} --stderr "--fit 'hop_latency': it has a published value" -- ${WAFER_EMU} validate --cases ${VCASES} --fit hop_latency)
 wafer_cli_test(validate_fit_clock ${VERR} --stderr "--fit 'clock_ghz': it has a published value" -- ${WAFER_EMU} validate --cases ${VCASES} --fit task_overhead,clock_ghz)
