@@ -23,6 +23,7 @@
 #include "hw/repair.h"
 #include "hw/wafer_spec.h"
 #include "hw/yield.h"
+#include "traces/report.h"
 
 namespace wafer::apps {
 namespace {
@@ -212,7 +213,8 @@ int run_defects(const std::vector<std::string>& args) {
   if (vm.count("out")) hw::write_defects(vm["out"].as<std::string>(), hw::generate_defects(spec, gen, hw::derive_seed(seed, 0)));
   std::optional<Journal> journal;
   Totals t;
-  if (vm.count("json")) {
+  // (none when --json is a stream, /dev/stdout or a pipe: nothing names the run there)
+  if (vm.count("json") && !traces::output_path(vm["json"].as<std::string>()).stream()) {
     const std::string json = vm["json"].as<std::string>();
     journal.emplace(Journal::beside(json), defects_settings(spec, gen, seed, maps, scheme), "--json", "defect study");
     if (!journal->kept().empty()) {

@@ -40,11 +40,14 @@ int run_report(const std::vector<std::string>& args) {
 
   report::Output o = std::filesystem::is_directory(in, ec) ? report::from_study(in)
                                                            : report::from_decode(report::read_decode_json(in), in.string());
-  // The CSVs first, the page last: the page names them.
+  // The CSVs first, the page last: the page names them. (None beside a page sent to a stream, /dev/stdout or a
+  // pipe: there is no folder of its own to put them in.)
   std::filesystem::path stem = out;
   stem.replace_extension();
   std::vector<std::string> written;
+  const bool stream = traces::output_path(out).stream();
   for (const auto& [name, text] : o.csv) {
+    if (stream) break;
     std::filesystem::path p = stem;
     p += "." + name + ".csv";
     traces::write_text_atomic(p, text);

@@ -154,7 +154,8 @@ int run_validate(const std::vector<std::string>& args) {
   // emulating them again: the fit asks for the same parameter vectors in the same order, so it goes the same way.
   std::optional<Journal> journal;
   std::map<std::pair<std::string, std::string>, double> made;  // (case, values as JSON) -> prediction
-  if (vm.count("json")) {
+  // (none when --json is a stream, /dev/stdout or a pipe: nothing names the run there)
+  if (vm.count("json") && !traces::output_path(vm["json"].as<std::string>()).stream()) {
     journal.emplace(Journal::beside(vm["json"].as<std::string>()), validate_settings(file, fidelity), "--json", "validation");
     try {
       for (const nlohmann::json& r : journal->kept())

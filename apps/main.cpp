@@ -49,10 +49,10 @@ bool parse(const std::vector<std::string>& args, po::options_description& opts, 
 
 void finish(const traces::Report& report, const po::variables_map& vm) {
   report.print(stdout);
+  std::fflush(stdout);  // (before the JSON: --json /dev/stdout puts it after the text)
   if (vm.count("json")) {
     traces::write_json_atomic(vm["json"].as<std::string>(), traces::results_json(report));
   }
-  std::fflush(stdout);
 }
 
 Progress::Progress(std::string what, std::int64_t total)

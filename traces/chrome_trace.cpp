@@ -1,6 +1,7 @@
 #include "traces/chrome_trace.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -103,9 +104,16 @@ char* write_fixed(char* out, double v, int decimals) {
 }
 
 void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  const OutputPath out = output_path(path);  // (a file by a temporary one renamed over it, a stream directly)
+  std::FILE* f = nullptr;
+  if (out.fd >= 0) {  // (through a copy of the descriptor: the same offset, after what stdout has printed)
+    std::fflush(stdout), std::fflush(stderr);
+    const int copy = ::dup(out.fd);
+    f = copy < 0 ? nullptr : ::fdopen(copy, "ab");
+    if (!f && copy >= 0) ::close(copy);
+  } else {
+    f = std::fopen(out.stream() ? out.target.c_str() : out.tmp.c_str(), out.stream() ? "ab" : "wb");
+  }
   if (!f) throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
   // Every string looked at once (names repeat over hundreds of thousands of events): a plain one is copied
   // between quotes, any other quoted (json_quote) once. Each line is copied piece by piece (integers by
@@ -185,10 +193,11 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
   ok = std::fflush(f) == 0 && ok;
   ok = (std::fclose(f) == 0) && ok;
   if (!ok) {
-    std::filesystem::remove(tmp);
+    std::error_code ec;
+    if (!out.stream()) std::filesystem::remove(out.tmp, ec);
     throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
   }
-  rename_into_place(tmp, path);
+  if (!out.stream()) rename_into_place(out.tmp, out.target);
 }
 
 }  // namespace wafer::traces

@@ -1,8 +1,14 @@
 #include "traces/report.h"
 
 #include <fmt/format.h>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
 #include <fstream>
 #include <stdexcept>
 
@@ -209,31 +215,92 @@ nlohmann::json results_json(const Report& report) {
   return j;
 }
 
+namespace {
+// The descriptor a path names (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N), else -1.
+int descriptor_of(const std::string& text) {
+  if (text == "/dev/stdout") return 1;
+  if (text == "/dev/stderr") return 2;
+  for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    const std::string_view p(prefix);
+    if (!text.starts_with(p) || text.size() == p.size() || text.size() > p.size() + 6) continue;
+    int fd = 0;
+    for (char c : std::string_view(text).substr(p.size())) {
+      if (c < '0' || c > '9') return -1;
+      fd = fd * 10 + (c - '0');
+    }
+    return fd;
+  }
+  return -1;
+}
+}  // namespace
+
+OutputPath output_path(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path abs = fs::absolute(path, ec);
+  const std::string text = (ec ? path : abs).lexically_normal().string();
+  if (const int fd = descriptor_of(text); fd >= 0) return {path, {}, fd};
+  const fs::file_status st = fs::status(path, ec);  // (through symbolic links)
+  const bool exists = !ec && st.type() != fs::file_type::not_found;
+  if (text.starts_with("/dev/") || text.starts_with("/proc/") ||
+      (exists && st.type() != fs::file_type::regular && st.type() != fs::file_type::directory))
+    return {path, {}};
+  fs::path target = path;
+  if (fs::is_symlink(fs::symlink_status(path, ec))) {
+    const fs::path resolved = fs::weakly_canonical(path, ec);
+    if (!ec) target = resolved;
+  }
+  fs::path tmp = target;
+  tmp += ".tmp";
+  return {target, tmp};
+}
+
 void check_writable(const std::filesystem::path& path) {
   // (a folder would pass the probe below, PATH.tmp beside it, and fail only at the end, at the rename)
   std::error_code dir_ec;
   if (!path.has_filename() || std::filesystem::is_directory(path, dir_ec))
     throw hw::InputError(fmt::format("{}: is a folder; give the path of a file to write", path.string()));
-  std::filesystem::path probe = path;
-  probe += ".tmp";
-  std::ofstream f(probe, std::ios::trunc);
+  const OutputPath out = output_path(path);
+  if (out.fd >= 0) {
+    const int flags = ::fcntl(out.fd, F_GETFL);
+    if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
+      throw hw::InputError(fmt::format("{}: cannot write output file (descriptor {} is {})", path.string(), out.fd,
+                                       flags < 0 ? "not open" : "open for reading only"));
+    return;
+  }
+  if (out.stream()) {  // (not opened: opening would truncate what a redirected /dev/stdout already holds)
+    if (::access(out.target.c_str(), W_OK) != 0)
+      throw hw::InputError(fmt::format("{}: cannot write output file ({})", path.string(), std::strerror(errno)));
+    return;
+  }
+  std::ofstream f(out.tmp, std::ios::trunc);
   if (!f) throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
   f.close();
   std::error_code ec;
-  std::filesystem::remove(probe, ec);
+  std::filesystem::remove(out.tmp, ec);
 }
 
 void write_text_atomic(const std::filesystem::path& path, const std::string& text) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
+  const OutputPath out = output_path(path);
+  if (out.fd >= 0) {
+    std::fflush(stdout), std::fflush(stderr);
+    for (std::size_t put = 0; put < text.size();) {
+      const ssize_t n = ::write(out.fd, text.data() + put, text.size() - put);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw hw::InputError(fmt::format("{}: write failed ({})", path.string(), std::strerror(n < 0 ? errno : EIO)));
+      put += std::size_t(n);
+    }
+    return;
+  }
   {
-    std::ofstream f(tmp, std::ios::trunc | std::ios::binary);
+    std::ofstream f(out.stream() ? out.target : out.tmp,
+                    out.stream() ? std::ios::app | std::ios::binary : std::ios::trunc | std::ios::binary);
     if (!f) throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
     f << text;
     f.flush();
     if (!f) throw hw::InputError(fmt::format("{}: write failed", path.string()));
   }
-  rename_into_place(tmp, path);
+  if (!out.stream()) rename_into_place(out.tmp, out.target);
 }
 
 void rename_into_place(const std::filesystem::path& tmp, const std::filesystem::path& path) {

@@ -87,12 +87,26 @@ inline constexpr int kResultsSchemaVersion = 2;
 // The whole document: `report.to_json()` with `"schema_version": kResultsSchemaVersion`.
 nlohmann::json results_json(const Report& report);
 
+// Where an output named `path` goes. A file (or a new one) is written to a temporary file beside the file the path
+// names, through a symbolic link (the link stays), and renamed over it, so a reader never sees half a file. A
+// stream is written to directly, appended to as `>> PATH` would: a device, a FIFO or socket, or a name under /dev
+// or /proc such as /dev/stdout (a rename would replace the name itself, or the file a descriptor points to).
+// A name of one of the process's own descriptors (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N) is written
+// through that descriptor, after stdout and stderr are flushed, so the output lands after what the process printed
+// there (another open of the same file would write at its own offset, over it).
+struct OutputPath {
+  std::filesystem::path target;  // the file renamed over, or the stream written
+  std::filesystem::path tmp;     // beside target; empty for a stream
+  int fd = -1;                   // a stream that is one of the process's descriptors
+  bool stream() const { return tmp.empty(); }
+};
+OutputPath output_path(const std::filesystem::path& path);
 // Fails with hw::InputError (one line naming the path) when `path` cannot be created or is a folder. Call before
 // long work so a bad --json path is refused up front.
 void check_writable(const std::filesystem::path& path);
 // Renames a finished `tmp` to `path`; when that fails, removes `tmp` and throws hw::InputError naming `path`.
 void rename_into_place(const std::filesystem::path& tmp, const std::filesystem::path& path);
-// Writes to PATH.tmp then renames, so a reader never sees a partial file.
+// Writes `text` to `path` as output_path says: a file by a temporary file renamed over it, a stream directly.
 void write_text_atomic(const std::filesystem::path& path, const std::string& text);
 void write_json_atomic(const std::filesystem::path& path, const nlohmann::json& j);
 

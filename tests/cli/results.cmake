@@ -2,3 +2,7 @@
 # schema_version 2 (tables as name+unit columns and rows of cells; no unit inside a key).
 add_test(NAME cli.results_form COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/results_form.py ${WAFER_EMU} ${OUT}/results_form)
 set_tests_properties(cli.results_form PROPERTIES TIMEOUT 600)
+
+# An output named as a stream (/dev/stdout into a pipe or a file, a FIFO, /dev/fd/N) is written to it and one through a
+# symbolic link through the link: nothing renamed over them, no journal, temporary file or CSV put in /dev.
+add_test(NAME cli.stream_outputs COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/stream_out_check.py ${WAFER_EMU} ${OUT}/stream_outputs)
