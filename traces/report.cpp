@@ -8,9 +8,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <string_view>
 #include <fstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "hw/error.h"
 
