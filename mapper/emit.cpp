@@ -350,6 +350,21 @@ class Builder : FragmentBuilder {
   // q/k rotary embedding and the KV-cache append on the bottom row, then q up the column to the scores.
   void rope_and_append(Ix t) {
     const std::int64_t G = p_.model->group();
+    if (p_.model->qk_norm) {
+      // Qwen3's RMSNorm of each query and key head over its dims (q_norm, k_norm): the sums of squares of this
+      // column's dims, reduced along the segment (a head's dims may span its columns), rsqrt at its end, the scales
+      // multicast back along it; each column then scales its dims and applies the norm weights.
+      const std::int64_t heads = (G + 1) * kvh_;
+      op(t, OpKind::Fmac, (G + 1) * dims_);
+      row_reduce(t, heads, seg_first_, seg_last_, segw_, [&](Ix e) {
+        op(e, OpKind::Rsqrt, heads);
+        send(e, color::kRowIn, heads, row_seg());
+      });
+      t = task(color::kRowIn);
+      op(t, OpKind::Mul, (G + 1) * dims_);
+      op(t, OpKind::Mul, (G + 1) * dims_);
+      norm_weights(2 * std::min(dims_, p_.model->head_dim));
+    }
     op(t, OpKind::Rope, (G + 1) * dims_);
     op(t, OpKind::Copy, 2 * dims_);
     send(t, color::kColIn, G * dims_, col_all());

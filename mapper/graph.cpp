@@ -80,6 +80,9 @@ LayerGraph build_graph(const ModelConfig& m, std::int64_t batch, std::int64_t co
     g.stages.push_back(st);
     add(NodeKind::RmsNorm, "layernorm", st, H, H, H, H * B);
     gemv("qkv_proj", st, H, m.q_dim() + 2 * m.kv_dim(), m.qkv_bias, 1, 1);
+    if (m.qk_norm)  // (Qwen3's q_norm and k_norm, run in the rotary task: counted as rotary_emb)
+      add(NodeKind::RmsNorm, "rotary_emb", st, m.head_dim, m.q_dim() + m.kv_dim(), 2 * m.head_dim,
+          (m.q_dim() + m.kv_dim()) * B);
     add(NodeKind::Rope, "rotary_emb", st, m.q_dim() + m.kv_dim(), m.q_dim() + m.kv_dim(), 0, 0);
     add(NodeKind::KvAppend, "rotary_emb", st, 2 * m.kv_dim(), 2 * m.kv_dim(), 0, 0).kv_values = 2 * m.kv_dim() * context * B;
     auto attn = [&](NodeKind kind, std::int64_t macs) -> Node& {

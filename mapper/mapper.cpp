@@ -251,6 +251,10 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     if (model.moe())
       throw InputError(fmt::format("--kernel meshgemv maps dense models; {} has {} experts (use --kernel bands)",
                                    model.name, model.experts));
+    if (model.qk_norm)
+      throw InputError(fmt::format("--kernel meshgemv maps models without per-head q/k norms; {} has them (use --kernel "
+                                   "bands)",
+                                   model.name));
     if (opt.wafers > 1)
       throw InputError(fmt::format("--kernel meshgemv runs the model on one wafer; --wafers {} needs --kernel bands",
                                    opt.wafers));

@@ -25,6 +25,7 @@ std::int64_t ModelConfig::layer_parameters() const {
   const std::int64_t h = hidden;
   std::int64_t attn = h * q_dim() + 2 * h * kv_dim() + q_dim() * h;
   if (qkv_bias) attn += q_dim() + 2 * kv_dim();
+  if (qk_norm) attn += 2 * head_dim;  // q_norm and k_norm: one weight per dim, shared by the heads
   std::int64_t mlp = 3 * h * intermediate;
   if (moe()) mlp = experts * mlp + h * experts;  // every expert + the router
   return attn + mlp + 2 * h;                       // + input and post-attention RMSNorm weights
@@ -83,9 +84,10 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
   if (auto it = j.find("model_type"); it != j.end() && !it->is_null()) {
     if (!it->is_string()) throw InputError(fmt::format("{}: 'model_type' = {} must be a string", where, it->dump()));
     m.model_type = it->get<std::string>();
-    // The families whose decoder layer is the graph's (RMSNorm, grouped-query attention with RoPE, a gated MLP of
-    // three projections or routed experts of one); a config without model_type is read as one.
-    static const char* const kModelled[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe"};
+    // The families whose decoder layer is the graph's (RMSNorm, grouped-query attention with RoPE, with Qwen3's
+    // per-head q/k norms, a gated MLP of three projections or routed experts of one); a config without model_type
+    // is read as one.
+    static const char* const kModelled[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"};
     if (std::find(std::begin(kModelled), std::end(kModelled), m.model_type) == std::end(kModelled))
       throw InputError(fmt::format("{}: model_type '{}' is not modelled: the layer graph is that of {}", where,
                                    m.model_type, fmt::join(kModelled, ", ")));
@@ -158,8 +160,10 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
     if (total > 1e14)
       throw InputError(fmt::format("{}: the model would have {:.3g} parameters; refusing sizes above 1e14", where, total));
   }
-  // Qwen2 projections carry a Q/K/V bias that no key announces.
+  // Qwen2 projections carry a Q/K/V bias that no key announces; Qwen3 normalises each query and key head instead
+  // (q_norm, k_norm), also unannounced.
   m.qkv_bias = m.model_type == "qwen2" || m.model_type == "qwen2_moe";
+  m.qk_norm = m.model_type == "qwen3" || m.model_type == "qwen3_moe";
   if (auto it = j.find("attention_bias"); it != j.end() && it->is_boolean()) m.qkv_bias = m.qkv_bias || it->get<bool>();
   return m;
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Model configurations: HuggingFace config.json files as published (Llama, Qwen2, Mistral, Mixtral
+// Model configurations: HuggingFace config.json files as published (Llama, Qwen2, Qwen3, Mistral, Mixtral
 // families), resolved into one validated struct. Unknown extra keys are normal in HF configs and ignored; a
 // model_type outside the families the layer graph models, and the keys of those families that give a layer another
 // shape than the graph's (a shared expert, dense layers among MoE ones, biases on the MLP), are refused naming them
@@ -27,6 +27,7 @@ struct ModelConfig {
   std::int64_t vocab = 0;          // vocab_size
   bool tie_embeddings = false;     // tie_word_embeddings
   bool qkv_bias = false;           // Q/K/V projections carry a bias (Qwen2: implied by model_type)
+  bool qk_norm = false;            // each query and key head RMS-normalised before RoPE (Qwen3: implied by model_type)
   std::int64_t experts = 0;        // num_local_experts / num_experts (0 = dense MLP)
   std::int64_t experts_per_tok = 0;  // num_experts_per_tok
   std::string dtype = "bfloat16";  // torch_dtype

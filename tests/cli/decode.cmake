@@ -64,6 +64,11 @@ wafer_cli_test(decode_bad_model_file --exit 2 --one-line-error --stderr "decode_
 # A config whose layer the graph does not model is refused naming the key; a sliding window bounds the context.
 wafer_cli_test(decode_shared_expert --exit 2 --one-line-error --stderr "decode_shared_expert.json: 'shared_expert_intermediate_size' = 128: a shared expert"
   -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_shared_expert.json)
+# Qwen3's per-head q/k norms: a decode and a prefill on the bands kernel; meshgemv refuses them.
+wafer_cli_test(decode_qwen3 --stdout "latency_us" --stdout "rotary_emb" -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_qwen3.json --context 64)
+wafer_cli_test(decode_qwen3_prefill --stdout "latency_us" -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_qwen3.json --context 64 --prefill 8)
+wafer_cli_test(decode_qwen3_meshgemv --exit 2 --one-line-error --stderr "--kernel meshgemv maps models without per-head q/k norms"
+  -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_qwen3.json --context 64 --kernel meshgemv --placement square)
 wafer_cli_test(decode_window_at --stdout "latency_us" -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_window.json --context 64)
 wafer_cli_test(decode_window_beyond --exit 2 --one-line-error --stderr "context 65 exceeds decode_window's sliding_window 64"
   -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_window.json --context 65)

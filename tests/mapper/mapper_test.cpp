@@ -203,6 +203,33 @@ TEST(Mapper, TinyModelsMapAndValidateOnEveryPlacement) {
   }
 }
 
+TEST(Mapper, Qwen3sQueryAndKeyNormsAreEmittedOncePerHeadAndDim) {
+  // The same model with and without Qwen3's per-head q/k norms, on the tiny wafer: each layer's bottom row adds the
+  // sums of squares of every query and key dim (heads + kv_heads) x head_dim, an rsqrt per head at each segment's
+  // end, two multiplies per dim (the scale and the norm weight); nothing else changes but the reduction's adds.
+  hw::WaferSpec tiny = hw::preset("tiny");
+  ModelConfig base = load_model("tiny-llama");
+  base.head_dim = 32;  // (two KV heads of 32 dims: the segments' columns split them)
+  ModelConfig q3 = base;
+  q3.qk_norm = true;
+  MapOptions o;
+  o.context = 64;
+  const Mapping a = map_model(tiny, perfect(tiny), base, o), b = map_model(tiny, perfect(tiny), q3, o);
+  ASSERT_EQ(a.images.size(), 1u);
+  const std::int64_t per_layer = (base.heads + base.kv_heads) * base.head_dim, layers = base.layers;
+  EXPECT_EQ(sum_elements(b.images[0], firmware::OpKind::Fmac) - sum_elements(a.images[0], firmware::OpKind::Fmac),
+            layers * per_layer);
+  EXPECT_EQ(sum_elements(b.images[0], firmware::OpKind::Mul) - sum_elements(a.images[0], firmware::OpKind::Mul),
+            layers * 2 * per_layer);
+  EXPECT_EQ(sum_elements(b.images[0], firmware::OpKind::Rsqrt) - sum_elements(a.images[0], firmware::OpKind::Rsqrt),
+            layers * (base.heads + base.kv_heads));
+  EXPECT_EQ(sum_elements(b.images[0], firmware::OpKind::Rope), sum_elements(a.images[0], firmware::OpKind::Rope));
+  EXPECT_GT(b.task_runs(), a.task_runs());  // (the scale's task on every bottom-row attention tile)
+  o.kernel = Kernel::MeshGemv;
+  o.placement = "square";
+  EXPECT_TRUE(has(map_error(tiny, q3, o), "--kernel meshgemv maps models without per-head q/k norms"));
+}
+
 TEST(Mapper, BadOptionsAreRefusedWithTheReason) {
   hw::WaferSpec tiny = hw::preset("tiny");
   ModelConfig m = load_model("tiny-llama");

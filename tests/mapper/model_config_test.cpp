@@ -149,16 +149,35 @@ nlohmann::json moe(const nlohmann::json& extra) {
 }  // namespace
 
 TEST(ModelConfig, AFamilyOutsideTheGraphIsRefusedNamingIt) {
-  for (const char* t : {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe"})
+  for (const char* t : {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"})
     EXPECT_EQ(parse_error({{"model_type", t}}), "") << t;
   EXPECT_EQ(parsed({}).model_type, "");  // no model_type: read as the graph's layer
-  for (const char* t : {"gpt_neox", "deepseek_v3", "qwen3_moe", "gemma2"}) {
+  for (const char* t : {"gpt_neox", "deepseek_v3", "gemma2", "falcon"}) {
     const std::string e = parse_error({{"model_type", t}});
     EXPECT_TRUE(has(e, "cfg.json") && has(e, fmt::format("model_type '{}' is not modelled", t)) &&
-                has(e, "llama, mistral, mixtral, qwen2, qwen2_moe"))
+                has(e, "llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe"))
         << e;
   }
   EXPECT_TRUE(has(parse_error({{"model_type", 3}}), "'model_type' = 3 must be a string"));
+}
+
+TEST(ModelConfig, Qwen3NormalisesItsQueryAndKeyHeads) {
+  // Qwen3-8B's shape (hidden 4096, 36 layers, 32 query and 8 KV heads of 128, MLP 12288, vocab 151936, untied): its
+  // published 8.19 B parameters, the q_norm and k_norm weights (128 each a layer) included, and the graph holds them.
+  const nlohmann::json q3 = {{"model_type", "qwen3"},         {"hidden_size", 4096},       {"intermediate_size", 12288},
+                             {"num_attention_heads", 32},     {"num_key_value_heads", 8},  {"head_dim", 128},
+                             {"num_hidden_layers", 36},       {"vocab_size", 151936},      {"tie_word_embeddings", false}};
+  const ModelConfig m = parse_model_config(q3, "qwen3-8b.json");
+  EXPECT_TRUE(m.qk_norm);
+  EXPECT_FALSE(m.qkv_bias);
+  EXPECT_EQ(m.parameter_count(), 8'190'735'360);
+  EXPECT_EQ(build_graph(m, 1, 16).parameters(), m.parameter_count());
+  nlohmann::json llama = q3;
+  llama["model_type"] = "llama";
+  EXPECT_EQ(m.parameter_count() - parse_model_config(llama, "x.json").parameter_count(), 36 * 2 * 128);
+  EXPECT_TRUE(parsed(moe({{"model_type", "qwen3_moe"}, {"moe_intermediate_size", 32}})).qk_norm);
+  EXPECT_FALSE(parsed({{"model_type", "qwen2"}}).qk_norm);
+  EXPECT_FALSE(parsed({}).qk_norm);
 }
 
 TEST(ModelConfig, QwenMoeExpertsTakeTheirOwnWidth) {
