@@ -136,7 +136,8 @@ int run_defects(const std::vector<std::string>& args) {
       ("in", po::value<std::string>()->value_name("FILE"), "repair this defect map (.csv or .json) instead of generating")  //
       ("out", po::value<std::string>()->value_name("FILE"), "write the first map (or the --in map) as .csv or .json")  //
       ("threads", po::value<std::int64_t>()->value_name("N"),
-       "maps generated and repaired side by side (default: the CPUs the process may use; the same figures for any N)");
+       "maps generated and repaired side by side (default and most: the CPUs the process may use; the same figures for "
+       "any N)");
   po::variables_map vm;
   if (!parse(args, opts, "defects",
              "[--wafer W] [--density D0] [--alpha A] [--model poisson|negbin] [--seed N] [--maps N] [--repair SCHEME] "
@@ -229,7 +230,9 @@ int run_defects(const std::vector<std::string>& args) {
       fmt::print(stderr, "defects: resuming from {}: {} of {} maps done before\n", journal->path().string(), t.maps, maps);
     }
   }
-  const std::uint32_t threads = vm.count("threads") ? std::uint32_t(vm["threads"].as<std::int64_t>()) : cpus_available();
+  // (no more than the CPUs: a thread holds a map and its repair, about 8 MB on wse3, and more would only wait)
+  const std::uint32_t threads =
+      std::min(vm.count("threads") ? std::uint32_t(vm["threads"].as<std::int64_t>()) : cpus_available(), cpus_available());
   Progress progress("defects: maps", maps);
   const bool show_progress = maps >= 20;
   auto saved = std::chrono::steady_clock::now();
