@@ -137,6 +137,7 @@ ColKey col_key(const StageSpec& s, const EmitParams& p, std::int32_t i) {
     k.v[2] = a.seg_first, k.v[3] = a.seg_last, k.v[4] = a.segw, k.v[5] = a.kvh, k.v[6] = a.dims;
   }
   if (s.kind == StageKind::Layer) k.v[7] = split(m.intermediate, w, i);
+  if (s.kind == StageKind::Layer && m.moe()) k.v[11] = split(m.shared_intermediate, w, i);  // (0: no shared expert)
   if (s.kind == StageKind::Embedding || s.kind == StageKind::Head) k.v[8] = split(m.vocab, w, i);
   if (s.kind == StageKind::Gemv) k.v[9] = split(s.n, w, i);
   if (s.kind == StageKind::Gemv || s.kind == StageKind::Attention) k.v[10] = w - 1 - i;
@@ -158,6 +159,7 @@ class Builder : FragmentBuilder {
     out_color_ = firmware::Color(rk.v[10]);
     first_ = ck.v[0], res_ = ck.v[1], seg_first_ = ck.v[2], seg_last_ = ck.v[3], segw_ = ck.v[4];
     kvh_ = ck.v[5], dims_ = ck.v[6], Ii_ = ck.v[7], Vi_ = ck.v[8], Ni_ = ck.v[9], collect_dx_ = ck.v[10];
+    Si_ = ck.v[11];
     if (!p.step.empty()) {  // a mixed step: every sequence's new tokens go through the per-token work
       seq_ = rk.seq;
       S_ = p.sequences();
@@ -396,7 +398,11 @@ class Builder : FragmentBuilder {
     const ModelConfig& m = *p_.model;
     const std::int64_t G = m.group(), Nq = (G + 2) * dims_;
     const std::int64_t k = m.moe() ? m.experts_per_tok : 1, copies = m.moe() ? m.experts : 1;
-    acts(2 * Hr_ + Nq + 2 * Ii_ * k);
+    // Qwen-MoE's shared expert: its gate's logit computed with the router's, its sigmoid sent with the chosen
+    // experts; its gate and up beside the routed experts' on every column (its own width's slice, Si_), scaled by
+    // the gate where the routed ones are by their weights, and its down in the same reduction.
+    const std::int64_t sh = m.moe() && m.shared_intermediate > 0 ? 1 : 0;
+    acts(2 * Hr_ + Nq + 2 * (Ii_ * k + Si_));
     // Input RMSNorm on the residual column, then x along every row.
     if (res_) {
       op_ = kOpLayernorm;
@@ -437,12 +443,15 @@ class Builder : FragmentBuilder {
         send(n, color::kLocal, 1, self());
         op_ = kOpRouter;
         Ix r = task(color::kLocal);
-        weights(Hr_ * m.experts);
-        matvec(r, Hr_, m.experts);
-        col_chain(r, m.experts, OpKind::Add,
-                  {{OpKind::Max, m.experts * m.experts_per_tok}, {OpKind::Exp, m.experts}, {OpKind::Sum, m.experts}});
+        weights(Hr_ * (m.experts + sh));
+        matvec(r, Hr_, m.experts + sh);
+        // (the shared expert's gate, sigmoid(g) = silu(g) / g: costed as a SiLU of its one value)
+        col_chain(r, m.experts + sh, OpKind::Add,
+                  {{OpKind::Max, m.experts * m.experts_per_tok}, {OpKind::Exp, m.experts}, {OpKind::Sum, m.experts},
+                   {OpKind::Silu, sh}});
         n = task(color::kBcast);
-        send(n, color::kRowIn, Hr_ + 2 * m.experts_per_tok, row_all());  // x slice + chosen experts and weights
+        // x slice + chosen experts and weights (+ the shared expert's gate)
+        send(n, color::kRowIn, Hr_ + 2 * m.experts_per_tok + sh, row_all());
       } else {
         send(n, color::kRowIn, Hr_, row_all());
       }
@@ -450,23 +459,24 @@ class Builder : FragmentBuilder {
     // Gated MLP: gate and up side by side per column (so SiLU * up is local), then down reduced along rows.
     op_ = kOpGateUp;
     t = task(color::kRowIn);
-    stream_in(t, Hr_ * 2 * Ii_ * k);
-    weights(Hr_ * 2 * Ii_ * copies);
+    stream_in(t, Hr_ * 2 * (Ii_ * k + Si_));
+    weights(Hr_ * 2 * (Ii_ * copies + Si_));
     matvec(t, 2 * k * Hr_, Ii_);  // gate and up of each active expert: 2k GEMVs of Hr_ x Ii_
-    col_reduce(t, 2 * Ii_ * k, [&](Ix e) { send(e, color::kLocal, 1, self()); });
+    matvec(t, 2 * Hr_, Si_);      // (and of the shared expert)
+    col_reduce(t, 2 * (Ii_ * k + Si_), [&](Ix e) { send(e, color::kLocal, 1, self()); });
     if (bot_) {
       op_ = kOpAct;
       Ix a = task(color::kLocal);
-      op(a, OpKind::Silu, Ii_ * k);
-      op(a, OpKind::Mul, Ii_ * k);
-      if (m.moe()) op(a, OpKind::Mul, Ii_ * k);  // routing weight
-      send(a, color::kColIn, Ii_ * k, col_all());
+      op(a, OpKind::Silu, Ii_ * k + Si_);
+      op(a, OpKind::Mul, Ii_ * k + Si_);
+      if (m.moe()) op(a, OpKind::Mul, Ii_ * k + Si_);  // routing weight (the shared expert's: its gate)
+      send(a, color::kColIn, Ii_ * k + Si_, col_all());
     }
     op_ = kOpDown;
     t = task(color::kColIn);
-    stream_in(t, Ii_ * k * Hr_);
-    weights(Ii_ * copies * Hr_);
-    matvec(t, k * Ii_, Hr_);
+    stream_in(t, (Ii_ * k + Si_) * Hr_);
+    weights((Ii_ * copies + Si_) * Hr_);
+    matvec(t, k * Ii_ + Si_, Hr_);
     row_reduce(t, Hr_, first_, res_, w_, [&](Ix e) {
       op(e, OpKind::Add, Hr_);  // residual
       output(e);
@@ -531,6 +541,7 @@ class Builder : FragmentBuilder {
   std::int64_t h_, w_;
   bool top_ = false, bot_ = false, first_ = false, res_ = false, seg_first_ = false, seg_last_ = false;
   std::int64_t Hr_ = 0, pos_ = 0, arr_ = 1, collect_dy_ = 0, segw_ = 1, kvh_ = 0, dims_ = 0, Ii_ = 0, Vi_ = 0;
+  std::int64_t Si_ = 0;  // this column's slice of the shared expert's width (Qwen-MoE; 0: none)
   std::int64_t Ni_ = 0, collect_dx_ = 0, causal_ = 0;
   std::vector<std::int64_t> seq_;  // RowKey::seq (a mixed step)
   Dest out_;

@@ -99,14 +99,22 @@ LayerGraph build_graph(const ModelConfig& m, std::int64_t batch, std::int64_t co
     add(NodeKind::ResidualAdd, "o_proj", st, H, H, 0, 0);
     add(NodeKind::RmsNorm, "layernorm", st, H, H, H, H * B);
     std::int64_t k = 1, copies = 1;
+    const std::int64_t S = m.moe() ? m.shared_intermediate : 0;  // (Qwen-MoE's shared expert; its gate beside the router)
     if (m.moe()) {
-      add(NodeKind::Router, "moe_router", st, H, m.experts, H * m.experts, H * m.experts * B);
+      const std::int64_t logits = m.experts + (S > 0 ? 1 : 0);
+      add(NodeKind::Router, "moe_router", st, H, logits, H * logits, H * logits * B);
       k = m.experts_per_tok, copies = m.experts;
     }
     gemv("gate_up_proj", st, H, 2 * m.intermediate, false, k, copies);
     add(NodeKind::Silu, "act_fn", st, m.intermediate, m.intermediate, 0, 0).repeat = k;
     add(NodeKind::Mul, "act_fn", st, m.intermediate, m.intermediate, 0, 0).repeat = k;
     gemv("down_proj", st, m.intermediate, H, false, k, copies);
+    if (S > 0) {
+      gemv("gate_up_proj", st, H, 2 * S, false, 1, 1);
+      add(NodeKind::Silu, "act_fn", st, S, S, 0, 0);
+      add(NodeKind::Mul, "act_fn", st, S, S, 0, 0);
+      gemv("down_proj", st, S, H, false, 1, 1);
+    }
     add(NodeKind::ResidualAdd, "down_proj", st, H, H, 0, 0);
   }
   g.stages.push_back("head");

@@ -28,6 +28,7 @@ std::int64_t ModelConfig::layer_parameters() const {
   if (qk_norm) attn += 2 * head_dim;  // q_norm and k_norm: one weight per dim, shared by the heads
   std::int64_t mlp = 3 * h * intermediate;
   if (moe()) mlp = experts * mlp + h * experts;  // every expert + the router
+  if (moe() && shared_intermediate > 0) mlp += 3 * h * shared_intermediate + h;  // the shared expert and its gate
   return attn + mlp + 2 * h;                       // + input and post-attention RMSNorm weights
 }
 
@@ -124,10 +125,8 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
     // Qwen-MoE gives each expert its own width (intermediate_size is then its dense layers' and shared expert's).
     m.intermediate = get_int(j, "moe_intermediate_size", where, false, m.intermediate, 1, kMaxDim);
     // What the graph does not model: every decoder layer is built alike, its MLP either dense or all routed experts.
-    if (get_int(j, "shared_expert_intermediate_size", where, false, 0, 0, kMaxDim) > 0)
-      throw InputError(fmt::format("{}: 'shared_expert_intermediate_size' = {}: a shared expert beside the routed ones is "
-                                   "not modelled (a layer's MLP is dense or routed experts only)",
-                                   where, j["shared_expert_intermediate_size"].dump()));
+    // Qwen-MoE's shared expert: a gated MLP of its own width beside the routed ones, for every token.
+    m.shared_intermediate = get_int(j, "shared_expert_intermediate_size", where, false, 0, 0, kMaxDim);
     if (const std::int64_t step = get_int(j, "decoder_sparse_step", where, false, 1, 1, kMaxLayers); step != 1)
       throw InputError(fmt::format("{}: 'decoder_sparse_step' = {}: dense layers between the MoE ones are not modelled "
                                    "(every layer is built alike)",

@@ -2,7 +2,7 @@
 // Model configurations: HuggingFace config.json files as published (Llama, Qwen2, Qwen3, Mistral, Mixtral
 // families), resolved into one validated struct. Unknown extra keys are normal in HF configs and ignored; a
 // model_type outside the families the layer graph models, and the keys of those families that give a layer another
-// shape than the graph's (a shared expert, dense layers among MoE ones, biases on the MLP), are refused naming them
+// shape than the graph's (dense layers among MoE ones, biases on the MLP), are refused naming them
 // (docs/mapping.md "Model configs").
 #include <cstdint>
 #include <filesystem>
@@ -30,6 +30,8 @@ struct ModelConfig {
   bool qk_norm = false;            // each query and key head RMS-normalised before RoPE (Qwen3: implied by model_type)
   std::int64_t experts = 0;        // num_local_experts / num_experts (0 = dense MLP)
   std::int64_t experts_per_tok = 0;  // num_experts_per_tok
+  std::int64_t shared_intermediate = 0;  // shared_expert_intermediate_size: Qwen-MoE's shared expert (0: none), run
+                                         // for every token beside the routed ones, scaled by a sigmoid gate
   std::string dtype = "bfloat16";  // torch_dtype
   std::int64_t max_position = 0;   // max_position_embeddings
   std::int64_t sliding_window = 0;  // sliding_window, when in force (0: every position is attended); the mapper

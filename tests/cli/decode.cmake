@@ -61,9 +61,11 @@ wafer_cli_test(decode_wafers_zero --exit 2 --one-line-error --stderr "--wafers 0
 wafer_cli_test(decode_weights_mode --exit 2 --one-line-error --stderr "maybe" -- ${WAFER_EMU} decode ${TINY} --weights maybe)
 wafer_cli_test(decode_unknown_model --exit 2 --one-line-error --stderr "unknown model 'gpt-9'" -- ${WAFER_EMU} decode --wafer tiny --model gpt-9)
 wafer_cli_test(decode_bad_model_file --exit 2 --one-line-error --stderr "decode_bad_heads.json" -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_bad_heads.json)
-# A config whose layer the graph does not model is refused naming the key; a sliding window bounds the context.
-wafer_cli_test(decode_shared_expert --exit 2 --one-line-error --stderr "decode_shared_expert.json: 'shared_expert_intermediate_size' = 128: a shared expert"
-  -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_shared_expert.json)
+# A Qwen-MoE shared expert is modelled; a config whose layer the graph does not build is refused naming the key; a
+# sliding window bounds the context.
+wafer_cli_test(decode_shared_expert --stdout "latency_us" --stdout "moe_router" -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_shared_expert.json --context 64)
+wafer_cli_test(decode_sparse_step --exit 2 --one-line-error --stderr "decode_sparse_step.json: 'decoder_sparse_step' = 2: dense layers between the MoE ones"
+  -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_sparse_step.json)
 # Qwen3's per-head q/k norms: a decode and a prefill on the bands kernel; meshgemv refuses them.
 wafer_cli_test(decode_qwen3 --stdout "latency_us" --stdout "rotary_emb" -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_qwen3.json --context 64)
 wafer_cli_test(decode_qwen3_prefill --stdout "latency_us" -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_qwen3.json --context 64 --prefill 8)

@@ -230,6 +230,26 @@ TEST(Mapper, Qwen3sQueryAndKeyNormsAreEmittedOncePerHeadAndDim) {
   EXPECT_TRUE(has(map_error(tiny, q3, o), "--kernel meshgemv maps models without per-head q/k norms"));
 }
 
+TEST(Mapper, QwenMoesSharedExpertIsEmittedBesideTheRoutedOnes) {
+  // tiny-moe with and without a shared expert of S: each layer adds its gate and up (2 H S MACs), its down (S H),
+  // its gate's logit beside the router's (H), one SiLU and two multiplies per unit of its width, and its gate's
+  // sigmoid (costed as one SiLU).
+  hw::WaferSpec tiny = hw::preset("tiny");
+  ModelConfig base = load_model("tiny-moe");
+  ASSERT_TRUE(base.moe());
+  ModelConfig sh = base;
+  sh.shared_intermediate = 48;
+  MapOptions o;
+  o.context = 64;
+  const Mapping a = map_model(tiny, perfect(tiny), base, o), b = map_model(tiny, perfect(tiny), sh, o);
+  const std::int64_t H = base.hidden, S = sh.shared_intermediate, L = base.layers;
+  auto diff = [&](firmware::OpKind k) { return sum_elements(b.images[0], k) - sum_elements(a.images[0], k); };
+  EXPECT_EQ(diff(firmware::OpKind::Fmac), L * (3 * H * S + H));
+  EXPECT_EQ(diff(firmware::OpKind::Silu), L * (S + 1));
+  EXPECT_EQ(diff(firmware::OpKind::Mul), L * 2 * S);
+  EXPECT_EQ(diff(firmware::OpKind::Exp), 0);
+}
+
 TEST(Mapper, BadOptionsAreRefusedWithTheReason) {
   hw::WaferSpec tiny = hw::preset("tiny");
   ModelConfig m = load_model("tiny-llama");
