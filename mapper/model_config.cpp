@@ -124,9 +124,9 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
     m.experts_per_tok = get_int(j, "num_experts_per_tok", where, true, 0, 1, m.experts);
     // Qwen-MoE gives each expert its own width (intermediate_size is then its dense layers' and shared expert's).
     m.intermediate = get_int(j, "moe_intermediate_size", where, false, m.intermediate, 1, kMaxDim);
-    // What the graph does not model: every decoder layer is built alike, its MLP either dense or all routed experts.
     // Qwen-MoE's shared expert: a gated MLP of its own width beside the routed ones, for every token.
     m.shared_intermediate = get_int(j, "shared_expert_intermediate_size", where, false, 0, 0, kMaxDim);
+    // What the graph does not model: every decoder layer is built alike, its MLP either dense or routed experts.
     if (const std::int64_t step = get_int(j, "decoder_sparse_step", where, false, 1, 1, kMaxLayers); step != 1)
       throw InputError(fmt::format("{}: 'decoder_sparse_step' = {}: dense layers between the MoE ones are not modelled "
                                    "(every layer is built alike)",
