@@ -400,11 +400,12 @@ int run_decode(const std::vector<std::string>& args) {
       gen.density_per_cm2 = vm["density"].as<double>();
       if (!(gen.density_per_cm2 >= 0) || gen.density_per_cm2 > 1e4)
         throw hw::InputError(fmt::format("--density {} must be between 0 and 10000 per cm^2", gen.density_per_cm2));
-      map = hw::generate_defects(spec, gen, parse_seed(vm["seed"].as<std::string>()));
+      const std::uint64_t seed = parse_seed(vm["seed"].as<std::string>());
+      map = hw::generate_defects(spec, gen, seed);
       const std::string clustered =
           gen.model == hw::DefectModel::NegBinomial ? fmt::format(", negative binomial with alpha {}", gen.alpha) : "";
-      defects_desc = fmt::format("generated: {} per cm^2{}, seed {} ({} defects)", gen.density_per_cm2, clustered,
-                                 parse_seed(vm["seed"].as<std::string>()), map.size());
+      defects_desc = fmt::format("generated: {} per cm^2{}, seed {} ({} defects)", gen.density_per_cm2, clustered, seed,
+                                 map.size());
     }
     // (before the repair, so that a map the repair refuses can be looked at)
     if (vm.count("defects-out")) hw::write_defects(vm["defects-out"].as<std::string>(), map);

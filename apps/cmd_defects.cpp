@@ -231,8 +231,8 @@ int run_defects(const std::vector<std::string>& args) {
     }
   }
   // (no more than the CPUs: a thread holds a map and its repair, about 8 MB on wse3, and more would only wait)
-  const std::uint32_t threads =
-      std::min(vm.count("threads") ? std::uint32_t(vm["threads"].as<std::int64_t>()) : cpus_available(), cpus_available());
+  const std::uint32_t cpus = cpus_available();
+  const std::uint32_t threads = vm.count("threads") ? std::min(std::uint32_t(vm["threads"].as<std::int64_t>()), cpus) : cpus;
   Progress progress("defects: maps", maps);
   const bool show_progress = maps >= 20;
   auto saved = std::chrono::steady_clock::now();

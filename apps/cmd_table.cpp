@@ -286,12 +286,10 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
 std::string table_settings(const hw::WaferSpec& spec, const mapper::ModelConfig& model, const std::vector<std::int64_t>& contexts,
                            const std::vector<std::int64_t>& batches, const std::vector<std::int64_t>& prompts,
                            const mapper::MapOptions& base, noc::Fidelity fidelity) {
-  std::string model_bytes;
-  if (std::ifstream f(model.source, std::ios::binary); f) model_bytes.assign(std::istreambuf_iterator<char>(f), {});
   nlohmann::ordered_json j;
   j["journal"] = 1;
   j["wafer"] = wafer_settings(spec);
-  j["model"] = {{"name", model.name}, {"file", sweep::hash_text(model_bytes)}};
+  j["model"] = {{"name", model.name}, {"file", hash_file(model.source)}};
   j["contexts"] = contexts, j["batches"] = batches, j["prefill_tokens"] = prompts;
   j["placement"] = base.placement;
   j["weight_bits"] = base.weight_bits;

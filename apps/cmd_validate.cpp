@@ -4,8 +4,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -35,19 +33,15 @@ double mean_abs(const std::vector<double>& predicted, const std::vector<const Ca
 // bytes, every case's wafer as the file gives it (a preset's values included) and its model file's bytes, and the
 // fidelity; hashed.
 std::string validate_settings(const CaseFile& file, noc::Fidelity fidelity) {
-  auto bytes = [](const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return sweep::hash_text(std::string(std::istreambuf_iterator<char>(f), {}));
-  };
   nlohmann::ordered_json j;
   j["journal"] = 1;
-  j["cases_file"] = bytes(file.path);
+  j["cases_file"] = hash_file(file.path);
   auto& cases = j["cases"] = nlohmann::ordered_json::array();
   for (const Case& c : file.cases) {
     nlohmann::ordered_json e;
     e["name"] = c.name;
     e["wafer"] = wafer_settings(c.wafer);
-    if (info(c.kind).decode) e["model"] = bytes(c.model.source);
+    if (info(c.kind).decode) e["model"] = hash_file(c.model.source);
     cases.push_back(std::move(e));
   }
   j["fidelity"] = std::string(noc::to_string(fidelity));

@@ -7,9 +7,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <variant>
 
 #include "apps/file_lock.h"
+#include "apps/sweep.h"
 #include "hw/error.h"
 
 namespace wafer::apps {
@@ -66,6 +69,11 @@ Journal::Journal(const fs::path& path, const std::string& settings, std::string 
 Journal::~Journal() {
   if (records() == 0) remove();  // (nothing to resume: a run that failed before its first record)
   if (fd_ >= 0) ::close(fd_);    // (its lock goes with it)
+}
+
+std::string hash_file(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  return sweep::hash_text(std::string(std::istreambuf_iterator<char>(f), {}));
 }
 
 fs::path Journal::beside(const fs::path& output) {

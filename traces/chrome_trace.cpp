@@ -1,7 +1,6 @@
 #include "traces/chrome_trace.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -105,16 +104,7 @@ char* write_fixed(char* out, double v, int decimals) {
 
 void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
   const OutputPath out = output_path(path);  // (a file by a temporary one renamed over it, a stream directly)
-  std::FILE* f = nullptr;
-  if (out.fd >= 0) {  // (through a copy of the descriptor: the same offset, after what stdout has printed)
-    std::fflush(stdout), std::fflush(stderr);
-    const int copy = ::dup(out.fd);
-    f = copy < 0 ? nullptr : ::fdopen(copy, "ab");
-    if (!f && copy >= 0) ::close(copy);
-  } else {
-    f = std::fopen(out.stream() ? out.target.c_str() : out.tmp.c_str(), out.stream() ? "ab" : "wb");
-  }
-  if (!f) throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
+  std::FILE* f = open_output(out, path);
   // Every string looked at once (names repeat over hundreds of thousands of events): a plain one is copied
   // between quotes, any other quoted (json_quote) once. Each line is copied piece by piece (integers by
   // fmt::format_int, numbers with decimals by write_fixed) into one buffer, room made for it first,
@@ -190,14 +180,7 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
   put("\n]}\n");
   used = std::size_t(p - buf.data());
   ok = std::fwrite(buf.data(), 1, used, f) == used && ok;
-  ok = std::fflush(f) == 0 && ok;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
-    std::error_code ec;
-    if (!out.stream()) std::filesystem::remove(out.tmp, ec);
-    throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
-  }
-  if (!out.stream()) rename_into_place(out.tmp, out.target);
+  close_output(f, ok, out, path);
 }
 
 }  // namespace wafer::traces

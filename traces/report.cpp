@@ -280,27 +280,35 @@ void check_writable(const std::filesystem::path& path) {
   std::filesystem::remove(out.tmp, ec);
 }
 
-void write_text_atomic(const std::filesystem::path& path, const std::string& text) {
-  const OutputPath out = output_path(path);
-  if (out.fd >= 0) {
+std::FILE* open_output(const OutputPath& out, const std::filesystem::path& path) {
+  std::FILE* f = nullptr;
+  if (out.fd >= 0) {  // (through a copy of the descriptor: the same offset, after what stdout has printed)
     std::fflush(stdout), std::fflush(stderr);
-    for (std::size_t put = 0; put < text.size();) {
-      const ssize_t n = ::write(out.fd, text.data() + put, text.size() - put);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw hw::InputError(fmt::format("{}: write failed ({})", path.string(), std::strerror(n < 0 ? errno : EIO)));
-      put += std::size_t(n);
-    }
-    return;
+    const int copy = ::dup(out.fd);
+    f = copy < 0 ? nullptr : ::fdopen(copy, "ab");
+    if (!f && copy >= 0) ::close(copy);
+  } else {
+    f = std::fopen(out.stream() ? out.target.c_str() : out.tmp.c_str(), out.stream() ? "ab" : "wb");
   }
-  {
-    std::ofstream f(out.stream() ? out.target : out.tmp,
-                    out.stream() ? std::ios::app | std::ios::binary : std::ios::trunc | std::ios::binary);
-    if (!f) throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
-    f << text;
-    f.flush();
-    if (!f) throw hw::InputError(fmt::format("{}: write failed", path.string()));
+  if (!f) throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
+  return f;
+}
+
+void close_output(std::FILE* f, bool ok, const OutputPath& out, const std::filesystem::path& path) {
+  ok = std::fflush(f) == 0 && ok;
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok) {
+    std::error_code ec;
+    if (!out.stream()) std::filesystem::remove(out.tmp, ec);
+    throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
   }
   if (!out.stream()) rename_into_place(out.tmp, out.target);
+}
+
+void write_text_atomic(const std::filesystem::path& path, const std::string& text) {
+  const OutputPath out = output_path(path);
+  std::FILE* f = open_output(out, path);
+  close_output(f, std::fwrite(text.data(), 1, text.size(), f) == text.size(), out, path);
 }
 
 void rename_into_place(const std::filesystem::path& tmp, const std::filesystem::path& path) {

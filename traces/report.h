@@ -101,6 +101,12 @@ struct OutputPath {
   bool stream() const { return tmp.empty(); }
 };
 OutputPath output_path(const std::filesystem::path& path);
+// Opens `out` for writing as output_path says (a file's temporary file, a stream appended to, a descriptor's copy
+// after stdout and stderr are flushed); hw::InputError naming `path` when it cannot.
+std::FILE* open_output(const OutputPath& out, const std::filesystem::path& path);
+// Closes `f` (from open_output) and, for a file, renames the temporary file over it; `ok`: every write succeeded.
+// A failure removes the temporary file and throws hw::InputError naming `path`.
+void close_output(std::FILE* f, bool ok, const OutputPath& out, const std::filesystem::path& path);
 // Fails with hw::InputError (one line naming the path) when `path` cannot be created or is a folder. Call before
 // long work so a bad --json path is refused up front.
 void check_writable(const std::filesystem::path& path);

@@ -14,14 +14,19 @@ using wafer::hw::InputError;
 namespace {
 std::string data(const char* f) { return std::string(MAPPER_TEST_DATA) + "/" + f; }
 
-// The error message of loading `file`, or "" when it loads.
-std::string error_of(const std::string& file) {
+// The InputError message of f(), or "" when it throws none.
+template <class F>
+std::string error_in(F&& f) {
   try {
-    load_model(file);
+    f();
   } catch (const InputError& e) {
     return e.what();
   }
   return "";
+}
+// The error message of loading `file`, or "" when it loads.
+std::string error_of(const std::string& file) {
+  return error_in([&] { load_model(file); });
 }
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 }  // namespace
@@ -133,12 +138,7 @@ ModelConfig parsed(const nlohmann::json& extra) {
   return parse_model_config(j, "cfg.json");
 }
 std::string parse_error(const nlohmann::json& extra) {
-  try {
-    parsed(extra);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return error_in([&] { parsed(extra); });
 }
 const nlohmann::json kMoe = {{"model_type", "qwen2_moe"}, {"num_experts", 8}, {"num_experts_per_tok", 2}};
 nlohmann::json moe(const nlohmann::json& extra) {
