@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "hw/defect_map.h"
 #include "traces/report.h"
 
 namespace wafer::apps {
@@ -41,8 +42,11 @@ inline constexpr int kResultsSchemaVersion = traces::kResultsSchemaVersion;
 
 void finish(const traces::Report& report, const po::variables_map& vm);
 
-// A defect map file to write (`option` PATH): refused unless it ends in .csv or .json (hw::write_defects).
+// A defect map file to write (`option` PATH): refused unless it ends in .csv or .json (hw::format_defects).
 void check_map_path(const std::string& path, const char* option);
+// Writes `map` to `path` in the format its extension names, as every output is written (traces::write_text_atomic:
+// a file through a temporary file renamed over it, a link's target with the link kept, a stream directly).
+void write_defect_map(const std::string& path, const hw::DefectMap& map);
 
 // --seed's value as a whole number in [0, 2^64): InputError otherwise (the option is read as a string, since a
 // std::uint64_t option takes "-1" as 2^64 - 1).

@@ -408,7 +408,7 @@ int run_decode(const std::vector<std::string>& args) {
                                  map.size());
     }
     // (before the repair, so that a map the repair refuses can be looked at)
-    if (vm.count("defects-out")) hw::write_defects(vm["defects-out"].as<std::string>(), map);
+    if (vm.count("defects-out")) write_defect_map(vm["defects-out"].as<std::string>(), map);
     repair = hw::repair_scheme(vm["repair"].as<std::string>()).repair(spec, map);
     defect_map = std::move(map);
     fabric = noc::Fabric::from_repair(*repair);

@@ -202,7 +202,7 @@ int run_defects(const std::vector<std::string>& args) {
            "hops", "physical hops beyond 1 per logical link, mean over links with a path");
     rp.add_int("extra_hops_per_link_max", f.max_extra, "hops");
     rp.add_int("links_without_path", f.links_no_path, "links", "logical links between mapped tiles with no healthy path");
-    if (vm.count("out")) hw::write_defects(vm["out"].as<std::string>(), map);
+    if (vm.count("out")) write_defect_map(vm["out"].as<std::string>(), map);
     finish(report, vm);
     return 0;
   }
@@ -211,7 +211,7 @@ int run_defects(const std::vector<std::string>& args) {
   // and repaired in any order and on any thread; their figures are summed in map order (Totals), the same sums
   // for any --threads. With --json, the sums so far are kept in a journal beside it (apps::Journal), so that a run
   // stopped part way resumes from them when the same command runs again.
-  if (vm.count("out")) hw::write_defects(vm["out"].as<std::string>(), hw::generate_defects(spec, gen, hw::derive_seed(seed, 0)));
+  if (vm.count("out")) write_defect_map(vm["out"].as<std::string>(), hw::generate_defects(spec, gen, hw::derive_seed(seed, 0)));
   std::optional<Journal> journal;
   Totals t;
   // (none when --json is a stream, /dev/stdout or a pipe: nothing names the run there)
@@ -334,6 +334,10 @@ void check_map_path(const std::string& path, const char* option) {
   }();
   if (ext != ".csv" && ext != ".json")
     throw hw::InputError(fmt::format("{} {}: a defect map file ends in .csv or .json", option, path));
+}
+
+void write_defect_map(const std::string& path, const hw::DefectMap& map) {
+  traces::write_text_atomic(path, hw::format_defects(path, map));
 }
 
 }  // namespace wafer::apps

@@ -350,7 +350,7 @@ DefectMap read_defects(const std::filesystem::path& file, const WaferSpec& spec)
   throw InputError(fmt::format("{}: a defect map file ends in .csv or .json", file.string()));
 }
 
-void write_defects(const std::filesystem::path& file, const DefectMap& map) {
+std::string format_defects(const std::filesystem::path& file, const DefectMap& map) {
   const std::string ext = extension(file);
   std::string text;
   if (ext == ".csv") {
@@ -372,25 +372,7 @@ void write_defects(const std::filesystem::path& file, const DefectMap& map) {
   } else {
     throw InputError(fmt::format("{}: a defect map file ends in .csv or .json", file.string()));
   }
-  std::filesystem::path tmp = file;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(fmt::format("{}: cannot write output file", file.string()));
-    out << text;
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw InputError(fmt::format("{}: cannot write output file", file.string()));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw InputError(fmt::format("{}: cannot write output file", file.string()));
-  }
+  return text;
 }
 
 }  // namespace wafer::hw

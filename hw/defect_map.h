@@ -94,9 +94,10 @@ DefectMap generate_defects(const WaferSpec& spec, const DefectGenParams& params,
 // skipped; kinds core|router|sram|link, dir N|E|S|W for links only) or JSON ({"defects": [{"kind": "core",
 // "x": 3, "y": 4}, {"kind": "link", "x": 3, "y": 4, "dir": "E"}]}), chosen by extension. Errors name file
 // and line (CSV) or entry index (JSON). JSON may carry "grid": {"width", "height"}, which must match the
-// wafer's physical grid. write_defects writes through a temporary file and a rename (never partial);
-// an extension other than .csv / .json is an InputError.
+// wafer's physical grid. format_defects gives the text of `file`'s format, which read_defects reads back; an
+// extension other than .csv / .json is an InputError. (Writing it is the caller's: apps/ writes outputs through
+// traces::write_text_atomic, which knows files from streams and links, docs/fidelity.md "Output".)
 DefectMap read_defects(const std::filesystem::path& file, const WaferSpec& spec);
-void write_defects(const std::filesystem::path& file, const DefectMap& map);
+std::string format_defects(const std::filesystem::path& file, const DefectMap& map);
 
 }  // namespace wafer::hw

@@ -7,7 +7,8 @@ stream_out_check.py WAFER_EMU OUT_DIR
 - `--json /dev/stdout` into a pipe and into a regular file: the text, then the JSON, whole (the file's case: the
   JSON written through the process's own descriptor, after the text, not over it);
 - `--json FIFO`: the JSON read from the FIFO by another reader; the FIFO still a FIFO, no FIFO.tmp;
-- `--json LINK` (a symbolic link to a file): the link kept, its target holding the JSON;
+- `--json LINK` (a symbolic link to a file): the link kept, its target holding the JSON; the same for a defect map,
+  `decode --defects-out LINK.csv` and `defects --out LINK.json`;
 - `--json /dev/fd/9` with descriptor 9 not open: one line, exit 2;
 - `report --out /dev/stdout`: the page on stdout, no CSV files beside it;
 - `defects --json /dev/stdout`: no journal beside it;
@@ -86,6 +87,22 @@ def main():
     if r.returncode != 0 or not os.path.islink(link) or "latency_us" not in json.load(open(target)):
         fail(f"--json LINK: exit {r.returncode}, the link kept: {os.path.islink(link)}: {r.stderr}")
     print("ok: --json LINK: written through the link, the link kept")
+
+    for args, ext, what in ((["decode"] + TINY + ["--density", "100", "--seed", "3", "--defects-out"], "csv", "decode --defects-out"),
+                            (["defects", "--wafer", "tiny", "--maps", "1", "--density", "100", "--out"], "json", "defects --out")):
+        target, link = os.path.join(base, f"map_target.{ext}"), os.path.join(base, f"map_link.{ext}")
+        for p in (target, link):
+            if os.path.lexists(p):
+                os.remove(p)
+        open(target, "w").write("old\n")
+        os.symlink(f"map_target.{ext}", link)
+        r = run([exe] + args + [link])
+        text = open(target).read()
+        ok = "core" in text or "router" in text or "link" in text
+        if r.returncode != 0 or not os.path.islink(link) or not ok or os.path.exists(link + ".tmp"):
+            fail(f"{what} LINK.{ext}: exit {r.returncode}, the link kept: {os.path.islink(link)}, "
+                 f"its target {text[:60]!r}: {r.stderr}")
+        print(f"ok: {what} LINK.{ext}: the map written through the link, the link kept")
 
     r = run([exe, "decode"] + TINY + ["--json", "/dev/fd/9"])
     if r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1 or "descriptor 9 is not open" not in r.stderr:
