@@ -115,17 +115,77 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
     if (!it->is_boolean()) throw InputError(fmt::format("{}: 'tie_word_embeddings' must be true or false", where));
     m.tie_embeddings = it->get<bool>();
   }
-  // Experts: Mixtral spells it num_local_experts, Qwen-MoE num_experts.
-  std::int64_t e1 = get_int(j, "num_local_experts", where, false, 0, 0, 4096);
-  std::int64_t e2 = get_int(j, "num_experts", where, false, 0, 0, 4096);
-  m.experts = e1 ? e1 : e2;
+  const std::string& t = m.model_type;
+  const bool mixtral = t == "mixtral", qwen_moe = t == "qwen2_moe" || t == "qwen3_moe";
+  const bool dense_family = t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3";
+  const bool qwen = t.starts_with("qwen");
+  // The class HuggingFace builds: one of the modelled families' (a config without model_type is read as the
+  // graph's layer, but not when its class is another's).
+  if (auto it = j.find("architectures"); it != j.end() && !it->is_null()) {
+    static const char* const kClasses[] = {"LlamaForCausalLM",   "MistralForCausalLM",   "MixtralForCausalLM",
+                                           "Qwen2ForCausalLM",   "Qwen2MoeForCausalLM",  "Qwen3ForCausalLM",
+                                           "Qwen3MoeForCausalLM"};
+    if (!it->is_array()) throw InputError(fmt::format("{}: 'architectures' must be a list of class names", where));
+    for (const auto& a : *it) {
+      if (!a.is_string()) throw InputError(fmt::format("{}: 'architectures' must be a list of class names", where));
+      if (std::find(std::begin(kClasses), std::end(kClasses), a.get<std::string>()) == std::end(kClasses))
+        throw InputError(fmt::format("{}: architectures names '{}', which is not modelled: the layer graph is that of {}",
+                                     where, a.get<std::string>(), fmt::join(kClasses, ", ")));
+    }
+  }
+  // Keys that announce a layer of another shape (latent attention, DeepSeek's experts, Gemma's soft-capping and
+  // scaled queries, a parallel residual): refused whatever the model_type says.
+  for (const char* key : {"kv_lora_rank", "q_lora_rank", "n_routed_experts", "n_shared_experts", "first_k_dense_replace",
+                          "moe_layer_freq", "attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"})
+    if (auto it = j.find(key); it != j.end() && !it->is_null())
+      throw InputError(fmt::format("{}: '{}' = {} describes a layer the graph does not build (its layer is that of {})",
+                                   where, key, it->dump(), "Llama, Mistral, Mixtral, Qwen2, Qwen2-MoE, Qwen3, Qwen3-MoE"));
+  for (const char* key : {"use_parallel_residual", "parallel_attn", "new_decoder_architecture"})
+    if (auto it = j.find(key); it != j.end() && it->is_boolean() && it->get<bool>())
+      throw InputError(fmt::format("{}: '{}' = true: a parallel attention and MLP residual is not modelled", where, key));
+  // Experts, as each family's HuggingFace class reads them: Mixtral num_local_experts of intermediate_size, Qwen-MoE
+  // num_experts of moe_intermediate_size (Qwen2-MoE with a shared expert); the dense families read none. A family's
+  // own keys are required (HuggingFace would fill in its defaults: 8, 60 or 128 experts); keys of another family are
+  // refused rather than read as that family would read them. A config without model_type takes either spelling.
+  auto require = [&](const char* key) {
+    if (auto it = j.find(key); it == j.end() || it->is_null())
+      throw InputError(fmt::format("{}: model_type '{}' needs '{}' (its experts' shape; HuggingFace would take its "
+                                   "class's default)",
+                                   where, t, key));
+  };
+  if (mixtral) require("num_local_experts");
+  if (qwen_moe) require("num_experts"), require("moe_intermediate_size");
+  if (t == "qwen2_moe") require("shared_expert_intermediate_size");
+  {
+    const std::int64_t e1 = get_int(j, "num_local_experts", where, mixtral, 0, 0, 4096);
+    const std::int64_t e2 = get_int(j, "num_experts", where, qwen_moe, 0, 0, 4096);
+    if (dense_family && std::max(e1, e2) > 1)
+      throw InputError(fmt::format("{}: '{}' = {}: model_type '{}' has no experts (Mixtral's layer is model_type "
+                                   "mixtral, Qwen's qwen2_moe or qwen3_moe)",
+                                   where, e1 > 1 ? "num_local_experts" : "num_experts", std::max(e1, e2), t));
+    m.experts = mixtral ? e1 : qwen_moe ? e2 : dense_family ? 0 : e1 ? e1 : e2;
+  }
   if (m.experts == 1) m.experts = 0;  // one expert is a dense MLP
   if (m.experts > 0) {
     m.experts_per_tok = get_int(j, "num_experts_per_tok", where, true, 0, 1, m.experts);
-    // Qwen-MoE gives each expert its own width (intermediate_size is then its dense layers' and shared expert's).
-    m.intermediate = get_int(j, "moe_intermediate_size", where, false, m.intermediate, 1, kMaxDim);
-    // Qwen-MoE's shared expert: a gated MLP of its own width beside the routed ones, for every token.
-    m.shared_intermediate = get_int(j, "shared_expert_intermediate_size", where, false, 0, 0, kMaxDim);
+    // Qwen-MoE gives each expert its own width (intermediate_size is then its dense layers' and shared expert's);
+    // Mixtral's are intermediate_size wide.
+    if (mixtral) {
+      if (const std::int64_t w = get_int(j, "moe_intermediate_size", where, false, m.intermediate, 1, kMaxDim);
+          w != m.intermediate)
+        throw InputError(fmt::format("{}: 'moe_intermediate_size' = {}: Mixtral's experts are intermediate_size = {} "
+                                     "wide (the key is Qwen-MoE's)",
+                                     where, w, m.intermediate));
+    } else {
+      m.intermediate = get_int(j, "moe_intermediate_size", where, qwen_moe, m.intermediate, 1, kMaxDim);
+    }
+    // Qwen2-MoE's shared expert: a gated MLP of its own width beside the routed ones, for every token (Mixtral and
+    // Qwen3-MoE have none).
+    const bool shared_family = t == "qwen2_moe" || t.empty();
+    m.shared_intermediate = get_int(j, "shared_expert_intermediate_size", where, t == "qwen2_moe", 0, 0, kMaxDim);
+    if (!shared_family && m.shared_intermediate > 0)
+      throw InputError(fmt::format("{}: 'shared_expert_intermediate_size' = {}: model_type '{}' has no shared expert",
+                                   where, m.shared_intermediate, t));
     // What the graph does not model: every decoder layer is built alike, its MLP either dense or routed experts.
     if (const std::int64_t step = get_int(j, "decoder_sparse_step", where, false, 1, 1, kMaxLayers); step != 1)
       throw InputError(fmt::format("{}: 'decoder_sparse_step' = {}: dense layers between the MoE ones are not modelled "
@@ -138,13 +198,31 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
   }
   if (auto it = j.find("mlp_bias"); it != j.end() && it->is_boolean() && it->get<bool>())
     throw InputError(fmt::format("{}: 'mlp_bias' = true: biases on the MLP's projections are not modelled", where));
-  // A sliding window (Mistral's, or Qwen2's when use_sliding_window is true): in force when given as a number.
-  if (auto it = j.find("sliding_window"); it != j.end() && !it->is_null()) {
+  // A sliding window, as HuggingFace applies it: Mistral's sliding_window (4096 when the key is absent, none when
+  // null); Qwen's only with use_sliding_window true (its default false), and then on the layers from
+  // max_window_layers on (default 28): none when that is every layer; a layer_types list slides where it says
+  // "sliding_attention". The graph applies one window to every layer, so a window in force on some layers only is
+  // kept all the same: the mapper refuses a context beyond it, and within it every position is attended anyway.
+  {
+    std::int64_t w = 0;
+    if (auto it = j.find("sliding_window"); it != j.end() && !it->is_null())
+      w = get_int(j, "sliding_window", where, false, 0, 1, kMaxPositions);
+    else if (it == j.end() && t == "mistral")
+      w = 4096;  // (MistralConfig's default)
+    bool in_force = w > 0;
     const auto use = j.find("use_sliding_window");
-    if (use != j.end() && !use->is_null() && !use->is_boolean())
-      throw InputError(fmt::format("{}: 'use_sliding_window' must be true or false", where));
-    if (use == j.end() || use->is_null() || use->get<bool>())
-      m.sliding_window = get_int(j, "sliding_window", where, false, 0, 1, kMaxPositions);
+    if (use != j.end() && !use->is_null()) {
+      if (!use->is_boolean()) throw InputError(fmt::format("{}: 'use_sliding_window' must be true or false", where));
+      in_force = in_force && use->get<bool>();
+    } else if (qwen) {
+      in_force = false;
+    }
+    if (in_force && qwen && get_int(j, "max_window_layers", where, false, 28, 0, kMaxLayers) >= m.layers) in_force = false;
+    if (auto it = j.find("layer_types"); in_force && it != j.end() && !it->is_null()) {
+      if (!it->is_array()) throw InputError(fmt::format("{}: 'layer_types' must be a list", where));
+      in_force = std::any_of(it->begin(), it->end(), [](const auto& v) { return v == "sliding_attention"; });
+    }
+    m.sliding_window = in_force ? w : 0;
   }
   if (auto it = j.find("torch_dtype"); it != j.end() && it->is_string()) m.dtype = it->get<std::string>();
   m.max_position = get_int(j, "max_position_embeddings", where, false, 0, 0, kMaxPositions);
@@ -163,7 +241,15 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
   // (q_norm, k_norm), also unannounced.
   m.qkv_bias = m.model_type == "qwen2" || m.model_type == "qwen2_moe";
   m.qk_norm = m.model_type == "qwen3" || m.model_type == "qwen3_moe";
-  if (auto it = j.find("attention_bias"); it != j.end() && it->is_boolean()) m.qkv_bias = m.qkv_bias || it->get<bool>();
+  // attention_bias: Llama's and Qwen3's q, k, v and o projections (the o bias is not modelled: refused); Mistral,
+  // Mixtral and Qwen2 do not read the key (their biases are fixed by the family).
+  if (auto it = j.find("attention_bias"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) throw InputError(fmt::format("{}: 'attention_bias' must be true or false", where));
+    if (it->get<bool>() && (t.empty() || t == "llama" || t == "qwen3" || t == "qwen3_moe"))
+      throw InputError(fmt::format("{}: 'attention_bias' = true: the biases of the attention's projections (q, k, v and "
+                                   "o) are not modelled for model_type '{}'",
+                                   where, t.empty() ? "llama" : t));
+  }
   return m;
 }
 

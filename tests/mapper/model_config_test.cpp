@@ -140,7 +140,9 @@ ModelConfig parsed(const nlohmann::json& extra) {
 std::string parse_error(const nlohmann::json& extra) {
   return error_in([&] { parsed(extra); });
 }
-const nlohmann::json kMoe = {{"model_type", "qwen2_moe"}, {"num_experts", 8}, {"num_experts_per_tok", 2}};
+const nlohmann::json kMoe = {{"model_type", "qwen2_moe"},      {"num_experts", 8},
+                             {"num_experts_per_tok", 2},         {"moe_intermediate_size", 128},
+                             {"shared_expert_intermediate_size", 0}};
 nlohmann::json moe(const nlohmann::json& extra) {
   nlohmann::json j = kMoe;
   if (extra.is_object()) j.update(extra);  // ({} is null to nlohmann)
@@ -149,8 +151,10 @@ nlohmann::json moe(const nlohmann::json& extra) {
 }  // namespace
 
 TEST(ModelConfig, AFamilyOutsideTheGraphIsRefusedNamingIt) {
-  for (const char* t : {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe"})
-    EXPECT_EQ(parse_error({{"model_type", t}}), "") << t;
+  for (const char* t : {"llama", "mistral", "qwen2", "qwen3"}) EXPECT_EQ(parse_error({{"model_type", t}}), "") << t;
+  EXPECT_EQ(parse_error({{"model_type", "mixtral"}, {"num_local_experts", 4}, {"num_experts_per_tok", 2}}), "");
+  EXPECT_EQ(parse_error(moe({})), "");
+  EXPECT_EQ(parse_error(moe({{"model_type", "qwen3_moe"}, {"shared_expert_intermediate_size", nullptr}})), "");
   EXPECT_EQ(parsed({}).model_type, "");  // no model_type: read as the graph's layer
   for (const char* t : {"gpt_neox", "deepseek_v3", "gemma2", "falcon"}) {
     const std::string e = parse_error({{"model_type", t}});
@@ -184,10 +188,77 @@ TEST(ModelConfig, QwenMoeExpertsTakeTheirOwnWidth) {
   // moe_intermediate_size is each expert's width; intermediate_size then belongs to layers the graph does not build.
   ModelConfig q = parsed(moe({{"moe_intermediate_size", 32}}));
   EXPECT_EQ(q.intermediate, 32);
-  EXPECT_EQ(q.layer_parameters() - parsed(moe({{"intermediate_size", 32}})).layer_parameters(), 0);
-  EXPECT_EQ(parsed(moe({})).intermediate, 128);  // not given: intermediate_size
+  EXPECT_EQ(q.layer_parameters() - parsed(moe({{"moe_intermediate_size", 32}, {"intermediate_size", 999}})).layer_parameters(), 0);
   EXPECT_EQ(parsed({{"moe_intermediate_size", 32}}).intermediate, 128);  // a dense model: no experts to size
   EXPECT_TRUE(has(parse_error(moe({{"moe_intermediate_size", 0}})), "'moe_intermediate_size' = 0 is outside"));
+}
+
+TEST(ModelConfig, EachFamilyReadsItsOwnKeys) {
+  // A family's expert keys are required (HuggingFace would fill in its class's defaults: 8, 60 or 128 experts, where
+  // a dense layer was read before), and another family's are refused rather than read as that family reads them.
+  const nlohmann::json mixtral = {{"model_type", "mixtral"}, {"num_local_experts", 4}, {"num_experts_per_tok", 2}};
+  auto with = [](nlohmann::json j, const nlohmann::json& extra) { return j.update(extra), j; };
+  auto without = [](nlohmann::json j, const char* key) { return j.erase(key), j; };
+  EXPECT_EQ(parsed(mixtral).experts, 4);
+  EXPECT_EQ(parsed(mixtral).intermediate, 128);  // Mixtral's experts: intermediate_size
+  std::string e = parse_error(without(mixtral, "num_local_experts"));
+  EXPECT_TRUE(has(e, "cfg.json: model_type 'mixtral' needs 'num_local_experts'")) << e;
+  e = parse_error(with(mixtral, {{"moe_intermediate_size", 32}}));
+  EXPECT_TRUE(has(e, "'moe_intermediate_size' = 32: Mixtral's experts are intermediate_size = 128 wide")) << e;
+  EXPECT_EQ(parse_error(with(mixtral, {{"moe_intermediate_size", 128}})), "");
+  e = parse_error(with(mixtral, {{"shared_expert_intermediate_size", 64}}));
+  EXPECT_TRUE(has(e, "'shared_expert_intermediate_size' = 64: model_type 'mixtral' has no shared expert")) << e;
+  for (const char* key : {"num_experts", "moe_intermediate_size", "shared_expert_intermediate_size"}) {
+    e = parse_error(without(kMoe, key));
+    EXPECT_TRUE(has(e, fmt::format("model_type 'qwen2_moe' needs '{}'", key))) << e;
+  }
+  const nlohmann::json q3 = with(without(kMoe, "shared_expert_intermediate_size"), {{"model_type", "qwen3_moe"}});
+  EXPECT_EQ(parse_error(q3), "");
+  EXPECT_TRUE(has(parse_error(without(q3, "moe_intermediate_size")), "model_type 'qwen3_moe' needs 'moe_intermediate_size'"));
+  e = parse_error(with(q3, {{"shared_expert_intermediate_size", 64}}));
+  EXPECT_TRUE(has(e, "model_type 'qwen3_moe' has no shared expert")) << e;
+  // The dense families have no experts: a count of one is a dense MLP, more is refused.
+  EXPECT_EQ(parsed({{"model_type", "llama"}, {"num_local_experts", 1}}).experts, 0);
+  e = parse_error({{"model_type", "llama"}, {"num_local_experts", 8}, {"num_experts_per_tok", 2}});
+  EXPECT_TRUE(has(e, "'num_local_experts' = 8: model_type 'llama' has no experts")) << e;
+  e = parse_error({{"model_type", "qwen2"}, {"num_experts", 8}});
+  EXPECT_TRUE(has(e, "'num_experts' = 8: model_type 'qwen2' has no experts")) << e;
+  // Without model_type, either spelling (the graph's layer).
+  EXPECT_EQ(parsed({{"num_local_experts", 4}, {"num_experts_per_tok", 2}}).experts, 4);
+  EXPECT_EQ(parsed({{"num_experts", 4}, {"num_experts_per_tok", 2}, {"moe_intermediate_size", 32}}).intermediate, 32);
+}
+
+TEST(ModelConfig, AnotherLayersClassOrKeysAreRefused) {
+  for (const char* c : {"LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "Qwen2ForCausalLM",
+                        "Qwen2MoeForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM"})
+    EXPECT_EQ(parse_error({{"architectures", {c}}}), "") << c;
+  // (a config without model_type is read as the graph's layer, but not when its class is another's)
+  for (const char* c : {"DeepseekV3ForCausalLM", "Gemma2ForCausalLM", "GPTNeoXForCausalLM", "LlamaForSequenceClassification"}) {
+    const std::string e = parse_error({{"architectures", {c}}});
+    EXPECT_TRUE(has(e, fmt::format("cfg.json: architectures names '{}', which is not modelled", c))) << e;
+  }
+  EXPECT_TRUE(has(parse_error({{"architectures", "LlamaForCausalLM"}}), "'architectures' must be a list of class names"));
+  for (const char* key : {"kv_lora_rank", "q_lora_rank", "n_routed_experts", "n_shared_experts", "first_k_dense_replace",
+                          "moe_layer_freq", "attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"}) {
+    EXPECT_EQ(parse_error({{key, nullptr}}), "") << key;
+    const std::string e = parse_error({{key, 16}});
+    EXPECT_TRUE(has(e, fmt::format("'{}' = 16 describes a layer the graph does not build", key))) << e;
+  }
+  for (const char* key : {"use_parallel_residual", "parallel_attn", "new_decoder_architecture"}) {
+    EXPECT_EQ(parse_error({{key, false}}), "") << key;
+    EXPECT_TRUE(has(parse_error({{key, true}}), "a parallel attention and MLP residual is not modelled")) << key;
+  }
+  // attention_bias: Llama's and Qwen3's put a bias on q, k, v and o (not modelled); Mistral, Mixtral and Qwen2 do
+  // not read the key (Qwen2's q, k, v biases come with its family).
+  for (const char* t : {"llama", "qwen3"}) {
+    EXPECT_EQ(parse_error({{"model_type", t}, {"attention_bias", false}}), "") << t;
+    const std::string e = parse_error({{"model_type", t}, {"attention_bias", true}});
+    EXPECT_TRUE(has(e, fmt::format("'attention_bias' = true: the biases of the attention's projections (q, k, v and o) "
+                                   "are not modelled for model_type '{}'", t))) << e;
+  }
+  EXPECT_FALSE(parsed({{"model_type", "mistral"}, {"attention_bias", true}}).qkv_bias);
+  EXPECT_TRUE(parsed({{"model_type", "qwen2"}, {"attention_bias", false}}).qkv_bias);
+  EXPECT_TRUE(has(parse_error({{"attention_bias", "no"}}), "'attention_bias' must be true or false"));
 }
 
 TEST(ModelConfig, QwenMoesSharedExpertIsHeld) {
@@ -230,6 +301,23 @@ TEST(ModelConfig, ASlidingWindowIsKeptWhenInForce) {
   EXPECT_EQ(parsed({{"model_type", "mistral"}, {"sliding_window", 4096}}).sliding_window, 4096);  // Mistral-7B-v0.1's
   EXPECT_EQ(parsed({{"sliding_window", 4096}, {"use_sliding_window", false}}).sliding_window, 0);  // Qwen2.5's
   EXPECT_EQ(parsed({{"sliding_window", 4096}, {"use_sliding_window", true}}).sliding_window, 4096);
+  // As HuggingFace applies it. Mistral: 4096 when the key is absent (MistralConfig's default), none when null.
+  EXPECT_EQ(parsed({{"model_type", "mistral"}}).sliding_window, 4096);
+  EXPECT_EQ(parsed({{"model_type", "mistral"}, {"sliding_window", nullptr}}).sliding_window, 0);  // Mistral-7B-v0.3's
+  EXPECT_EQ(parsed({{"model_type", "llama"}}).sliding_window, 0);
+  // Qwen: only with use_sliding_window true (default false), on the layers from max_window_layers (default 28) on.
+  const nlohmann::json qw = {{"model_type", "qwen2"}, {"sliding_window", 64}, {"use_sliding_window", true}};
+  auto with = [](nlohmann::json j, const nlohmann::json& extra) { return j.update(extra), j; };
+  EXPECT_EQ(parsed(with(qw, {{"use_sliding_window", nullptr}})).sliding_window, 0);
+  EXPECT_EQ(parsed(with(qw, {{"max_window_layers", 1}})).sliding_window, 64);   // layer 1 of 2 slides
+  EXPECT_EQ(parsed(with(qw, {{"max_window_layers", 2}})).sliding_window, 0);    // none of the 2 does
+  EXPECT_EQ(parsed(qw).sliding_window, 0);                                       // (28: none of the 2)
+  EXPECT_EQ(parsed(with(qw, {{"num_hidden_layers", 29}})).sliding_window, 64);   // (28: the 29th slides)
+  // A layer_types list slides where it says so.
+  const nlohmann::json lt = {{"sliding_window", 64}, {"layer_types", {"full_attention", "full_attention"}}};
+  EXPECT_EQ(parsed(lt).sliding_window, 0);
+  EXPECT_EQ(parsed(with(lt, {{"layer_types", {"full_attention", "sliding_attention"}}})).sliding_window, 64);
+  EXPECT_TRUE(has(parse_error(with(lt, {{"layer_types", "full_attention"}})), "'layer_types' must be a list"));
   EXPECT_EQ(load_model("qwen2.5-7b").sliding_window, 0);
   EXPECT_EQ(load_model("mixtral-8x7b").sliding_window, 0);
   EXPECT_TRUE(has(parse_error({{"sliding_window", 0}}), "'sliding_window' = 0 is outside"));
