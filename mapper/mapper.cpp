@@ -310,26 +310,35 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     }
   }
 
-  auto suggest_wafers = [&]() -> std::string {
+  // A wafer count that maps the model (none: not found among the counts tried, up to one stage a wafer or 64), and
+  // what the search tried when it found none.
+  const std::int64_t most_wafers = std::min<std::int64_t>(64, std::int64_t(plans.size()));
+  auto suggest_wafers = [&]() -> std::optional<std::int64_t> {
     const std::int64_t lower = std::max<std::int64_t>(
         opt.wafers + 1, std::int64_t(std::ceil(double(total_bytes) / wafer_sram)));
-    if (!suggest) return std::to_string(lower);
-    for (std::int64_t n = lower; n <= std::min<std::int64_t>(64, std::int64_t(plans.size())); ++n) {
+    if (!suggest) return lower;
+    for (std::int64_t n = lower; n <= most_wafers; ++n) {
       MapOptions o = opt;
       o.wafers = int(n);
       try {
         map_impl(spec, fabric, model, o, false);
-        return std::to_string(n);
+        return n;
       } catch (const InputError&) {
       }
     }
-    return fmt::format("more than {} (no count up to 64 maps)", std::min<std::size_t>(64, plans.size()));
+    return std::nullopt;
+  };
+  auto no_count = [&] {
+    return most_wafers == std::int64_t(plans.size())
+               ? fmt::format("no --wafers count maps it, not even one stage a wafer ({} wafers)", most_wafers)
+               : fmt::format("no --wafers count up to {} maps it", most_wafers);
   };
 
   // What to try when the weights do not fit. The meshgemv kernel runs resident on one wafer only.
   auto remedy = [&]() -> std::string {
     if (mesh) return "--kernel bands (with --weights stream or more wafers), or a shorter --context";
-    return fmt::format("--weights stream or --wafers {}", suggest_wafers());
+    const auto n = suggest_wafers();
+    return n ? fmt::format("--weights stream or --wafers {}", *n) : fmt::format("--weights stream ({})", no_count());
   };
 
   // Per wafer whose image was emitted: its stages (as emitted), its index and what its emitter streams. A later
@@ -448,11 +457,13 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
                                       kb(u.kv_cache), kb(u.activations), kb(u.code));
       if (opt.weights == WeightMode::Resident) {
         throw InputError(fmt::format(
-            "{} {} ({}); a tile has {}{}. The model's weights are {} at {}-bit against {} of "
+            "{} {} ({}); a tile has {}{}. The model's weights are {} at {}-bit{} against {} of "
             "SRAM on one wafer; try {}",
             where, at_step, parts, kb(cap),
             over > gr.size() ? fmt::format(" ({} of {} stages on this wafer do not fit)", over, specs.size()) : "",
-            gb(double(total_weights)), opt.weight_bits, gb(wafer_sram), remedy()));
+            gb(double(total_weights)), opt.weight_bits,
+            model.tie_embeddings ? " as held (the tied embedding table twice: by the lookup and by the head)" : "",
+            gb(wafer_sram), remedy()));
       }
       // Stream the heaviest stages of the group until it fits.
       std::vector<std::size_t> order = gr;
@@ -467,18 +478,24 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       if (after.total() > cap)
         throw InputError(fmt::format(
             "even with its weights streamed, {} needs {} of SRAM per tile {} (KV cache {}, "
-            "activations {}, code {}, resident norm weights {}); a tile has {}; try a shorter --context, a smaller "
-            "--batch or --wafers {}",
+            "activations {}, code {}, resident norm weights {}); a tile has {}; try a shorter --context{}",
             gr.size() == 1 ? worst.name : fmt::format("the shared region of {} stages", gr.size()),
             kb(after.total()), at_step, kb(after.kv_cache), kb(after.activations), kb(after.code),
-            kb(after.weights), kb(cap), suggest_wafers()));
+            kb(after.weights), kb(cap), [&] {
+              const auto n = suggest_wafers();
+              return n ? fmt::format(", a smaller --batch or --wafers {}", *n)
+                       : fmt::format(" or a smaller --batch ({})", no_count());
+            }()));
     }
     std::int64_t streamed_stages = 0;
     for (const auto& s : specs) streamed_stages += s.streamed;
     if (streamed_stages > 0 && spec.io_channels < 1)
       throw InputError(fmt::format("{} stage(s) must stream their weights but wafer '{}' has no edge I/O channels "
-                                   "(io_channels = 0); use --wafers {}",
-                                   streamed_stages, spec.name, suggest_wafers()));
+                                   "(io_channels = 0); {}",
+                                   streamed_stages, spec.name, [&] {
+                                     const auto n = suggest_wafers();
+                                     return n ? fmt::format("use --wafers {}", *n) : no_count();
+                                   }()));
 
     const StageSpec& f = specs.front();
     const StageSpec& l = specs.back();

@@ -307,6 +307,16 @@ TEST(Mapper, SramBudgetExceededSaysWhyAndWhatToTry) {
   o.batch = 64;
   e = map_error(tiny, m, o);
   EXPECT_TRUE(has(e, "even with its weights streamed") && has(e, "--context")) << e;
+  // ... nor by more wafers: the search tried up to one stage a wafer and says so (it suggested "more than" that).
+  EXPECT_TRUE(has(e, "or a smaller --batch (no --wafers count maps it, not even one stage a wafer (4 wafers))")) << e;
+  // Resident, a model that ties its embeddings holds the table twice (the lookup's and the head's): the figure says so.
+  ModelConfig q = load_model("tiny-qwen");
+  q.hidden = 512, q.intermediate = 1536, q.head_dim = 128;
+  o = {};
+  o.context = 64;
+  e = map_error(tiny, q, o);
+  EXPECT_TRUE(has(e, "at 16-bit as held (the tied embedding table twice: by the lookup and by the head) against")) << e;
+  EXPECT_FALSE(has(map_error(tiny, m, o), "tied")) << map_error(tiny, m, o);
 }
 
 TEST(Mapper, PipelineOfWafersSplitsTheStages) {
