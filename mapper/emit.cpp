@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <optional>
@@ -54,6 +55,13 @@ void FragmentBuilder::op(Ix t, OpKind k, std::int64_t elements) {
 
 void FragmentBuilder::matvec(Ix t, std::int64_t K, std::int64_t N) {
   if (K > 0 && N > 0) f_.tasks[t].ops.push_back({OpKind::Fmac, u32(K * N * B_), u32(K * B_)});
+}
+
+std::int64_t streamed_expert_width(std::int64_t width, std::int64_t experts, std::int64_t k, std::int64_t tokens) {
+  if (tokens <= 1 || k >= experts) return width * k;
+  const double distinct = double(experts) * (1.0 - std::pow(1.0 - double(k) / double(experts), double(tokens)));
+  const std::int64_t most = std::min(experts, tokens * k);  // (tokens * k: both at most 2^20 or so, checked upstream)
+  return std::clamp<std::int64_t>(std::llround(double(width) * distinct), width * k, width * most);
 }
 
 void FragmentBuilder::acts(std::int64_t values) { sat_add(f_.sram.activations, values * B_ * kActivationBytes); }
@@ -402,6 +410,11 @@ class Builder : FragmentBuilder {
     // experts; its gate and up beside the routed experts' on every column (its own width's slice, Si_), scaled by
     // the gate where the routed ones are by their weights, and its down in the same reduction.
     const std::int64_t sh = m.moe() && m.shared_intermediate > 0 ? 1 : 0;
+    // Streamed weights (--weights stream): the experts the step's N tokens route to, each streamed once. A token
+    // picks k of E; under routing uniform and independent across tokens (what the load-balancing loss trains
+    // towards) E (1 - (1 - k/E)^N) distinct experts are expected: k for one token, at most min(E, N k). Their
+    // columns' slices, in whole weights (docs/streaming.md).
+    const std::int64_t Ii_streamed = m.moe() ? detail::streamed_expert_width(Ii_, m.experts, k, p_.token_vectors()) : Ii_;
     acts(2 * Hr_ + Nq + 2 * (Ii_ * k + Si_));
     // Input RMSNorm on the residual column, then x along every row.
     if (res_) {
@@ -413,7 +426,8 @@ class Builder : FragmentBuilder {
     op_ = kOpQkv;
     Ix t = task(color::kRowIn);
     stream_in(t, Hr_ * Nq);
-    weights(Hr_ * Nq + (bot_ && m.qkv_bias ? Nq : 0));
+    weights(Hr_ * Nq);
+    if (bot_ && m.qkv_bias) norm_weights(Nq);  // (Qwen2's bias: resident, as the norm weights are)
     matvec(t, Hr_, G * dims_);  // q, k and v: one GEMV per weight matrix
     matvec(t, Hr_, dims_);
     matvec(t, Hr_, dims_);
@@ -443,6 +457,7 @@ class Builder : FragmentBuilder {
         send(n, color::kLocal, 1, self());
         op_ = kOpRouter;
         Ix r = task(color::kLocal);
+        stream_in(r, Hr_ * (m.experts + sh));
         weights(Hr_ * (m.experts + sh));
         matvec(r, Hr_, m.experts + sh);
         // (the shared expert's gate, sigmoid(g) = silu(g) / g: costed as a SiLU of its one value)
@@ -459,7 +474,7 @@ class Builder : FragmentBuilder {
     // Gated MLP: gate and up side by side per column (so SiLU * up is local), then down reduced along rows.
     op_ = kOpGateUp;
     t = task(color::kRowIn);
-    stream_in(t, Hr_ * 2 * (Ii_ * k + Si_));
+    stream_in(t, Hr_ * 2 * (Ii_streamed + Si_));
     weights(Hr_ * 2 * (Ii_ * copies + Si_));
     matvec(t, 2 * k * Hr_, Ii_);  // gate and up of each active expert: 2k GEMVs of Hr_ x Ii_
     matvec(t, 2 * Hr_, Si_);      // (and of the shared expert)
@@ -474,7 +489,7 @@ class Builder : FragmentBuilder {
     }
     op_ = kOpDown;
     t = task(color::kColIn);
-    stream_in(t, (Ii_ * k + Si_) * Hr_);
+    stream_in(t, (Ii_streamed + Si_) * Hr_);
     weights((Ii_ * copies + Si_) * Hr_);
     matvec(t, k * Ii_ + Si_, Hr_);
     row_reduce(t, Hr_, first_, res_, w_, [&](Ix e) {

@@ -228,4 +228,10 @@ inline void sat_add(std::uint32_t& a, std::int64_t b) {
   a = std::uint32_t(std::min<std::int64_t>(std::int64_t(a) + std::max<std::int64_t>(b, 0), kSramSaturate));
 }  // balanced: n/parts, +1 for the first n%parts
 
+// The expert width a column streams for a step of `tokens` tokens (--weights stream): its slice `width` of each of
+// the experts they route to, E (1 - (1 - k/E)^tokens) expected of `experts` E when each token picks k (routing
+// uniform and independent across tokens), rounded to whole weights: exactly k x width for one token, at most
+// min(E, tokens x k) x width.
+std::int64_t streamed_expert_width(std::int64_t width, std::int64_t experts, std::int64_t k, std::int64_t tokens);
+
 }  // namespace wafer::mapper::detail

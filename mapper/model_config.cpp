@@ -277,6 +277,7 @@ const std::vector<ShippedModel>& shipped_models() {
       {"llama-3.1-405b", "meta-llama/Llama-3.1-405B.json"},
       {"qwen2.5-7b", "Qwen/Qwen2.5-7B.json"},
       {"qwen2.5-72b", "Qwen/Qwen2.5-72B.json"},
+      {"qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B.json"},
       {"mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1.json"},
       {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0.json"},
       {"tiny-llama", "test/tiny-llama.json"},

@@ -319,6 +319,41 @@ TEST(Mapper, SramBudgetExceededSaysWhyAndWhatToTry) {
   EXPECT_FALSE(has(map_error(tiny, m, o), "tied")) << map_error(tiny, m, o);
 }
 
+TEST(Mapper, StreamedExpertsAreThoseTheStepsTokensRouteTo) {
+  // A step of N tokens streams each expert its tokens route to once: E (1 - (1 - k/E)^N) expected, k for one token,
+  // at most min(E, N k) (detail::streamed_expert_width, a column's slice of each).
+  using detail::streamed_expert_width;
+  EXPECT_EQ(streamed_expert_width(10, 8, 2, 1), 20);
+  EXPECT_EQ(streamed_expert_width(10, 8, 2, 2), 35);     // 8 (1 - 0.75^2) = 3.5 experts
+  EXPECT_EQ(streamed_expert_width(10, 8, 2, 3), 46);     // 8 (1 - 0.75^3) = 4.625
+  EXPECT_EQ(streamed_expert_width(10, 8, 2, 1000), 80);  // every expert
+  EXPECT_EQ(streamed_expert_width(10, 64, 1, 2), 20);    // 64 (1 - (63/64)^2) = 1.98: rounded, at most N k = 2
+  EXPECT_EQ(streamed_expert_width(10, 4, 4, 5), 40);     // (k = E: all of them)
+  // Mapped: tiny-moe made too large for the tiny wafer, streamed. A layer streams its attention, its router and,
+  // of its experts' gate, up and down, k experts' worth for one sequence and every expert for 12 (4 (1 - 0.5^12) =
+  // 3.999 expected: every column's slice rounds to all 4).
+  hw::WaferSpec tiny = hw::preset("tiny");
+  ModelConfig m = load_model("tiny-moe");
+  m.hidden = 256, m.intermediate = 512, m.head_dim = 64;
+  MapOptions o;
+  o.context = 32;
+  o.weights = WeightMode::Stream;
+  auto layer0 = [&](std::int64_t batch) {
+    o.batch = batch;
+    for (const auto& s : map_model(tiny, perfect(tiny), m, o).stages)
+      if (s.name == "layer 0") return s.streamed_bytes_per_token;
+    return std::int64_t(-1);
+  };
+  const std::int64_t H = m.hidden, attn = H * m.q_dim() + 2 * H * m.kv_dim() + m.q_dim() * H, router = H * m.experts;
+  const std::int64_t expert = 3 * H * m.intermediate;
+  EXPECT_EQ(layer0(1), 2 * (attn + router + m.experts_per_tok * expert));  // (16-bit weights)
+  EXPECT_EQ(layer0(12), 2 * (attn + router + m.experts * expert));
+  const std::int64_t two = layer0(2);  // 4 (1 - 0.5^2) = 3 experts expected of 4 (top-2)
+  EXPECT_GT(two, layer0(1));
+  EXPECT_LT(two, layer0(12));
+  EXPECT_NEAR(double(two), 2.0 * double(attn + router + 3 * expert), 0.001 * double(two));
+}
+
 TEST(Mapper, PipelineOfWafersSplitsTheStages) {
   hw::WaferSpec tiny = hw::preset("tiny");
   ModelConfig m = load_model("tiny-llama");

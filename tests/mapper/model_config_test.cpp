@@ -76,7 +76,7 @@ TEST(ModelConfig, EveryShippedNameLoads) {
     EXPECT_NO_THROW(load_model(s.name)) << s.name;
   }
   for (const char* n : {"llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen2.5-7b",
-                        "qwen2.5-72b", "mixtral-8x7b", "tinyllama-1.1b", "tiny-llama", "tiny-moe"})
+                        "qwen2.5-72b", "qwen3-30b-a3b", "mixtral-8x7b", "tinyllama-1.1b", "tiny-llama", "tiny-moe"})
     EXPECT_TRUE(names.count(n)) << n;
 }
 
@@ -91,8 +91,13 @@ TEST(ModelConfig, ParameterCountsMatchThePublishedModels) {
   EXPECT_NEAR(double(load_model("qwen2.5-72b").parameter_count()), 72.7e9, 0.1e9);
   EXPECT_NEAR(double(load_model("llama-3.1-405b").parameter_count()), 405.9e9, 0.2e9);
   EXPECT_NEAR(double(load_model("tinyllama-1.1b").parameter_count()), 1.1e9, 0.01e9);
+  // Qwen3-30B-A3B: 128 experts of 768 (8 a token), q/k norms, no shared expert; its published 30.5 B.
+  const ModelConfig q3 = load_model("qwen3-30b-a3b");
+  EXPECT_EQ(q3.parameter_count(), 30'532'122'624);
+  EXPECT_TRUE(q3.qk_norm && q3.experts == 128 && q3.intermediate == 768 && q3.shared_intermediate == 0);
+  EXPECT_EQ(q3.sliding_window, 0);
   // The layer graph holds the same weights.
-  for (const char* n : {"llama-3.1-8b", "mixtral-8x7b", "llama-3.2-1b", "qwen2.5-7b"}) {
+  for (const char* n : {"llama-3.1-8b", "mixtral-8x7b", "llama-3.2-1b", "qwen2.5-7b", "qwen3-30b-a3b"}) {
     ModelConfig m = load_model(n);
     EXPECT_EQ(build_graph(m, 1, 16).parameters(), m.parameter_count()) << n;
   }
