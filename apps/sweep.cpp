@@ -52,13 +52,6 @@ bool path_like(std::string_view s) { return s.find('/') != std::string_view::npo
   throw InputError(fmt::format("{}: key '{}': {}", where, key, what));
 }
 
-std::string slurp(const std::filesystem::path& file, const char* what) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open {}", file.string(), what));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // A value of the right JSON type for its key (names and ranges are check_value's).
 void check_type(const std::string& where, const std::string& path, const std::string& key, const ojson& v) {
@@ -406,7 +399,7 @@ Study load_study(const std::filesystem::path& file) {
   const std::string f = file.string();
   ojson j;
   try {
-    j = hw::parse_input_json<ojson>(slurp(file, "study file"), f);
+    j = hw::parse_input_json<ojson>(hw::read_input_file(file, "study file"), f);
   } catch (const ojson::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", f, e.byte));
   } catch (const ojson::exception& e) {  // a number beyond a double
@@ -688,7 +681,7 @@ Study read_dir_study(const std::filesystem::path& dir) {
   const std::filesystem::path f = dir / "spec.json";
   ojson j;
   try {
-    j = ojson::parse(slurp(f, "study directory's spec (is it a sweep --out directory?)"));
+    j = ojson::parse(hw::read_input_file(f, "study directory's spec (is it a sweep --out directory?)"));
   } catch (const ojson::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", f.string(), e.byte));
   } catch (const ojson::exception& e) {

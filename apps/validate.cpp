@@ -128,13 +128,6 @@ class Obj {
   std::string where_, path_;
 };
 
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open case file", file.string()));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 bool path_like(std::string_view s) { return s.find('/') != std::string_view::npos || s.ends_with(".json"); }
 
@@ -278,7 +271,7 @@ CaseFile load_case_file(const std::filesystem::path& file) {
   const std::string& f = out.path;
   json j;
   try {
-    j = hw::parse_input_json<json>(slurp(file), f);
+    j = hw::parse_input_json<json>(hw::read_input_file(file, "case file"), f);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", f, e.byte));
   } catch (const json::exception& e) {  // a number beyond a double

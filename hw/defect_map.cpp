@@ -228,16 +228,12 @@ std::string extension(const std::filesystem::path& file) { return lower(file.ext
 constexpr std::uintmax_t kMaxDefectFileBytes = 512u << 20;
 
 std::string read_all(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open defect map", file.string()));
   std::error_code ec;
   const std::uintmax_t bytes = std::filesystem::file_size(file, ec);
   if (!ec && bytes > kMaxDefectFileBytes)
     throw InputError(fmt::format("{}: {} bytes is more than a defect map can hold (limit {} MiB)", file.string(), bytes,
                                  kMaxDefectFileBytes >> 20));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_input_file(file, "defect map");
 }
 
 DefectMap read_csv(const std::filesystem::path& file, const WaferSpec& spec) {

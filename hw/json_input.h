@@ -4,14 +4,32 @@
 // drops the others, which would silently ignore a setting a person wrote.
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "hw/error.h"
 
 namespace wafer::hw {
+
+// The bytes of the input file `file`, which `what` names in errors ("wafer file", "model config", ...): InputError
+// when it cannot be opened, or when it is a folder (a folder opens as an empty stream: a defect map named *.csv read
+// as a map without defects, a JSON input as malformed).
+inline std::string read_input_file(const std::filesystem::path& file, std::string_view what) {
+  if (std::error_code ec; std::filesystem::is_directory(file, ec))
+    throw InputError(fmt::format("{}: is a folder, not a {}", file.string(), what));
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open {}", file.string(), what));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 // Json::parse(text) (nlohmann::json or ordered_json), and InputError "FILE: key 'K' is given twice in one object"
 // for the first key some object repeats. Malformed text throws what Json::parse throws (the caller words it).

@@ -173,13 +173,10 @@ void validate(const WaferSpec& w, std::string_view where) {
 
 WaferSpec load_wafer_file(const std::filesystem::path& file) {
   const std::string f = file.string();
-  std::ifstream in(file);
-  if (!in) throw InputError(fmt::format("{}: cannot open wafer file", f));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_input_file(file, "wafer file");
   nlohmann::json j;
   try {
-    j = parse_input_json<nlohmann::json>(ss.str(), f);
+    j = parse_input_json<nlohmann::json>(text, f);
   } catch (const nlohmann::json::exception& e) {  // malformed, or a number beyond a double
     throw InputError(fmt::format("{}: malformed JSON: {}", f, e.what()));
   }

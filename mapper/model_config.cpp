@@ -68,14 +68,6 @@ double get_real(const nlohmann::json& j, const char* key, std::string_view where
   return v;
 }
 
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open model config", file.string()));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) {
@@ -254,7 +246,7 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
 }
 
 ModelConfig load_model_file(const std::filesystem::path& file) {
-  std::string text = slurp(file);
+  std::string text = hw::read_input_file(file, "model config");
   nlohmann::json j;
   try {
     j = hw::parse_input_json<nlohmann::json>(text, file.string());

@@ -234,6 +234,20 @@ TEST(DefectFiles, RoundTripCsvAndJson) {
   EXPECT_THROW(format_defects("map", m), InputError);
 }
 
+TEST(DefectFiles, AFolderIsNotAMap) {
+  // (a folder opens as an empty stream, which read as a map without defects)
+  for (const char* name : {"folder.csv", "folder.json"}) {
+    const auto dir = temp_dir() / name;
+    std::filesystem::create_directories(dir);
+    try {
+      read_defects(dir, preset("tiny"));
+      ADD_FAILURE() << name << " read as a map";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("is a folder, not a defect map"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(DefectFiles, CsvAcceptsCommentsBlankLinesAndNoHeader) {
   const WaferSpec s = preset("tiny");  // 9 x 9 physical
   const auto p = write_file("ok.csv", "# a comment\n\ncore,1,2\n Router , 3 , 4 \nlink,8,0,W\nlink,0,1,N\r\nsram,0,0,\n");
