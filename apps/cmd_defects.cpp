@@ -153,6 +153,8 @@ int run_defects(const std::vector<std::string>& args) {
   gen.density_per_cm2 = vm["density"].as<double>();
   gen.alpha = vm["alpha"].as<double>();
   hw::validate(gen, spec);
+  if (!vm["alpha"].defaulted() && gen.model != hw::DefectModel::NegBinomial && !vm.count("in"))
+    throw hw::InputError("--alpha applies to --model negbin (clustered defects)");
   const std::int64_t maps = vm["maps"].as<std::int64_t>();
   if (maps < 1 || maps > kMaxMaps) throw hw::InputError(fmt::format("--maps {} is outside [1, {}]", maps, kMaxMaps));
   const std::uint64_t seed = parse_seed(vm["seed"].as<std::string>());

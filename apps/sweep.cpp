@@ -66,7 +66,12 @@ void check_type(const std::string& where, const std::string& path, const std::st
     if (!v.is_number()) fail(where, path, fmt::format("{} must be a whole number", v.dump()));
     const double d = v.get<double>();
     if (!std::isfinite(d) || std::floor(d) != d) fail(where, path, fmt::format("{} must be a whole number", v.dump()));
-    if (key == "seed" && (d < 0 || d > 9007199254740992.0))
+    // (a seed is compared as the whole number it is: above 2^53 a double rounds it to another seed, which ran
+    // in its place)
+    constexpr std::uint64_t kSeedMax = std::uint64_t(1) << 53;
+    if (key == "seed" && (v.is_number_unsigned()  ? v.get<std::uint64_t>() > kSeedMax
+                          : v.is_number_integer() ? v.get<std::int64_t>() < 0 || std::uint64_t(v.get<std::int64_t>()) > kSeedMax
+                                                  : d < 0 || d > 9007199254740992.0))
       fail(where, path, fmt::format("{} is outside [0, 2^53]", v.dump()));
   }
 }
@@ -364,7 +369,11 @@ Resolved Resolver::resolve(const ojson& s, std::int64_t index) {
   r.defects = s.contains("density");
   r.gen.model = hw::parse_defect_model(text("defect_model", "poisson"));
   if (s.contains("density")) r.gen.density_per_cm2 = s["density"].get<double>();
-  if (s.contains("alpha")) r.gen.alpha = s["alpha"].get<double>();
+  if (s.contains("alpha")) {
+    if (r.gen.model != hw::DefectModel::NegBinomial)
+      fail(w, where("alpha"), "applies to defect_model negbin (the Poisson model has no clustering to set)");
+    r.gen.alpha = s["alpha"].get<double>();
+  }
   if (!r.defects)
     for (const char* k : {"defect_model", "alpha", "seed"})
       if (s.contains(k)) fail(w, where(k), "applies to generated defects: give \"density\" too");

@@ -34,6 +34,7 @@ wafer_cli_test(defects_zero_alpha ${ERR} --stderr "alpha = 0 must be finite and 
 wafer_cli_test(defects_negative_alpha ${ERR} --stderr "alpha = -2 must be finite and > 0" -- ${WAFER_EMU} defects --wafer tiny --alpha=-2)
 wafer_cli_test(defects_nan_alpha ${ERR} --stderr "alpha = nan must be finite" -- ${WAFER_EMU} defects --wafer tiny --alpha nan)
 wafer_cli_test(defects_inf_alpha ${ERR} --stderr "alpha = inf must be finite" -- ${WAFER_EMU} defects --wafer tiny --alpha inf)
+wafer_cli_test(defects_alpha_poisson ${ERR} --stderr "--alpha applies to --model negbin" -- ${WAFER_EMU} defects --wafer tiny --alpha 3)
 wafer_cli_test(defects_zero_maps ${ERR} --stderr "--maps 0 is outside .1, 1000000." -- ${WAFER_EMU} defects --wafer tiny --maps 0)
 wafer_cli_test(defects_negative_maps ${ERR} --stderr "--maps -5 is outside" -- ${WAFER_EMU} defects --wafer tiny --maps=-5)
 wafer_cli_test(defects_absurd_maps ${ERR} --stderr "--maps 1000000000000 is outside" -- ${WAFER_EMU} defects --wafer tiny --maps 1000000000000)
