@@ -155,6 +155,8 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
       throw InputError(fmt::format("{}: '{}' = {}: model_type '{}' has no experts (Mixtral's layer is model_type "
                                    "mixtral, Qwen's qwen2_moe or qwen3_moe)",
                                    where, e1 > 1 ? "num_local_experts" : "num_experts", std::max(e1, e2), t));
+    if (t.empty() && e1 > 0 && e2 > 0 && e1 != e2)
+      throw InputError(fmt::format("{}: 'num_local_experts' = {} and 'num_experts' = {}: which is it?", where, e1, e2));
     m.experts = mixtral ? e1 : qwen_moe ? e2 : dense_family ? 0 : e1 ? e1 : e2;
   }
   if (m.experts == 1) m.experts = 0;  // one expert is a dense MLP
@@ -188,8 +190,11 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
                                    "layer is built alike)",
                                    where, it->dump()));
   }
-  if (auto it = j.find("mlp_bias"); it != j.end() && it->is_boolean() && it->get<bool>())
-    throw InputError(fmt::format("{}: 'mlp_bias' = true: biases on the MLP's projections are not modelled", where));
+  if (auto it = j.find("mlp_bias"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean()) throw InputError(fmt::format("{}: 'mlp_bias' must be true or false", where));
+    if (it->get<bool>())
+      throw InputError(fmt::format("{}: 'mlp_bias' = true: biases on the MLP's projections are not modelled", where));
+  }
   // A sliding window, as HuggingFace applies it: Mistral's sliding_window (4096 when the key is absent, none when
   // null); Qwen's only with use_sliding_window true (its default false), and then on the layers from
   // max_window_layers on (default 28): none when that is every layer; a layer_types list slides where it says
@@ -216,7 +221,10 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
     }
     m.sliding_window = in_force ? w : 0;
   }
-  if (auto it = j.find("torch_dtype"); it != j.end() && it->is_string()) m.dtype = it->get<std::string>();
+  if (auto it = j.find("torch_dtype"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) throw InputError(fmt::format("{}: 'torch_dtype' = {} must be a string", where, it->dump()));
+    m.dtype = it->get<std::string>();
+  }
   m.max_position = get_int(j, "max_position_embeddings", where, false, 0, 0, kMaxPositions);
   m.rms_norm_eps = get_real(j, "rms_norm_eps", where, 1e-5);
   m.rope_theta = get_real(j, "rope_theta", where, 10000.0);

@@ -231,6 +231,9 @@ TEST(ModelConfig, EachFamilyReadsItsOwnKeys) {
   // Without model_type, either spelling (the graph's layer).
   EXPECT_EQ(parsed({{"num_local_experts", 4}, {"num_experts_per_tok", 2}}).experts, 4);
   EXPECT_EQ(parsed({{"num_experts", 4}, {"num_experts_per_tok", 2}, {"moe_intermediate_size", 32}}).intermediate, 32);
+  EXPECT_EQ(parsed({{"num_local_experts", 4}, {"num_experts", 4}, {"num_experts_per_tok", 2}}).experts, 4);
+  e = parse_error({{"num_local_experts", 4}, {"num_experts", 8}, {"num_experts_per_tok", 2}});
+  EXPECT_TRUE(has(e, "'num_local_experts' = 4 and 'num_experts' = 8: which is it?")) << e;
 }
 
 TEST(ModelConfig, AnotherLayersClassOrKeysAreRefused) {
@@ -298,6 +301,10 @@ TEST(ModelConfig, AnMoeLayerOfAnotherShapeIsRefusedNamingTheKey) {
   EXPECT_EQ(parse_error({{"decoder_sparse_step", 2}, {"mlp_only_layers", {0}}}), "");
   EXPECT_EQ(parse_error({{"mlp_bias", false}}), "");
   EXPECT_TRUE(has(parse_error({{"mlp_bias", true}}), "'mlp_bias' = true: biases on the MLP's projections are not modelled"));
+  // (a string is not a boolean: "true" was read as false)
+  EXPECT_TRUE(has(parse_error({{"mlp_bias", "true"}}), "'mlp_bias' must be true or false"));
+  EXPECT_TRUE(has(parse_error({{"torch_dtype", 5}}), "'torch_dtype' = 5 must be a string"));
+  EXPECT_EQ(parsed({{"torch_dtype", "bfloat16"}}).dtype, "bfloat16");
 }
 
 TEST(ModelConfig, ASlidingWindowIsKeptWhenInForce) {
