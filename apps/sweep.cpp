@@ -189,11 +189,16 @@ Study parse_study(const ojson& j, const std::string& where, const std::filesyste
         auto from = it->find("from"), count = it->find("count");
         if (from == it->end() || !from->is_number_integer()) fail(where, path + ".from", "missing or not a whole number");
         if (count == it->end() || !count->is_number_integer()) fail(where, path + ".count", "missing or not a whole number");
-        const std::int64_t c = count->get<std::int64_t>();
-        if (c < 1 || c > kMaxPoints) fail(where, path + ".count", fmt::format("{} is outside [1, {}]", c, kMaxPoints));
-        const std::int64_t f0 = from->get<std::int64_t>();
+        // (as written: a whole number beyond 2^63 read as a signed one wraps, and was said as -1)
         constexpr std::int64_t kLimit = std::int64_t(1) << 53;
-        if (f0 < -kLimit || f0 > kLimit) fail(where, path + ".from", fmt::format("{} is outside [-2^53, 2^53]", f0));
+        const bool c_big = count->is_number_unsigned() && count->get<std::uint64_t>() > std::uint64_t(kMaxPoints);
+        const std::int64_t c = c_big ? 0 : count->get<std::int64_t>();
+        if (c_big || c < 1 || c > kMaxPoints)
+          fail(where, path + ".count", fmt::format("{} is outside [1, {}]", count->dump(), kMaxPoints));
+        const bool f_big = from->is_number_unsigned() && from->get<std::uint64_t>() > std::uint64_t(kLimit);
+        const std::int64_t f0 = f_big ? 0 : from->get<std::int64_t>();
+        if (f_big || f0 < -kLimit || f0 > kLimit)
+          fail(where, path + ".from", fmt::format("{} is outside [-2^53, 2^53]", from->dump()));
         for (std::int64_t i = 0; i < c; ++i) values.emplace_back(f0 + i);
       } else if (it->is_array()) {
         if (it->empty()) fail(where, path, "is empty: an axis needs at least one value");

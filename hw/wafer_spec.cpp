@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -203,6 +204,9 @@ WaferSpec wafer_from_json(const nlohmann::json& j, std::string_view where, std::
     if (key == "name") {
       if (!it->is_string()) throw InputError(fmt::format("{}: 'name' must be a string", f));
       w.name = it->get<std::string>();
+      // (it heads tables and labels: a control character, a newline say, would break them)
+      if (w.name.empty() || std::any_of(w.name.begin(), w.name.end(), [](char ch) { return (unsigned char)ch < 0x20 || ch == 0x7f; }))
+        throw InputError(fmt::format("{}: 'name' = {} must be a non-empty line of text", f, it->dump()));
       continue;
     }
     const ParamInfo* info = nullptr;

@@ -67,6 +67,7 @@ foreach(case
     "type|sweep_bad_type.json: key 'axes.batch\\[0\\]': \"2\" must be a whole number"
     "range|sweep_bad_range.json: key 'axes.seed.count': 0 is outside"
     "range_from|sweep_bad_range_from.json: key 'axes.seed.from': 9223372036854775807 is outside"
+    "range_huge|sweep_bad_range_huge.json: key 'axes.seed.from': 18446744073709551615 is outside"
     "seed_big|sweep_bad_seed_big.json: key 'axes.seed\\[2\\]': 9007199254740993 is outside \\[0, 2\\^53\\]"
     "seed_list|sweep_bad_seed_list.json: key 'axes.seed\\[1\\]': 9007199254740993 is outside \\[0, 2\\^53\\]"
     "alpha_poisson|sweep_bad_alpha_poisson.json: key 'fixed.alpha': applies to defect_model negbin"

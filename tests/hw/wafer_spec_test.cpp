@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "hw/error.h"
@@ -86,6 +87,26 @@ TEST(WaferSpec, RampLatencyIsASourcedParameter) {
       FAIL() << bad << " accepted";
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("'ramp_latency'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(WaferSpec, ANameIsOneLineOfText) {
+  // (it heads the tables and labels: a newline broke decode's and describe's text tables)
+  auto named = [](const char* name) {
+    nlohmann::json j = nlohmann::json::object();
+    j["preset"] = "tiny";
+    j["name"] = name;
+    return wafer_from_json(j, "w.json", "tiny");
+  };
+  EXPECT_EQ(named("tiny, repaired").name, "tiny, repaired");
+  for (const char* bad : {"a\nb", "tab\there", ""}) {
+    try {
+      named(bad);
+      ADD_FAILURE() << "name " << bad << " taken";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("w.json: 'name' = "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("must be a non-empty line of text"), std::string::npos) << e.what();
     }
   }
 }
