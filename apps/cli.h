@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -41,6 +42,22 @@ bool parse(const std::vector<std::string>& args, po::options_description& opts, 
 inline constexpr int kResultsSchemaVersion = traces::kResultsSchemaVersion;
 
 void finish(const traces::Report& report, const po::variables_map& vm);
+
+// Paths a run reads and writes, each with the option that names it ("--json", "--model", ...).
+struct NamedPath {
+  std::string option;
+  std::string path;
+};
+// Of the options `names` (without the dashes) given in vm as strings, those whose value is a path: for "wafer" and
+// "model", whose values may name a preset or a shipped model, only values with a '/' or ending in .json.
+std::vector<NamedPath> given_paths(const po::variables_map& vm, std::initializer_list<const char*> names);
+// Refuses, in one line naming both options, an output that would be written over an input or over another output
+// (the same file, through links or not): a results file named like the model config it read, a trace like the JSON.
+// Outputs that are streams (/dev/stdout, a FIFO: traces::output_path) are written one after the other and may be
+// shared. `folders`: outputs that are folders a run replaces whole (table --out): a file output inside one is
+// refused too.
+void check_apart(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs,
+                 const std::vector<NamedPath>& folders = {});
 
 // A defect map file to write (`option` PATH): refused unless it ends in .csv or .json (hw::format_defects).
 void check_map_path(const std::string& path, const char* option);

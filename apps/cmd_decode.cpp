@@ -37,8 +37,13 @@ hw::Coord parse_tile(const std::string& s) {
   hw::Coord c{};
   char comma = 0;
   int used = 0;
-  if (std::sscanf(s.c_str(), "%d%c%d%n", &c.x, &comma, &c.y, &used) != 3 || comma != ',' || std::size_t(used) != s.size())
+  long long x = 0, y = 0;
+  if (std::sscanf(s.c_str(), "%lld%c%lld%n", &x, &comma, &y, &used) != 3 || comma != ',' || std::size_t(used) != s.size())
     throw hw::InputError(fmt::format("--dump-firmware '{}': expected X,Y", s));
+  // (beyond an int, or a long long that sscanf clamped: outside any array, said as given)
+  if (x < 0 || y < 0 || x > 1 << 30 || y > 1 << 30)
+    throw hw::InputError(fmt::format("--dump-firmware {}: outside the array", s));
+  c = {int(x), int(y)};
   return c;
 }
 
@@ -307,6 +312,20 @@ int run_decode(const std::vector<std::string>& args) {
   mo.allreduce = mapper::parse_allreduce(vm["allreduce"].as<std::string>());
   mo.group = vm["group"].as<int>();
   if (mo.group < 0 || mo.group > 8192) throw hw::InputError(fmt::format("--group {} must be between 0 and 8192", mo.group));
+  // Options that apply to another choice are refused rather than ignored (the step would not be the one asked for).
+  for (const char* o : {"kernel", "allreduce", "group"})
+    if (mo.placement == "auto" && !vm[o].defaulted())
+      throw hw::InputError(fmt::format("--{} does not apply with --placement auto: the search chooses it", o));
+  for (const char* o : {"allreduce", "group"})
+    if (mo.kernel != mapper::Kernel::MeshGemv && !vm[o].defaulted())
+      throw hw::InputError(fmt::format("--{} applies to --kernel meshgemv (the bands kernel reduces along its rows)", o));
+  if (mo.placement != "auto" && !vm["search-budget"].defaulted())
+    throw hw::InputError("--search-budget applies to --placement auto");
+  if (!vm["seed"].defaulted() && !vm.count("density"))
+    throw hw::InputError("--seed applies to generated defects: give --density D too");
+  if (vm.count("dump-firmware"))
+    for (const char* o : {"json", "trace"})
+      if (vm.count(o)) throw hw::InputError(fmt::format("--dump-firmware prints one tile's program and stops: --{} does not apply", o));
   if (mo.batch < 1) throw hw::InputError(fmt::format("--batch {} must be at least 1", mo.batch));
   if (mo.context < 1) throw hw::InputError(fmt::format("--context {} must be at least 1", mo.context));
   std::uint32_t threads = cpus_available();
@@ -369,6 +388,7 @@ int run_decode(const std::vector<std::string>& args) {
     traces::check_writable(vm["defects-out"].as<std::string>());
   }
   if (vm.count("trace")) traces::check_writable(vm["trace"].as<std::string>());
+  check_apart(given_paths(vm, {"json", "trace", "defects-out"}), given_paths(vm, {"model", "defects", "wafer"}));
   TileTracks tile_tracks;
   tile_tracks.grid = spec.logical();
   tile_tracks.window = {0, 0, tile_tracks.grid.width, tile_tracks.grid.height};
@@ -383,8 +403,9 @@ int run_decode(const std::vector<std::string>& args) {
       throw hw::InputError(fmt::format("--step entry '{}@{}' (sequence {}) is beyond {}'s max_position_embeddings {} (refused)",
                                        step[j].tokens, step[j].context, j + 1, model.name, model.max_position));
   if (model.max_position > 0 && mo.context > model.max_position)
-    throw hw::InputError(fmt::format("--context {} is beyond {}'s max_position_embeddings {} (refused)", mo.context,
-                                     model.name, model.max_position));
+    throw hw::InputError(fmt::format("{} {} is beyond {}'s max_position_embeddings {} (refused)",
+                                     vm["context"].defaulted() && prefill > 0 ? "--prefill (the context)" : "--context",
+                                     mo.context, model.name, model.max_position));
 
   // Defects -> repair -> the logical fabric routing sees.
   std::string defects_desc = "none";

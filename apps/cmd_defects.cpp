@@ -171,6 +171,7 @@ int run_defects(const std::vector<std::string>& args) {
     check_map_path(vm["out"].as<std::string>(), "--out");
     traces::check_writable(vm["out"].as<std::string>());
   }
+  check_apart(given_paths(vm, {"out", "json"}), given_paths(vm, {"in", "wafer"}));
 
   traces::Report report(from_file ? fmt::format("defect map {} on {}, repaired by {}", vm["in"].as<std::string>(),
                                                 spec.name, scheme.name())

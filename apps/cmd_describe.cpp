@@ -15,6 +15,7 @@ int run_describe(const std::vector<std::string>& args) {
                      "describe this wafer (values after any file overrides) instead of all presets");
   po::variables_map vm;
   if (!parse(args, opts, "describe", "[--wafer PRESET|FILE] [--json PATH]", vm)) return 0;
+  check_apart(given_paths(vm, {"json"}), given_paths(vm, {"wafer"}));
 
   std::vector<hw::WaferSpec> wafers;
   if (vm.count("wafer")) wafers.push_back(hw::resolve_wafer(vm["wafer"].as<std::string>()));

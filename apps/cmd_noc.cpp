@@ -46,6 +46,7 @@ int run_noc(const std::vector<std::string>& args) {
                                 "[--burst-wavelets W] [--cycles N] [--fidelity approx|cycle] [--json PATH]", vm))
     return 0;
 
+  check_apart(given_paths(vm, {"json"}), given_paths(vm, {"defects", "wafer"}));
   // Plain-number checks first: nothing is allocated before the input is known to be sane.
   const double rate = vm["rate"].as<double>();
   if (!(rate >= 0.0 && rate <= 1.0)) throw hw::InputError(fmt::format("--rate {} is outside [0, 1] (wavelets per tile per cycle)", rate));

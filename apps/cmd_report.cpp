@@ -37,6 +37,13 @@ int run_report(const std::vector<std::string>& args) {
   std::error_code ec;
   if (!std::filesystem::exists(in, ec)) throw hw::InputError(fmt::format("{}: no such file or folder", in.string()));
   traces::check_writable(out);
+  {
+    // (a study folder's own files are read too)
+    std::vector<NamedPath> inputs = given_paths(vm, {"in"});
+    if (std::filesystem::is_directory(in, ec))
+      for (const char* f : {"spec.json", "points.jsonl"}) inputs.push_back({"--in", (in / f).string()});
+    check_apart(given_paths(vm, {"out", "json"}), inputs);
+  }
 
   report::Output o = std::filesystem::is_directory(in, ec) ? report::from_study(in)
                                                            : report::from_decode(report::read_decode_json(in), in.string());
@@ -46,14 +53,20 @@ int run_report(const std::vector<std::string>& args) {
   stem.replace_extension();
   std::vector<std::string> written;
   const bool stream = traces::output_path(out).stream();
-  for (const auto& [name, text] : o.csv) {
-    if (stream) break;
-    std::filesystem::path p = stem;
-    p += "." + name + ".csv";
-    traces::write_text_atomic(p, text);
-    written.push_back(p.string());
+  try {
+    for (const auto& [name, text] : o.csv) {
+      if (stream) break;
+      std::filesystem::path p = stem;
+      p += "." + name + ".csv";
+      traces::write_text_atomic(p, text);
+      written.push_back(p.string());
+    }
+    traces::write_text_atomic(out, o.html);
+  } catch (const hw::InputError&) {
+    // (nothing left behind: the CSVs written before the one that failed, or before the page, go too)
+    for (const auto& p : written) std::filesystem::remove(p, ec);
+    throw;
   }
-  traces::write_text_atomic(out, o.html);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   traces::Report rep("report");

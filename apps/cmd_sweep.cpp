@@ -177,6 +177,7 @@ int run_sweep(const std::vector<std::string>& args) {
       if (vm.count(o)) throw hw::InputError(fmt::format("--check reads the study only; --{} does not apply", o));
     if (!vm["jobs"].defaulted()) throw hw::InputError("--check reads the study only; --jobs does not apply");
     if (!vm.count("spec")) throw hw::InputError("--check needs --spec FILE");
+    check_apart(given_paths(vm, {"json"}), given_paths(vm, {"spec"}));
     const Study study = load_study(vm["spec"].as<std::string>());
     traces::Report rep(fmt::format("study {}{}: checked, {} points", study.hash,
                                    study.name.empty() ? "" : " (" + study.name + ")", study.points()));
@@ -194,6 +195,11 @@ int run_sweep(const std::vector<std::string>& args) {
     for (const char* o : {"spec", "out", "point", "shard"})
       if (vm.count(o)) throw hw::InputError(fmt::format("--summarize DIR reads DIR only; --{} does not apply", o));
     const std::filesystem::path dir = vm["summarize"].as<std::string>();
+    for (const char* o : {"jobs", "no-cache"})
+      if (vm.count(o) && !vm[o].defaulted())
+        throw hw::InputError(fmt::format("--summarize DIR reads DIR only; --{} does not apply", o));
+    check_apart(given_paths(vm, {"json"}),
+                {{"--summarize", (dir / "spec.json").string()}, {"--summarize", (dir / "points.jsonl").string()}});
     const Study study = read_dir_study(dir);
     PointsFile pf(dir, study.hash, study.points());
     const auto lines = pf.read_all();
@@ -228,6 +234,8 @@ int run_sweep(const std::vector<std::string>& args) {
     for (std::int64_t i = k; i < total; i += n) mine.push_back(i);
   }
   if (vm.count("json")) traces::check_writable(vm["json"].as<std::string>());
+  check_apart(given_paths(vm, {"json"}), {{"--spec", spec_arg}, {"--out", (std::filesystem::path(out) / "spec.json").string()},
+                                          {"--out", (std::filesystem::path(out) / "points.jsonl").string()}});
 
   const std::filesystem::path dir = out;
   prepare_dir(dir, study);

@@ -26,6 +26,7 @@
 #include "hw/wafer_spec.h"
 #include "mapper/mapper.h"
 #include "mapper/model_config.h"
+#include "mapper/placement.h"
 #include "noc/mesh.h"
 #include "noc/routing/fabric.h"
 #include "sim/simulator.h"
@@ -344,6 +345,9 @@ int run_table(const std::vector<std::string>& args) {
   if (base.weight_bits != 16 && base.weight_bits != 8)
     throw hw::InputError(fmt::format("--weight-bits {} must be 16 or 8", base.weight_bits));
   if (base.placement == "auto") throw hw::InputError("--placement auto is not taken by table: name a placement");
+  mapper::placement(base.placement);  // (an unknown name: one line now, not one per point)
+  if (vm["out"].as<std::string>().empty()) throw hw::InputError("--out: empty path");
+  check_apart(given_paths(vm, {"json"}), given_paths(vm, {"model", "wafer"}), given_paths(vm, {"out"}));
 
   // The output folder: a temporary sibling, renamed at the end (no partial folder is ever left at --out).
   fs::path out = fs::path(vm["out"].as<std::string>());

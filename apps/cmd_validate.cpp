@@ -2,11 +2,13 @@
 // least-squares fit of the parameters that have no published value. docs/fidelity.md.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <variant>
 
 #include "apps/cli.h"
 #include "apps/journal.h"
@@ -107,9 +109,13 @@ int run_validate(const std::vector<std::string>& args) {
     throw hw::InputError(fmt::format("--max-iterations {} is outside [1, 1000]", max_iterations));
   if (vm.count("wafer-out") && !vm.count("fit")) throw hw::InputError("--wafer-out needs --fit (it writes the fitted values)");
   if (check && vm.count("fit")) throw hw::InputError("--check emulates nothing, so it cannot --fit");
+  if (!vm["max-iterations"].defaulted() && !vm.count("fit")) throw hw::InputError("--max-iterations applies to --fit");
   if (vm.count("wafer-out")) traces::check_writable(vm["wafer-out"].as<std::string>());
+  check_apart(given_paths(vm, {"json", "wafer-out"}), given_paths(vm, {"cases"}));
 
   const CaseFile file = load_case_file(vm["cases"].as<std::string>());
+  if (vm.count("only") && vm["only"].as<std::string>().empty())
+    throw hw::InputError("--only is empty: give case names (or leave it out to run every case)");
   const std::vector<const Case*> cases = select(file, vm.count("only") ? vm["only"].as<std::string>() : std::string());
   for (const Case* c : cases) check_case(*c, file.path, fidelity);
   std::vector<FitParam> params;
@@ -118,14 +124,32 @@ int run_validate(const std::vector<std::string>& args) {
     for (const Case* c : cases) chosen.push_back(*c);
     params = parse_fit(vm["fit"].as<std::string>(), chosen);
   }
-  std::string preset;
+  // --wafer-out: the cases' preset, the parameters their wafers set (so that the file gives the fit's wafer) and the
+  // fitted values; every case must start from one preset and set the same parameters to the same values.
+  nlohmann::ordered_json wafer_out;
   if (vm.count("wafer-out")) {
-    preset = cases.front()->preset;
+    const Case& first = *cases.front();
     for (const Case* c : cases)
-      if (c->preset.empty() || c->preset != preset)
+      if (c->preset.empty() || c->preset != first.preset)
         throw hw::InputError(fmt::format("--wafer-out writes {{\"preset\": ..., fitted values}}, but case '{}' {} ; "
                                          "every case must start from one preset",
                                          c->name, c->preset.empty() ? "gives no preset" : "starts from " + c->preset));
+    wafer_out["preset"] = first.preset;
+    for (const hw::ParamInfo& p : hw::wafer_params()) {
+      auto sets = [&](const Case& c) {
+        return std::find(c.wafer_keys.begin(), c.wafer_keys.end(), p.key) != c.wafer_keys.end();
+      };
+      auto value = [&](const Case& c) {
+        return std::visit([&](auto m) { return nlohmann::ordered_json(c.wafer.*m); }, p.member);
+      };
+      for (const Case* c : cases)
+        if (sets(*c) != sets(first) || (sets(first) && value(*c) != value(first)))
+          throw hw::InputError(fmt::format("--wafer-out writes the cases' wafer with the fitted values, but case '{}' "
+                                           "sets '{}' {} case '{}': every case's wafer must set the same parameters alike",
+                                           c->name, p.key, sets(*c) == sets(first) ? "to another value than" : "unlike",
+                                           first.name));
+      if (sets(first)) wafer_out[std::string(p.key)] = value(first);
+    }
   }
 
   traces::Report rep(fmt::format("validate: {} case(s) of {}", cases.size(), file.path));
@@ -246,10 +270,8 @@ int run_validate(const std::vector<std::string>& args) {
   f.add("mean_abs_error_before", mean_abs(fr.before, cases), "%");
   f.add("mean_abs_error_after", mean_abs(fr.after, cases), "%");
   if (vm.count("wafer-out")) {
-    nlohmann::ordered_json w;
-    w["preset"] = preset;
-    for (std::size_t j = 0; j < params.size(); ++j) w[params[j].key] = fr.values[j];
-    traces::write_text_atomic(vm["wafer-out"].as<std::string>(), w.dump(2) + "\n");
+    for (std::size_t j = 0; j < params.size(); ++j) wafer_out[params[j].key] = fr.values[j];
+    traces::write_text_atomic(vm["wafer-out"].as<std::string>(), wafer_out.dump(2) + "\n");
     f.add_text("wafer_out", vm["wafer-out"].as<std::string>(), "the fitted values as a wafer file (--wafer PATH)");
   }
   finish(rep, vm);

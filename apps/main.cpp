@@ -34,7 +34,12 @@ bool parse(const std::vector<std::string>& args, po::options_description& opts, 
            std::string_view usage, po::variables_map& vm) {
   opts.add_options()("json", po::value<std::string>()->value_name("PATH"),
                      "also write the results as JSON (every figure with its unit)")("help,h", "show this help");
-  po::store(po::command_line_parser(args).options(opts).run(), vm);
+  const po::parsed_options parsed = po::command_line_parser(args).options(opts).run();
+  // (a word that is no option's value: ignored by the parser, so refused here)
+  for (const auto& o : parsed.options)
+    if (o.position_key >= 0 && !o.original_tokens.empty())
+      throw hw::InputError(fmt::format("unexpected argument '{}' (options start with --)", o.original_tokens.front()));
+  po::store(parsed, vm);
   if (vm.count("help")) {
     fmt::print("usage: wafer-emu {} {}\n\n", command, usage);
     std::ostringstream os;
@@ -45,6 +50,63 @@ bool parse(const std::vector<std::string>& args, po::options_description& opts, 
   po::notify(vm);
   if (vm.count("json")) traces::check_writable(vm["json"].as<std::string>());
   return true;
+}
+
+std::vector<NamedPath> given_paths(const po::variables_map& vm, std::initializer_list<const char*> names) {
+  std::vector<NamedPath> out;
+  for (const char* n : names) {
+    if (!vm.count(n)) continue;
+    const std::string v = vm[n].as<std::string>();
+    const bool maybe_name = std::string_view(n) == "wafer" || std::string_view(n) == "model";
+    if (v.empty() || (maybe_name && v.find('/') == std::string::npos && !v.ends_with(".json"))) continue;
+    out.push_back({fmt::format("--{}", n), v});
+  }
+  return out;
+}
+
+namespace {
+// The file a path names, for comparing: through links and "..", as an absolute path (what does not exist yet, as
+// written).
+std::filesystem::path identity(const std::filesystem::path& p) {
+  std::error_code ec;
+  const std::filesystem::path a = std::filesystem::absolute(p, ec).lexically_normal();
+  // (absolute first: a relative name whose first part does not exist is otherwise kept relative)
+  std::filesystem::path c = std::filesystem::weakly_canonical(a, ec);
+  return ec ? a : c;
+}
+bool inside(const std::filesystem::path& file, const std::filesystem::path& folder) {
+  auto f = file.begin();
+  for (auto d = folder.begin(); d != folder.end(); ++d, ++f)
+    if (d->empty()) continue;  // (a trailing separator)
+    else if (f == file.end() || *f != *d) return false;
+  return f != file.end();
+}
+}  // namespace
+
+void check_apart(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs,
+                 const std::vector<NamedPath>& folders) {
+  std::vector<std::pair<const NamedPath*, std::filesystem::path>> files;  // the outputs that are files, and the inputs
+  for (const auto& o : outputs)
+    if (!traces::output_path(o.path).stream()) files.push_back({&o, identity(o.path)});
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j)
+      if (files[i].second == files[j].second)
+        throw hw::InputError(fmt::format("{} {} names the file {} writes: one would be written over the other",
+                                         files[i].first->option, files[i].first->path, files[j].first->option));
+    for (const auto& in : inputs)
+      if (files[i].second == identity(in.path))
+        throw hw::InputError(fmt::format("{} {} names the file {} reads: it would be written over", files[i].first->option,
+                                         files[i].first->path, in.option));
+    for (const auto& f : folders)
+      if (const auto d = identity(f.path); files[i].second == d || inside(files[i].second, d))
+        throw hw::InputError(fmt::format("{} {} lies in {} {}, which the run replaces whole", files[i].first->option,
+                                         files[i].first->path, f.option, f.path));
+  }
+  for (const auto& f : folders)
+    for (const auto& in : inputs)
+      if (const auto d = identity(f.path); identity(in.path) == d || inside(identity(in.path), d))
+        throw hw::InputError(fmt::format("{} {} holds {} {}, which the run reads: it replaces the folder whole", f.option,
+                                         f.path, in.option, in.path));
 }
 
 void finish(const traces::Report& report, const po::variables_map& vm) {

@@ -258,6 +258,7 @@ OutputPath output_path(const std::filesystem::path& path) {
 void check_writable(const std::filesystem::path& path) {
   // (a folder would pass the probe below, PATH.tmp beside it, and fail only at the end, at the rename)
   std::error_code dir_ec;
+  if (path.empty()) throw hw::InputError("an output path is empty; give the path of a file to write");
   if (!path.has_filename() || std::filesystem::is_directory(path, dir_ec))
     throw hw::InputError(fmt::format("{}: is a folder; give the path of a file to write", path.string()));
   const OutputPath out = output_path(path);

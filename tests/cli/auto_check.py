@@ -70,9 +70,11 @@ def main():
         problems.append(f"reported latency {lat} != the chosen candidate's emulated {best['emulated [cycles]']}")
     cfg = j["config"]
     direct = os.path.join(out, "auto_direct.json")
+    # (--allreduce and --group only for the meshgemv kernel: decode refuses them with the bands one)
+    mesh = ["--allreduce", cfg["allreduce"], "--group", str(value(cfg["group"]))] if cfg["kernel"] == "meshgemv" else []
     r = subprocess.run([exe, "decode", "--wafer", "tiny", "--model", "tiny-llama", "--context", "64", "--placement",
-                        cfg["placement"], "--kernel", cfg["kernel"], "--allreduce", cfg["allreduce"], "--group",
-                        str(value(cfg["group"])), "--json", direct], capture_output=True, text=True, timeout=300)
+                        cfg["placement"], "--kernel", cfg["kernel"]] + mesh + ["--json", direct],
+                       capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         problems.append(f"the chosen mapping run directly: exit {r.returncode}: {r.stderr}")
     else:

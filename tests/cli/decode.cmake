@@ -195,3 +195,29 @@ wafer_cli_test(decode_largest_seed --stdout "seed 18446744073709551615"
   -- ${WAFER_EMU} decode ${TINY} --density 20 --seed 18446744073709551615)
 wafer_cli_test(noc_negative_seed --exit 2 --one-line-error --stderr "--seed '-1' must be a whole number in .0, 2.64."
   -- ${WAFER_EMU} noc --wafer tiny --seed=-1)
+# An option that applies to another choice is refused rather than ignored (the step would not be the one asked for;
+# each ran with exit 0 and the same output as without it on the build before).
+set(DERR --exit 2 --one-line-error)
+wafer_cli_test(decode_allreduce_bands ${DERR} --stderr "--allreduce applies to --kernel meshgemv"
+  -- ${WAFER_EMU} decode ${TINY} --allreduce chain)
+wafer_cli_test(decode_group_bands ${DERR} --stderr "--group applies to --kernel meshgemv" -- ${WAFER_EMU} decode ${TINY} --group 3)
+wafer_cli_test(decode_kernel_auto ${DERR} --stderr "--kernel does not apply with --placement auto: the search chooses it"
+  -- ${WAFER_EMU} decode ${TINY} --placement auto --kernel meshgemv)
+wafer_cli_test(decode_budget_not_auto ${DERR} --stderr "--search-budget applies to --placement auto"
+  -- ${WAFER_EMU} decode ${TINY} --search-budget 5)
+wafer_cli_test(decode_seed_alone ${DERR} --stderr "--seed applies to generated defects: give --density D too"
+  -- ${WAFER_EMU} decode ${TINY} --seed 12abc)
+wafer_cli_test(decode_dump_json ${DERR} --stderr "--dump-firmware prints one tile's program and stops: --json does not apply"
+  --no-file ${OUT}/decode_dump.json -- ${WAFER_EMU} decode ${TINY} --dump-firmware 0,0 --json ${OUT}/decode_dump.json)
+wafer_cli_test(decode_stray_word ${DERR} --stderr "unexpected argument 'extra' .options start with --."
+  -- ${WAFER_EMU} decode ${TINY} extra)
+wafer_cli_test(defects_stray_word ${DERR} --stderr "unexpected argument 'extra'" -- ${WAFER_EMU} defects --wafer tiny extra)
+# (the same value with the meshgemv kernel: taken)
+wafer_cli_test(decode_allreduce_meshgemv --stdout "allreduce +chain"
+  -- ${WAFER_EMU} decode ${TINY} --placement whole-wafer --kernel meshgemv --allreduce chain)
+# Said as given: a coordinate beyond an int (it was said as -1), a prefill's context named as the prefill (it was
+# named --context, which was not given).
+wafer_cli_test(decode_dump_huge ${DERR} --stderr "--dump-firmware 18446744073709551616,0: outside the array"
+  -- ${WAFER_EMU} decode ${TINY} --dump-firmware 18446744073709551616,0)
+wafer_cli_test(decode_prefill_beyond_model ${DERR} --stderr "--prefill .the context. 513 is beyond tiny-llama's max_position_embeddings 512"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --prefill 513)

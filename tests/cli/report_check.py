@@ -8,7 +8,9 @@ report_check.py WAFER_EMU OUTDIR
   nothing outside itself (no http:// or https://, no src=, no <script>, no <link>), and every heatmap CSV
   beside it has the matrix of the results' regions section (same shape, same numbers);
 - a pipeline of two wafers: a section and CSVs per wafer;
-- a study folder (configs/studies/tiny.json): the distribution picture and a row per setting.
+- a study folder (configs/studies/tiny.json): the distribution picture and a row per setting;
+- a CSV that cannot be written (a folder in its place): one line, exit 2, and neither the page nor the CSVs written
+  before it left behind (they were).
 """
 import csv, html.parser, json, math, os, shutil, subprocess, sys
 
@@ -152,6 +154,15 @@ def main():
         if label not in text:
             fail(f"joint study page: no setting labelled '{label}' (a joint axis's settings are swept)")
     print("joint study page: its settings labelled with the joint axis's kernel")
+
+    os.makedirs(p("e.wafer_0.sram_use.csv"))  # (written after the layer, link and busy ones)
+    before = sorted(os.listdir(out))
+    r = subprocess.run([exe, "report", p("d.json"), "--out", p("e.html")], capture_output=True, text=True, timeout=300)
+    if r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1:
+        fail(f"report with a folder in a CSV's place: exit {r.returncode}, stderr {r.stderr!r}")
+    if sorted(os.listdir(out)) != before:
+        fail(f"report with a folder in a CSV's place left {sorted(set(os.listdir(out)) - set(before))}")
+    print(f"a CSV not written: {r.stderr.strip()}; nothing left behind")
     print("ok")
     return 0
 

@@ -6,3 +6,7 @@ set_tests_properties(cli.results_form PROPERTIES TIMEOUT 600)
 # An output named as a stream (/dev/stdout into a pipe or a file, a FIFO, /dev/fd/N) is written to it and one through a
 # symbolic link through the link: nothing renamed over them, no journal, temporary file or CSV put in /dev.
 add_test(NAME cli.stream_outputs COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/stream_out_check.py ${WAFER_EMU} ${OUT}/stream_outputs)
+
+# An output that names an input or another output (through links or "..") is refused before any work, one line naming
+# both options, the file left as it was; streams may be shared (apps::check_apart).
+add_test(NAME cli.paths_apart COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/paths_apart_check.py ${WAFER_EMU} ${OUT}/paths_apart)

@@ -16,6 +16,9 @@ wafer_cli_test(table_not_a_number --exit 2 --one-line-error --stderr "--batches 
   -- ${WAFER_EMU} table ${TT} --batches 1,x --out ${OUT}/tbad5)
 wafer_cli_test(table_unwritable --exit 2 --one-line-error --stderr "--out /dev/null/tables: cannot create a folder"
   -- ${WAFER_EMU} table ${TT} --contexts 32 --batches 1 --prefill-tokens 4 --out /dev/null/tables)
+# (checked before the points: it was one "not mapped" line per point, then the error)
+wafer_cli_test(table_placement_unknown --exit 2 --one-line-error --stderr "unknown placement 'bogus'" --no-file ${OUT}/tbad9
+  -- ${WAFER_EMU} table ${TT} --contexts 32,64 --batches 1,2 --prefill-tokens 4 --placement bogus --out ${OUT}/tbad9)
 wafer_cli_test(table_out_missing --exit 2 --one-line-error --stderr "--out DIR is required" -- ${WAFER_EMU} table ${TT})
 # The same files with and without --no-cache (apps/point_cache.h: the mesh model and memory kept between points).
 add_test(NAME cli.table_cache COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cache_check.py table ${WAFER_EMU} ${OUT}/table_cache)

@@ -46,6 +46,8 @@ wafer_cli_test(validate_fit_twice ${VERR} --stderr "--fit 'task_overhead': named
 wafer_cli_test(validate_fit_start ${VERR} --stderr "--fit 'task_overhead': the start -3 is outside" -- ${WAFER_EMU} validate --cases ${VCASES} --fit task_overhead=-3)
 wafer_cli_test(validate_fit_set_by_case ${VERR} --stderr "--fit 'task_overhead': case 'c1' sets it in its wafer"
   -- ${WAFER_EMU} validate --cases ${DATA}/validate_bad_fit_set.json --fit task_overhead)
+wafer_cli_test(validate_iterations_alone ${VERR} --stderr "--max-iterations applies to --fit"
+  -- ${WAFER_EMU} validate --cases ${VCASES} --max-iterations 3)
 wafer_cli_test(validate_wafer_out_alone ${VERR} --stderr "--wafer-out needs --fit" -- ${WAFER_EMU} validate --cases ${VCASES} --wafer-out ${OUT}/vwo.json)
 wafer_cli_test(validate_wafer_out_unwritable ${VERR} --stderr "no-such-dir/w.json: cannot write output file"
   -- ${WAFER_EMU} validate --cases ${VCASES} --fit task_overhead --wafer-out ${OUT}/no-such-dir/w.json)

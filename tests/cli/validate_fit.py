@@ -8,7 +8,9 @@ does not go stale when the timing model changes); the fit then starts elsewhere 
   1. task_overhead = 17, fitted from the default (read from `describe`) and from 40 and 0;
   2. task_overhead = 17 and vector_setup = 9 together from (10, 6) (nearly collinear on these cases: a narrow
      valley);
-  3. --wafer-out writes {"preset": "tiny", "task_overhead": 17}, which `describe --wafer` accepts;
+  3. --wafer-out writes {"preset": "tiny", "task_overhead": 17}, which `describe --wafer` accepts; with cases whose
+     wafers set hop_latency 3, it writes that too (the fit's wafer: it wrote the preset and the fitted value only),
+     and cases that set it to other values are refused;
   4. --max-iterations 1 stops before convergence: one-line error naming the parameter, exit 2, no output.
 """
 import json, os, subprocess, sys
@@ -110,6 +112,26 @@ def main():
         row = [p for p in results.rows(d["parameters"]) if p["parameter"] == "task_overhead"]
         if not row or row[0].get("fit_wafer") != 17:
             fails.append(f"describe --wafer shows task_overhead as {row}, expected 17 in column fit_wafer")
+
+    # 3b. What the cases' wafers set is kept in the file.
+    cases3 = json.loads(json.dumps(cases))
+    for c in cases3["cases"]:
+        c["wafer"] = {"preset": "tiny", "hop_latency": 3}
+    path3 = generate(exe, cases3, outdir, {"hop_latency": 3, "task_overhead": 17}, "h3t17")
+    wafer3 = os.path.join(outdir, "fit_wafer_h3.json")
+    fitted(exe, path3, "task_overhead", outdir, "wafer_h3", ("--wafer-out", wafer3))
+    w = json.load(open(wafer3))
+    if w != {"preset": "tiny", "hop_latency": 3, "task_overhead": 17}:
+        fails.append(f"--wafer-out with hop_latency 3 in the cases' wafers wrote {w}")
+    mixed = json.load(open(path3))
+    mixed["cases"][0]["wafer"]["hop_latency"] = 2
+    path_mixed = os.path.join(outdir, "fit_mixed.json")
+    json.dump(mixed, open(path_mixed, "w"), indent=1)
+    r = run(exe, "validate", "--cases", path_mixed, "--fit", "task_overhead", "--wafer-out", wafer3 + ".mixed")
+    lines = r.stderr.strip().splitlines()
+    if r.returncode != 2 or len(lines) != 1 or "sets 'hop_latency' to another value than" not in r.stderr:
+        fails.append(f"--wafer-out with cases of different hop_latency: exit {r.returncode}, stderr {r.stderr!r}")
+    print(f"--wafer-out keeps the cases' hop_latency: {w}")
 
     # 4. No convergence within the cap.
     out = os.path.join(outdir, "fit_cap.json")
