@@ -362,6 +362,10 @@ Resolved Resolver::resolve(const ojson& s, std::int64_t index) {
   mo.kernel = mapper::parse_kernel(text("kernel", "bands"));
   mo.allreduce = mapper::parse_allreduce(text("allreduce", "tree"));
   mo.group = int(integer("group", 0));
+  // (as decode: the bands kernel reduces along its rows, so two points differing in these alone would be one)
+  for (const char* k : {"allreduce", "group"})
+    if (s.contains(k) && mo.kernel != mapper::Kernel::MeshGemv)
+      fail(w, where(k), "applies to kernel meshgemv (the bands kernel reduces along its rows)");
   r.point.fidelity = noc::parse_fidelity(text("fidelity", "approx"));
   if (r.point.fidelity == noc::Fidelity::Cycle &&
       (spec.logical_width > noc::kCycleMaxSide || spec.logical_height > noc::kCycleMaxSide))

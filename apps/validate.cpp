@@ -178,6 +178,10 @@ void read_mapping(const Obj& c, Case& k) {
     mo.allreduce = mapper::parse_allreduce(s);
   }
   mo.group = int(o.integer("group", 0, 8192, mo.group, "tiles per group"));
+  // (as decode: the bands kernel reduces along its rows)
+  for (const char* key : {"allreduce", "group"})
+    if (o.has(key) && mo.kernel != mapper::Kernel::MeshGemv)
+      o.fail(key, "applies to kernel meshgemv (the bands kernel reduces along its rows)");
   if (o.has("weights")) {
     std::string s = o.text("weights", true);
     if (s != "resident" && s != "stream") o.fail("weights", fmt::format("'{}' is not resident or stream", s));

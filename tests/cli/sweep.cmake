@@ -70,6 +70,7 @@ foreach(case
     "range_huge|sweep_bad_range_huge.json: key 'axes.seed.from': 18446744073709551615 is outside"
     "seed_big|sweep_bad_seed_big.json: key 'axes.seed\\[2\\]': 9007199254740993 is outside \\[0, 2\\^53\\]"
     "seed_list|sweep_bad_seed_list.json: key 'axes.seed\\[1\\]': 9007199254740993 is outside \\[0, 2\\^53\\]"
+    "allreduce_bands|sweep_bad_allreduce_bands.json: key 'axes.allreduce \\(point 0\\)': applies to kernel meshgemv"
     "alpha_poisson|sweep_bad_alpha_poisson.json: key 'fixed.alpha': applies to defect_model negbin"
     "axis_scalar|sweep_bad_axis_scalar.json: key 'axes.batch': 2 must be a list"
     "context|sweep_bad_context.json: key 'axes.context \\(point 1\\)': 513 is beyond tiny-llama's max_position_embeddings 512"

@@ -238,12 +238,6 @@ def decode_args(s):
                    ("placement", "--placement"), ("kernel", "--kernel"), ("allreduce", "--allreduce"), ("group", "--group"),
                    ("weights", "--weights"), ("weight_bits", "--weight-bits"), ("wafers", "--wafers"),
                    ("fidelity", "--fidelity"), ("density", "--density"), ("seed", "--seed"), ("repair", "--repair")):
-        # (decode refuses --allreduce and --group with the bands kernel, and --seed without --density: a study
-        # takes them and they change nothing there)
-        if k in ("allreduce", "group") and s.get("kernel", "bands") != "meshgemv":
-            continue
-        if k == "seed" and "density" not in s:
-            continue
         if k in s:
             args += [opt, str(s[k])]
     if s.get("defect_model", "poisson") != "poisson":  # (decode takes --alpha with a clustered model only)

@@ -78,6 +78,7 @@ foreach(case
     "model_name|validate_bad_model_name.json: case 'c1': key 'model': unknown model 'gpt-9'"
     "inline_model|validate_bad_inline_model.json: case 'c1': key 'model': inline config: missing required field 'hidden_size'"
     "context|validate_bad_context.json: case 'c1': key 'context': 513 is beyond the model's max_position_embeddings 512"
+    "allreduce_bands|validate_bad_allreduce_bands.json: case 'c1': key 'mapping.allreduce': applies to kernel meshgemv"
     "placement|validate_bad_placement.json: case 'c1': key 'mapping.placement': unknown placement 'nowhere'"
     "refused|validate_bad_refused.json: case 'c1': the mapper refuses it: layer-bands needs one row of tiles per stage"
     "duplicate|validate_bad_duplicate.json: case 'c1': key 'name': another case has the same name"
