@@ -84,6 +84,7 @@ class Progress {
   std::int64_t total_;
   bool tty_;
   double last_ = -1;
+  std::int64_t shown_ = -1;  // the count last drawn (the total is drawn once, however often it is ticked)
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <numeric>
 
@@ -148,10 +149,18 @@ int run_noc(const std::vector<std::string>& args) {
   for (hw::TileIndex t = 0; t < fabric.grid().size(); ++t) healthy += fabric.router_ok(t);
   auto& r = report.section("results", "results");
   r.add_int("bursts_delivered", std::int64_t(n), "bursts");
-  r.add("mean_latency", n ? sum / double(n) : 0.0, "cycles", "creation to tail arrival, source queueing included");
-  r.add_int("p99_latency", n ? std::int64_t(lat[(99 * n + 99) / 100 - 1]) : 0, "cycles");
-  r.add_int("max_latency", n ? std::int64_t(lat.back()) : 0, "cycles");
-  r.add("mean_source_queueing", n ? queueing / double(n) : 0.0, "cycles", "creation to the head leaving the source");
+  // (no burst delivered, no latency: not a figure of 0 cycles; nan, null in the JSON)
+  const double none = std::numeric_limits<double>::quiet_NaN();
+  const std::string why = n ? "" : "no burst delivered";
+  r.add("mean_latency", n ? sum / double(n) : none, "cycles", n ? "creation to tail arrival, source queueing included" : why);
+  if (n) {
+    r.add_int("p99_latency", std::int64_t(lat[(99 * n + 99) / 100 - 1]), "cycles");
+    r.add_int("max_latency", std::int64_t(lat.back()), "cycles");
+  } else {
+    r.add("p99_latency", none, "cycles", why);
+    r.add("max_latency", none, "cycles", why);
+  }
+  r.add("mean_source_queueing", n ? queueing / double(n) : none, "cycles", n ? "creation to the head leaving the source" : why);
   r.add("accepted_throughput", window_wavelets / (double(healthy) * double(cycles)), "wavelets/tile/cycle",
         "wavelets of bursts completed within the injection window, per tile per cycle");
   r.add("link_wait_share", head_travel > 0 ? wait / head_travel : 0.0, "fraction",

@@ -124,7 +124,8 @@ void Progress::tick(std::int64_t done) {
   using clock = std::chrono::steady_clock;
   double t = std::chrono::duration<double>(clock::now() - start_).count();
   if (last_ >= 0 && t - last_ < (tty_ ? 0.25 : 5.0) && done != total_) return;
-  last_ = t;
+  if (done == total_ && shown_ == total_) return;  // (a mesh draining ticks the total again and again)
+  last_ = t, shown_ = done;
   fmt::print(stderr, "{}{}: {}/{} ({:.0f}%){}", tty_ ? "\r" : "", what_, done, total_,
              total_ ? 100.0 * double(done) / double(total_) : 100.0, tty_ ? "" : "\n");
   std::fflush(stderr);

@@ -34,3 +34,9 @@ wafer_cli_test(noc_defects_and_density --exit 2 --one-line-error --stderr "not b
 wafer_cli_test(noc_defects_missing --exit 2 --one-line-error --stderr "nope.csv" -- ${NOC} --defects ${DATA}/nope.csv)
 wafer_cli_test(noc_too_much_traffic --exit 2 --one-line-error --stderr "route edges \\(limit"
   -- ${WAFER_EMU} noc --wafer wse3 --rate 1 --burst-wavelets 1 --cycles 1000)
+# Nothing delivered, no latency: nan (null in the JSON), not 0 cycles.
+wafer_cli_test(noc_nothing_delivered --stdout "bursts_delivered +0 bursts" --stdout "mean_latency +nan cycles +no burst delivered"
+  --stdout "p99_latency +nan cycles" -- ${WAFER_EMU} noc --wafer tiny --rate 0)
+# The progress line's total drawn once while the mesh drains (it was drawn at every tick of the drain).
+wafer_cli_test(noc_progress_total_once --stderr "^(?![\\s\\S]*\\(100%\\)[\\s\\S]*\\(100%\\))[\\s\\S]*\\(100%\\)"
+  -- ${WAFER_EMU} noc --wafer small --fidelity cycle --cycles 3000 --rate 0.2)
