@@ -228,10 +228,13 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
     for (const auto& t : sim.task_runs()[k]) {
       if (!tt.admitted[k][t.tile]) continue;
       hw::Coord c = im.grid.coord(t.tile);
-      if (t.tile != last) tr.thread_name(pid, std::int32_t(t.tile), tr.once(text(FMT_COMPILE("tile ({},{})"), c.x, c.y)), std::int32_t(t.tile));
+      // (tile t's track is tid t + 1: Perfetto takes tid 0 of a process other than 0 for the process's own track,
+      // tid = pid, where tile (0,0) landed on another tile's)
+      const std::int32_t tid = std::int32_t(t.tile) + 1;
+      if (t.tile != last) tr.thread_name(pid, tid, tr.once(text(FMT_COMPILE("tile ({},{})"), c.x, c.y)), tid);
       last = t.tile;
       tr.complete(task_name(k, t), cat_task, us(t.start - Cycle(spec.task_overhead)),
-                  us(t.end - t.start + Cycle(spec.task_overhead)), pid, std::int32_t(t.tile), detail(t.task));
+                  us(t.end - t.start + Cycle(spec.task_overhead)), pid, tid, detail(t.task));
     }
   }
   tr.write_atomic(path);

@@ -164,7 +164,11 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
     room(len(e.name) + len(e.cat) + len(e.arg) + 128);
     sep();
     put(R"({"ph": "X", "name": )"), q(e.name), put(R"(, "cat": )"), q(e.cat), put(R"(, "ts": )");
-    p = write_fixed(p, e.ts, 4), put(R"(, "dur": )"), p = write_fixed(p, e.dur, 4);
+    // On a whole-nanosecond grid, the end rounded rather than the length: spans that touch or nest in cycles touch or
+    // nest in the file exactly, as the importers read them (Perfetto rounds ts and dur to ns each, and drops a span that
+    // overlaps the one before without nesting in it: rounded apart, 22 of 788 spans of the tiny decode were dropped).
+    const long long t0 = std::llround(e.ts * 1000.0), t1 = std::llround((e.ts + e.dur) * 1000.0);
+    p = write_fixed(p, double(t0) / 1000.0, 3), put(R"(, "dur": )"), p = write_fixed(p, double(t1 - t0) / 1000.0, 3);
     put(R"(, "pid": )"), num(e.pid), put(R"(, "tid": )"), num(e.tid);
     if (e.arg) put(R"(, "args": {"detail": )"), q(e.arg), put("}");
     put("}");
@@ -172,7 +176,7 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
   for (const Counter& c : counters_) {
     room(len(c.name) + 128);
     sep();
-    put(R"({"ph": "C", "name": )"), q(c.name), put(R"(, "ts": )"), p = write_fixed(p, c.ts, 4);
+    put(R"({"ph": "C", "name": )"), q(c.name), put(R"(, "ts": )"), p = write_fixed(p, double(std::llround(c.ts * 1000.0)) / 1000.0, 3);
     put(R"(, "pid": )"), num(c.pid), put(R"(, "tid": 0, "args": {"value": )");
     p = write_fixed(p, std::isfinite(c.value) ? c.value : 0.0, 3), put("}}");
   }

@@ -5,7 +5,9 @@ trace_check.py WAFER_EMU OUTDIR
 
 On the tiny wafer (one wafer, a pipeline of two, the whole-wafer meshgemv kernel, a --trace-window):
 - the trace is valid JSON in object form, and every X event has name, ph, ts, dur, pid, tid;
-- the spans of one track (pid, tid) nest: each starts after the previous ended or lies inside it;
+- the spans of one track (pid, tid) nest, read as Perfetto's importer reads them (ts and dur each rounded to whole
+  nanoseconds): each starts after the previous ended or lies inside it, exactly (it drops a span that does not);
+- no process but 0 has a track of tid 0 (Perfetto takes it for the process's own track, tid = pid);
 - the critical path's "layers" track (pid 0, tid 0) sums per layer to that layer's row of the
   results' breakdown.per_layer (total [us]), and its spans tile the step from 0 to the latency;
 - counters (ph C) exist per wafer for link utilisation, tiles busy and SRAM use, with numeric values;
@@ -17,7 +19,7 @@ import json, os, re, subprocess, sys
 import results
 
 TINY = ["decode", "--wafer", "tiny", "--model", "tiny-llama", "--context", "64"]
-EPS = 2e-4  # ts and dur are written with 4 decimals (µs)
+EPS = 6e-4  # ts and dur are written on a whole-ns grid (µs with 3 decimals): half a ns each, and float noise
 
 
 def fail(msg):
@@ -59,16 +61,19 @@ def check(trace_path, results_path, window=None):
     tracks = {}
     for e in xs:
         tracks.setdefault((e["pid"], e["tid"]), []).append(e)
+    ns = lambda x: int(round(x * 1000))  # (llround(x * 1000): as the importer reads ts and dur)
     for key, es in tracks.items():
-        es.sort(key=lambda e: (e["ts"], -e["dur"]))
+        spans = sorted(((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), e) for e in es), key=lambda s: (s[0], -s[1]))
         stack = []
-        for e in es:
-            while stack and e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"] - EPS:
+        for b, end, e in spans:
+            while stack and b >= stack[-1][1]:
                 stack.pop()
-            if stack and e["ts"] + e["dur"] > stack[-1]["ts"] + stack[-1]["dur"] + EPS:
+            if stack and end > stack[-1][1]:
                 fail(f"{trace_path}: track {key}: {e['name']} [{e['ts']}, +{e['dur']}] overlaps "
-                     f"{stack[-1]['name']} [{stack[-1]['ts']}, +{stack[-1]['dur']}] without nesting")
-            stack.append(e)
+                     f"{stack[-1][2]['name']} [{stack[-1][2]['ts']}, +{stack[-1][2]['dur']}] without nesting")
+            stack.append((b, end, e))
+    if any(pid != 0 and tid == 0 for pid, tid in tracks):
+        fail(f"{trace_path}: a track of tid 0 in a process other than 0")
     # The layers track sums to the breakdown per layer, and tiles the step.
     layers = sorted(tracks.get((0, 0), []), key=lambda e: e["ts"])
     if not layers:
