@@ -520,9 +520,22 @@ int run_table(const std::vector<std::string>& args) {
     if (p.phase == "prefill" && p.context == p.tokens) by_tokens.emplace(p.tokens, &p);
 
   // ---- LLMServingSim perf bundle -----------------------------------------------------------------------
-  const std::string org = fs::path(model.source).parent_path().filename().string();
+  // The model as HuggingFace names it, <org>/<name>, which the simulator looks the folder up by (case-sensitive): from
+  // the config's path, ORG/NAME.json (the shipped ones: meta-llama/Llama-3.1-8B.json) or ORG/NAME/config.json (a
+  // downloaded model's folder). (It was the shipped short name, meta-llama/llama-3.1-8b, and NAME/NAME for a
+  // config.json.)
+  std::string org, hf_name;
+  {
+    fs::path cfg = fs::path(model.source);
+    if (cfg.stem() == "config") cfg = cfg.parent_path();
+    else cfg.replace_extension();
+    hf_name = cfg.filename().string();
+    org = cfg.parent_path().filename().string();
+    if (hf_name.empty()) hf_name = model.name;
+    if (org.empty() || org == "." || org == "..") org = "local";
+  }
   const std::string hardware = fmt::format("wafer-emu-{}", spec.name);
-  const fs::path bundle = tmp / "llmservingsim" / hardware / (org.empty() ? "local" : org) / model.name / "default";
+  const fs::path bundle = tmp / "llmservingsim" / hardware / org / hf_name / "default";
   fs::create_directories(bundle / "tp1");
   {
     std::vector<std::string> dense{"embedding", "layernorm", "qkv_proj", "rotary_emb", "o_proj"};
@@ -571,7 +584,7 @@ int run_table(const std::vector<std::string>& args) {
     *w << "profiler_version: wafer-emu-table-1\n"
        << "vllm_version: none\n"
        << fmt::format("gpu: {}\n", hardware) << fmt::format("hardware: {}\n", hardware) << "variant: default\n"
-       << fmt::format("model: {}/{}\n", org.empty() ? "local" : org, model.name) << "tp_degrees: [1]\n"
+       << fmt::format("model: {}/{}\n", org, hf_name) << "tp_degrees: [1]\n"
        << fmt::format("profiled_at: {}\n", when) << "engine_effective:\n"
        << fmt::format("  max_num_batched_tokens: {}\n", max_tokens) << fmt::format("  max_num_seqs: {}\n", max_seqs);
     w.close();

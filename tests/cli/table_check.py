@@ -12,7 +12,7 @@ table_check.py WAFER_EMU OUTDIR
 - prompts run in chunks, some shared between two prompts ending at the same context: each prompt's times
   and chunking equal `decode --prefill` of it alone.
 """
-import csv, json, math, os, subprocess, sys
+import csv, json, math, os, shutil, subprocess, sys
 
 import results
 
@@ -200,5 +200,18 @@ mrows = rows(os.path.join(mb, "moe.csv"))
 check(list(mrows[0].keys()) == ["tokens", "activated_experts", "time_us"] and {r["activated_experts"] for r in mrows} == {"2"},
       "moe.csv columns and top-k")
 check("gate_up_proj" not in {r["layer"] for r in rows(os.path.join(mb, "dense.csv"))}, "MoE dense.csv has no expert MLP")
+
+# ---- the bundle's <org>/<model> is the model as HuggingFace names it, from the config's path ----
+hf = os.path.join(out, "acme", "Tiny-Model")
+os.makedirs(hf, exist_ok=True)
+shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "models", "test",
+                         "tiny-llama.json"), os.path.join(hf, "config.json"))
+named = os.path.join(out, "named")
+run(["table", "--wafer", "tiny", "--model", os.path.join(hf, "config.json"), "--contexts", "32", "--batches", "1",
+     "--prefill-tokens", "4", "--out", named])
+nb = os.path.join(named, "llmservingsim", "wafer-emu-tiny", "acme", "Tiny-Model", "default")
+check(os.path.isdir(os.path.join(nb, "tp1")), f"a downloaded model's folder ORG/NAME/config.json: no bundle at {nb}")
+check("model: acme/Tiny-Model\n" in open(os.path.join(nb, "meta.yaml")).read() if os.path.isdir(nb) else False,
+      "meta.yaml's model is acme/Tiny-Model")
 
 check.done("table formats agree with the steps they came from")
