@@ -200,6 +200,8 @@ mrows = rows(os.path.join(mb, "moe.csv"))
 check(list(mrows[0].keys()) == ["tokens", "activated_experts", "time_us"] and {r["activated_experts"] for r in mrows} == {"2"},
       "moe.csv columns and top-k")
 check("gate_up_proj" not in {r["layer"] for r in rows(os.path.join(mb, "dense.csv"))}, "MoE dense.csv has no expert MLP")
+# (Vidur's mlp.csv has no router or expert columns: not written for an MoE model, where its layers would lack the router)
+check(not os.path.exists(os.path.join(moe, "vidur")), "no vidur/ for an MoE model")
 
 # ---- the bundle's <org>/<model> is the model as HuggingFace names it, from the config's path ----
 hf = os.path.join(out, "acme", "Tiny-Model")
