@@ -145,7 +145,8 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
     first = false;
   };
   room(64);
-  put("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [");
+  // (no displayTimeUnit: a display hint, but Perfetto builds before late 2021 read ts as ns when it said "ns")
+  put("{\"traceEvents\": [");
   for (const Meta& m : meta_) {
     room(len(m.name) + 256);
     sep();
