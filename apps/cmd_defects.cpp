@@ -101,6 +101,16 @@ struct Totals {
     t.min_usable = j.at("min_usable").get<std::int64_t>();
     t.links = j.at("links").get<std::int64_t>(), t.no_path = j.at("no_path").get<std::int64_t>();
     t.extra = j.at("extra_hops").get<std::int64_t>(), t.max_extra = j.at("max_extra").get<std::int64_t>();
+    // (sums a run could have made: a record edited or damaged in place would otherwise be taken, a fraction of maps
+    // above 1, say)
+    auto bad = [](const char* what) { throw std::out_of_range(fmt::format("its {} cannot come from the maps it counts", what)); };
+    if (t.zero < 0 || t.zero > t.maps) bad("zero-defect count");
+    if (t.complete < 0 || t.complete > t.maps) bad("complete count");
+    if (t.links < 0 || t.no_path < 0 || t.no_path > t.links) bad("link counts");
+    if (t.extra < 0 || t.max_extra < 0 || t.min_usable < 0) bad("hop or tile counts");
+    for (double v : {t.sum_d, t.sum_d2, t.sum_dead, t.sum_usable})
+      if (!std::isfinite(v) || v < 0) bad("sums");
+    if (t.sum_d2 < t.sum_d) bad("sums");  // (each map's defects squared is at least its defects)
     return t;
   }
 };

@@ -10,7 +10,8 @@ defects_resume_check.py WAFER_EMU OUT_DIR
   second: a window of about 1.5 s in a release build), and a half-written line added as a process killed mid-line
   leaves it: no JSON written, the journal kept;
 - refusals, each one line and exit 2, no JSON written, the journal left as it was: a journal of other settings (another
-  repair scheme), a journal another process holds (locked), a damaged line before the last;
+  repair scheme), a journal another process holds (locked), a damaged line before the last, a record whose sums
+  no run could make;
 - the same command again with --threads 2: it says from how many maps it resumes, its output and JSON are the
   reference's byte for byte, and the journal is gone.
 """
@@ -70,6 +71,16 @@ def main():
         f.write("\n".join([lines[0], "{not json", lines[1]]) + "\n")
     refused(lambda: run(exe, damaged, check=False), damaged, r"has a damaged line 2", "a damaged line")
     os.remove(journal_of(damaged))
+    # A record whose sums no run could make (more zero-defect maps than maps): refused, not taken (it gave a
+    # fraction above 1).
+    edited = os.path.join(base, "edited.json")
+    rec = json.loads(lines[-1])
+    rec["zero"] = rec["maps"] + 5
+    with open(journal_of(edited), "w") as f:
+        f.write("\n".join([lines[0], json.dumps(rec)]) + "\n")
+    refused(lambda: run(exe, edited, check=False), edited, r"its zero-defect count cannot come from the maps it counts",
+            "a record edited")
+    os.remove(journal_of(edited))
 
     # Resumed, on two threads.
     r = run(exe, part, ["--threads", "2"])
