@@ -356,6 +356,16 @@ def mode_stats(exe, study, out):
     if not (math.isclose(pct([5, 1, 4, 2, 3], 5), 1.2) and math.isclose(pct([1, 2, 3, 4, 5], 95), 4.8)):
         raise SystemExit("FAIL: the test's own percentile")
     print(r.stdout)
+    # A point ok without a latency a step could have (a string was counted a failure "? : ?", -1e308 went into the
+    # mean): refused, one line.
+    for bad in ("fast", -1e308, 0):
+        last = json.loads(lines[-1])
+        last.update(status="ok", latency_us=bad)
+        with open(os.path.join(d, "points.jsonl"), "w") as f:
+            f.write("\n".join(lines[:-1] + [json.dumps(last)]) + "\n")
+        rr = subprocess.run([exe, "sweep", "--summarize", d], capture_output=True, text=True, timeout=120)
+        if rr.returncode != 2 or len(rr.stderr.strip().splitlines()) != 1 or "is ok but holds no latency" not in rr.stderr:
+            raise SystemExit(f"FAIL: a point ok with latency_us {bad}: exit {rr.returncode}: {rr.stderr!r}")
     print("ok")
 
 
