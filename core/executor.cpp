@@ -105,6 +105,13 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       streams |= ti.weight_arrivals > 0;
       tinfo_.push_back(ti);
     }
+    // (each task's next task that streams weights, from the program's end)
+    std::uint16_t next = 0xFFFF;
+    for (std::size_t k = image_.programs[p].tasks.size(); k-- > 0;) {
+      TaskInfo& ti = tinfo_[prog0_[p] + k];
+      ti.next_weighted = next;
+      if (ti.weight_arrivals > 0) next = std::uint16_t(k);
+    }
   }
   prog0_[image_.programs.size()] = std::uint32_t(tinfo_.size());
   // The claim groups (see group_of_).
@@ -160,7 +167,14 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   if (sends >= kNone) throw hw::InputError("firmware: more than 4 billion bursts per step");
   ru_.cap = opt_.reuse_bytes ? opt_.reuse_bytes : reuse_cap(slots, sends);
   bursts_.reserve(sends);
-  cores_.assign(n, Core{opt_.start, kNone});  // (every core free from the step's start)
+  cores_.assign(n, Core{opt_.start, kNone, kNoWeighted});  // (every core free from the step's start)
+  if (streams)  // (each tile's first task that streams weights)
+    for (std::size_t t = 0; t < n; ++t)
+      if (const std::uint32_t p = image_.tile_program[t]; p != firmware::kIdle && prog0_[p + 1] > prog0_[p]) {
+        const TaskInfo& t0 = tinfo_[prog0_[p]];
+        const std::uint32_t first = t0.weight_arrivals > 0 ? 0 : t0.next_weighted;
+        cores_[t].next = first == 0xFFFF ? kNoWeighted : first;
+      }
   claim_cursor_.assign(n * long_max_, 0);
   slots_.assign_uncleared(slots);  // (cleared below, at the end: every task before anything reached it, Slot)
   wide_ = streams;  // (see Slot)
@@ -782,6 +796,30 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   // materializes the tiles of the tasks its state holds, timers' included)
   if (copied(tile)) throw std::logic_error(fmt::format("reuse: a task of tile {} starts before its copies are written", tile));
 #endif
+  // A step that streams weights: no task passes an earlier task of its tile that waits for its weights. A task's
+  // inputs from its own tile's earlier tasks (a reduction's own partial sum, which the tile's GEMV makes) reach it
+  // through no burst: their order is the program's, which the arrivals keep when every weight is resident (a task's
+  // inputs come after its tile's earlier tasks have run) but not when a GEMV waits for its weights. So a task after
+  // the tile's first one still waiting for weights waits too, and starts (through a timer) when that one starts.
+  // Without it a reduction forwarded its partial before its tile's GEMV had made it, and a streamed step could end
+  // before its weights had arrived (docs/streaming.md "Order on a tile").
+  if (streams_) [[unlikely]] {
+    Core& c = cores_[tile];
+    if (k > c.next) return;  // (released when task c.next starts)
+    if (k == c.next) {
+      const std::uint32_t p = image_.tile_program[tile], n = prog0_[p + 1] - prog0_[p];
+      const std::uint16_t nw = tinfo_[prog0_[p] + k].next_weighted;
+      c.next = nw == 0xFFFF ? kNoWeighted : nw;
+      // (the tasks it held back whose inputs are in: each at its trigger or now, whichever is later; a timer its
+      // arrivals set for a later trigger may fire too, and finds it started)
+      for (std::uint32_t j = k + 1; j < n && j <= c.next; ++j) {
+        const std::uint32_t s = slot0_[tile] + j;
+        const TaskInfo& tj = tinfo_[prog0_[p] + j];
+        if (!ran(s) && slots_[s].count == tj.arrivals && slots_[s].wcount == tj.weight_arrivals)
+          net_.timer(std::max(net_.now(), ready_of(s)), kTimerReady | (std::uint64_t(tile) << 16) | j);
+      }
+    }
+  }
   // (its core record fetched while the sends' routes are walked: it is read only after them)
   __builtin_prefetch(&cores_[tile], 1);
   const std::uint32_t slot = slot0_[tile] + k;

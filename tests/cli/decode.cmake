@@ -221,3 +221,7 @@ wafer_cli_test(decode_dump_huge ${DERR} --stderr "--dump-firmware 18446744073709
   -- ${WAFER_EMU} decode ${TINY} --dump-firmware 18446744073709551616,0)
 wafer_cli_test(decode_prefill_beyond_model ${DERR} --stderr "--prefill .the context. 513 is beyond tiny-llama's max_position_embeddings 512"
   -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --prefill 513)
+# A step that streams its weights ends after they have arrived: a tile's tasks do not pass one waiting for its
+# weights (docs/streaming.md "Order on a tile").
+add_test(NAME cli.stream_order COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/stream_order_check.py ${WAFER_EMU}
+  ${OUT}/stream_order ${DATA}/stream_mid_llama.json)
