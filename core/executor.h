@@ -17,6 +17,9 @@
 //    delivery ramp; one timer event per op, the arrivals kept sorted in the executor with one pending
 //    timer). So streamed weights do not contend with activation traffic on individual links (a stated
 //    simplification, docs/streaming.md). The task waits for the tail.
+//  - A step that streams weights: no task of a tile starts before an earlier task of that tile (program order)
+//    that streams weights has started (a task's inputs from its own tile's earlier tasks come through no burst:
+//    docs/streaming.md "Order on a tile").
 //  - A core runs one task at a time, first come first served by trigger time. Complete tasks:
 //    start = max(trigger, core free) + task_overhead; each op costs CostModel::cycles (core/costs.h);
 //    the sends are issued in order at the end (the mesh's injection ramp serialises them).
@@ -298,7 +301,7 @@ class Executor final : public noc::NetworkClient {
     std::uint16_t layer = 0;            // Task::layer
     noc::Color trigger = 0;
     bool stream = false;
-    // streams_: the program's next task after this one that streams weights (kNoWeighted: none)
+    // streams_: the program's next task after this one that streams weights (0xFFFF: none)
     std::uint16_t next_weighted = 0xFFFF;
   };
   static_assert(sizeof(TaskInfo) == 48);

@@ -39,4 +39,4 @@ wafer_cli_test(noc_nothing_delivered --stdout "bursts_delivered +0 bursts" --std
   --stdout "p99_latency +nan cycles" -- ${WAFER_EMU} noc --wafer tiny --rate 0)
 # The progress line's total drawn once while the mesh drains (it was drawn at every tick of the drain).
 wafer_cli_test(noc_progress_total_once --stderr "^(?![\\s\\S]*\\(100%\\)[\\s\\S]*\\(100%\\))[\\s\\S]*\\(100%\\)"
-  -- ${WAFER_EMU} noc --wafer small --fidelity cycle --cycles 3000 --rate 0.2)
+  -- ${WAFER_EMU} noc --wafer tiny --fidelity cycle --cycles 20000 --rate 0.9)
