@@ -58,6 +58,8 @@ std::vector<NamedPath> given_paths(const po::variables_map& vm, std::initializer
 // refused too.
 void check_apart(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs,
                  const std::vector<NamedPath>& folders = {});
+// The files of study folder `dir` (sweep --out) a run reads, named by `option`: its spec.json and points.jsonl.
+std::vector<NamedPath> study_files(const std::filesystem::path& dir, const std::string& option);
 
 // A defect map file to write (`option` PATH): refused unless it ends in .csv or .json (hw::format_defects).
 void check_map_path(const std::string& path, const char* option);

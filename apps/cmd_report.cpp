@@ -37,16 +37,10 @@ int run_report(const std::vector<std::string>& args) {
   std::error_code ec;
   if (!std::filesystem::exists(in, ec)) throw hw::InputError(fmt::format("{}: no such file or folder", in.string()));
   traces::check_writable(out);
-  {
-    // (a study folder's own files are read too)
-    std::vector<NamedPath> inputs = given_paths(vm, {"in"});
-    if (std::filesystem::is_directory(in, ec))
-      for (const char* f : {"spec.json", "points.jsonl"}) inputs.push_back({"--in", (in / f).string()});
-    check_apart(given_paths(vm, {"out", "json"}), inputs);
-  }
+  const bool study = std::filesystem::is_directory(in, ec);
+  check_apart(given_paths(vm, {"out", "json"}), study ? study_files(in, "--in") : given_paths(vm, {"in"}));
 
-  report::Output o = std::filesystem::is_directory(in, ec) ? report::from_study(in)
-                                                           : report::from_decode(report::read_decode_json(in), in.string());
+  report::Output o = study ? report::from_study(in) : report::from_decode(report::read_decode_json(in), in.string());
   // The CSVs first, the page last: the page names them. (None beside a page sent to a stream, /dev/stdout or a
   // pipe: there is no folder of its own to put them in.)
   std::filesystem::path stem = out;

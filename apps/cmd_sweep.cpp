@@ -198,8 +198,7 @@ int run_sweep(const std::vector<std::string>& args) {
     for (const char* o : {"jobs", "no-cache"})
       if (vm.count(o) && !vm[o].defaulted())
         throw hw::InputError(fmt::format("--summarize DIR reads DIR only; --{} does not apply", o));
-    check_apart(given_paths(vm, {"json"}),
-                {{"--summarize", (dir / "spec.json").string()}, {"--summarize", (dir / "points.jsonl").string()}});
+    check_apart(given_paths(vm, {"json"}), study_files(dir, "--summarize"));
     const Study study = read_dir_study(dir);
     PointsFile pf(dir, study.hash, study.points());
     const auto lines = pf.read_all();
@@ -234,8 +233,11 @@ int run_sweep(const std::vector<std::string>& args) {
     for (std::int64_t i = k; i < total; i += n) mine.push_back(i);
   }
   if (vm.count("json")) traces::check_writable(vm["json"].as<std::string>());
-  check_apart(given_paths(vm, {"json"}), {{"--spec", spec_arg}, {"--out", (std::filesystem::path(out) / "spec.json").string()},
-                                          {"--out", (std::filesystem::path(out) / "points.jsonl").string()}});
+  {
+    std::vector<NamedPath> inputs = study_files(out, "--out");
+    inputs.push_back({"--spec", spec_arg});
+    check_apart(given_paths(vm, {"json"}), inputs);
+  }
 
   const std::filesystem::path dir = out;
   prepare_dir(dir, study);

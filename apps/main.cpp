@@ -13,6 +13,7 @@
 
 #include "apps/cli.h"
 #include "hw/error.h"
+#include "hw/json_input.h"
 #include "noc/big_array.h"
 
 namespace wafer::apps {
@@ -58,7 +59,7 @@ std::vector<NamedPath> given_paths(const po::variables_map& vm, std::initializer
     if (!vm.count(n)) continue;
     const std::string v = vm[n].as<std::string>();
     const bool maybe_name = std::string_view(n) == "wafer" || std::string_view(n) == "model";
-    if (v.empty() || (maybe_name && v.find('/') == std::string::npos && !v.ends_with(".json"))) continue;
+    if (v.empty() || (maybe_name && !hw::names_file(v))) continue;
     out.push_back({fmt::format("--{}", n), v});
   }
   return out;
@@ -74,39 +75,51 @@ std::filesystem::path identity(const std::filesystem::path& p) {
   std::filesystem::path c = std::filesystem::weakly_canonical(a, ec);
   return ec ? a : c;
 }
-bool inside(const std::filesystem::path& file, const std::filesystem::path& folder) {
+// Whether `file` is `folder` or lies in it (both identities).
+bool within(const std::filesystem::path& file, const std::filesystem::path& folder) {
   auto f = file.begin();
   for (auto d = folder.begin(); d != folder.end(); ++d, ++f)
     if (d->empty()) continue;  // (a trailing separator)
     else if (f == file.end() || *f != *d) return false;
-  return f != file.end();
+  return true;
+}
+// The paths with their identities.
+std::vector<std::pair<const NamedPath*, std::filesystem::path>> identified(const std::vector<NamedPath>& paths) {
+  std::vector<std::pair<const NamedPath*, std::filesystem::path>> out;
+  for (const auto& p : paths) out.push_back({&p, identity(p.path)});
+  return out;
 }
 }  // namespace
 
 void check_apart(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs,
                  const std::vector<NamedPath>& folders) {
-  std::vector<std::pair<const NamedPath*, std::filesystem::path>> files;  // the outputs that are files, and the inputs
-  for (const auto& o : outputs)
-    if (!traces::output_path(o.path).stream()) files.push_back({&o, identity(o.path)});
+  auto files = identified(outputs);  // (the files only: streams are written one after the other)
+  std::erase_if(files, [](const auto& f) { return traces::output_path(f.first->path).stream(); });
+  const auto ins = identified(inputs), dirs = identified(folders);
   for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto& [o, id] = files[i];
     for (std::size_t j = 0; j < i; ++j)
-      if (files[i].second == files[j].second)
-        throw hw::InputError(fmt::format("{} {} names the file {} writes: one would be written over the other",
-                                         files[i].first->option, files[i].first->path, files[j].first->option));
-    for (const auto& in : inputs)
-      if (files[i].second == identity(in.path))
-        throw hw::InputError(fmt::format("{} {} names the file {} reads: it would be written over", files[i].first->option,
-                                         files[i].first->path, in.option));
-    for (const auto& f : folders)
-      if (const auto d = identity(f.path); files[i].second == d || inside(files[i].second, d))
-        throw hw::InputError(fmt::format("{} {} lies in {} {}, which the run replaces whole", files[i].first->option,
-                                         files[i].first->path, f.option, f.path));
+      if (id == files[j].second)
+        throw hw::InputError(fmt::format("{} {} names the file {} writes: one would be written over the other", o->option,
+                                         o->path, files[j].first->option));
+    for (const auto& [in, in_id] : ins)
+      if (id == in_id)
+        throw hw::InputError(fmt::format("{} {} names the file {} reads: it would be written over", o->option, o->path,
+                                         in->option));
+    for (const auto& [f, d] : dirs)
+      if (within(id, d))
+        throw hw::InputError(fmt::format("{} {} lies in {} {}, which the run replaces whole", o->option, o->path,
+                                         f->option, f->path));
   }
-  for (const auto& f : folders)
-    for (const auto& in : inputs)
-      if (const auto d = identity(f.path); identity(in.path) == d || inside(identity(in.path), d))
-        throw hw::InputError(fmt::format("{} {} holds {} {}, which the run reads: it replaces the folder whole", f.option,
-                                         f.path, in.option, in.path));
+  for (const auto& [f, d] : dirs)
+    for (const auto& [in, in_id] : ins)
+      if (within(in_id, d))
+        throw hw::InputError(fmt::format("{} {} holds {} {}, which the run reads: it replaces the folder whole", f->option,
+                                         f->path, in->option, in->path));
+}
+
+std::vector<NamedPath> study_files(const std::filesystem::path& dir, const std::string& option) {
+  return {{option, (dir / "spec.json").string()}, {option, (dir / "points.jsonl").string()}};
 }
 
 void finish(const traces::Report& report, const po::variables_map& vm) {

@@ -46,12 +46,23 @@ std::string join(const std::vector<std::string_view>& v) {
   for (auto k : v) s += (s.empty() ? "" : ", ") + std::string(k);
   return s;
 }
-bool path_like(std::string_view s) { return s.find('/') != std::string_view::npos || s.ends_with(".json"); }
 
 [[noreturn]] void fail(const std::string& where, const std::string& key, const std::string& what) {
   throw InputError(fmt::format("{}: key '{}': {}", where, key, what));
 }
 
+// Whether JSON number `v` is a whole number in [lo, hi], compared as the number written: one beyond 2^63 is unsigned
+// to the parser (read as a signed one it wraps, and was said as -1), and a double above 2^53 is a whole number
+// near the one written (a seed above 2^53 ran as 2^53 under its own label).
+bool whole_in(const ojson& v, std::int64_t lo, std::int64_t hi) {
+  if (v.is_number_unsigned()) {
+    const std::uint64_t u = v.get<std::uint64_t>();
+    return hi >= 0 && u <= std::uint64_t(hi) && (lo <= 0 || u >= std::uint64_t(lo));
+  }
+  if (v.is_number_integer()) return lo <= v.get<std::int64_t>() && v.get<std::int64_t>() <= hi;
+  const double d = v.get<double>();
+  return std::floor(d) == d && d >= double(lo) && d <= double(hi);
+}
 
 // A value of the right JSON type for its key (names and ranges are check_value's).
 void check_type(const std::string& where, const std::string& path, const std::string& key, const ojson& v) {
@@ -66,12 +77,7 @@ void check_type(const std::string& where, const std::string& path, const std::st
     if (!v.is_number()) fail(where, path, fmt::format("{} must be a whole number", v.dump()));
     const double d = v.get<double>();
     if (!std::isfinite(d) || std::floor(d) != d) fail(where, path, fmt::format("{} must be a whole number", v.dump()));
-    // (a seed is compared as the whole number it is: above 2^53 a double rounds it to another seed, which ran
-    // in its place)
-    constexpr std::uint64_t kSeedMax = std::uint64_t(1) << 53;
-    if (key == "seed" && (v.is_number_unsigned()  ? v.get<std::uint64_t>() > kSeedMax
-                          : v.is_number_integer() ? v.get<std::int64_t>() < 0 || std::uint64_t(v.get<std::int64_t>()) > kSeedMax
-                                                  : d < 0 || d > 9007199254740992.0))
+    if (key == "seed" && !whole_in(v, 0, std::int64_t(1) << 53))
       fail(where, path, fmt::format("{} is outside [0, 2^53]", v.dump()));
   }
 }
@@ -189,16 +195,12 @@ Study parse_study(const ojson& j, const std::string& where, const std::filesyste
         auto from = it->find("from"), count = it->find("count");
         if (from == it->end() || !from->is_number_integer()) fail(where, path + ".from", "missing or not a whole number");
         if (count == it->end() || !count->is_number_integer()) fail(where, path + ".count", "missing or not a whole number");
-        // (as written: a whole number beyond 2^63 read as a signed one wraps, and was said as -1)
         constexpr std::int64_t kLimit = std::int64_t(1) << 53;
-        const bool c_big = count->is_number_unsigned() && count->get<std::uint64_t>() > std::uint64_t(kMaxPoints);
-        const std::int64_t c = c_big ? 0 : count->get<std::int64_t>();
-        if (c_big || c < 1 || c > kMaxPoints)
+        if (!whole_in(*count, 1, kMaxPoints))
           fail(where, path + ".count", fmt::format("{} is outside [1, {}]", count->dump(), kMaxPoints));
-        const bool f_big = from->is_number_unsigned() && from->get<std::uint64_t>() > std::uint64_t(kLimit);
-        const std::int64_t f0 = f_big ? 0 : from->get<std::int64_t>();
-        if (f_big || f0 < -kLimit || f0 > kLimit)
+        if (!whole_in(*from, -kLimit, kLimit))
           fail(where, path + ".from", fmt::format("{} is outside [-2^53, 2^53]", from->dump()));
+        const std::int64_t c = count->get<std::int64_t>(), f0 = from->get<std::int64_t>();
         for (std::int64_t i = 0; i < c; ++i) values.emplace_back(f0 + i);
       } else if (it->is_array()) {
         if (it->empty()) fail(where, path, "is empty: an axis needs at least one value");
@@ -258,7 +260,7 @@ hw::WaferSpec Resolver::wafer(const std::string& arg, const std::string& key) {
   if (it != wafers_.end()) return it->second;
   try {
     std::string a = arg;
-    if (path_like(arg) && std::filesystem::path(arg).is_relative()) a = (study_.dir / arg).string();
+    if (hw::names_file(arg) && std::filesystem::path(arg).is_relative()) a = (study_.dir / arg).string();
     return wafers_.emplace(arg, hw::resolve_wafer(a)).first->second;
   } catch (const InputError& e) {
     fail(study_.path, key, e.what());
@@ -270,7 +272,7 @@ const mapper::ModelConfig& Resolver::model(const std::string& arg, const std::st
   if (it != models_.end()) return it->second;
   try {
     std::string a = arg;
-    if (path_like(arg) && std::filesystem::path(arg).is_relative()) a = (study_.dir / arg).string();
+    if (hw::names_file(arg) && std::filesystem::path(arg).is_relative()) a = (study_.dir / arg).string();
     return models_.emplace(arg, mapper::load_model(a)).first->second;
   } catch (const InputError& e) {
     fail(study_.path, key, e.what());

@@ -128,9 +128,6 @@ class Obj {
   std::string where_, path_;
 };
 
-
-bool path_like(std::string_view s) { return s.find('/') != std::string_view::npos || s.ends_with(".json"); }
-
 mapper::ModelConfig read_model(const Obj& o, const std::filesystem::path& dir, const std::string& case_name) {
   const json& v = o.need("model", "a shipped model name, a path to a config.json, or an inline config object");
   if (v.is_string() && v.get<std::string>().empty()) o.fail("model", "must not be empty");
@@ -143,7 +140,7 @@ mapper::ModelConfig read_model(const Obj& o, const std::filesystem::path& dir, c
       return m;
     }
     const std::string s = v.get<std::string>();
-    if (!path_like(s)) return mapper::load_model(s);
+    if (!hw::names_file(s)) return mapper::load_model(s);
     std::filesystem::path p(s);
     if (p.is_relative()) p = dir / p;
     return mapper::load_model(p.string());

@@ -82,6 +82,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   validate();
   bool streams = false;
   prog0_.resize(image_.programs.size() + 1);
+  std::vector<std::uint32_t> first_weighted(image_.programs.size());  // (per program, its first task that streams)
   for (std::size_t p = 0; p < image_.programs.size(); ++p) {
     prog0_[p] = std::uint32_t(tinfo_.size());
     for (const Task& t : image_.programs[p].tasks) {
@@ -106,12 +107,13 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       tinfo_.push_back(ti);
     }
     // (each task's next task that streams weights, from the program's end)
-    std::uint16_t next = 0xFFFF;
+    std::uint32_t next = kNoWeighted;
     for (std::size_t k = image_.programs[p].tasks.size(); k-- > 0;) {
       TaskInfo& ti = tinfo_[prog0_[p] + k];
       ti.next_weighted = next;
-      if (ti.weight_arrivals > 0) next = std::uint16_t(k);
+      if (ti.weight_arrivals > 0) next = std::uint32_t(k);
     }
+    first_weighted[p] = next;
   }
   prog0_[image_.programs.size()] = std::uint32_t(tinfo_.size());
   // The claim groups (see group_of_).
@@ -168,13 +170,9 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   ru_.cap = opt_.reuse_bytes ? opt_.reuse_bytes : reuse_cap(slots, sends);
   bursts_.reserve(sends);
   cores_.assign(n, Core{opt_.start, kNone, kNoWeighted});  // (every core free from the step's start)
-  if (streams)  // (each tile's first task that streams weights)
+  if (streams)
     for (std::size_t t = 0; t < n; ++t)
-      if (const std::uint32_t p = image_.tile_program[t]; p != firmware::kIdle && prog0_[p + 1] > prog0_[p]) {
-        const TaskInfo& t0 = tinfo_[prog0_[p]];
-        const std::uint32_t first = t0.weight_arrivals > 0 ? 0 : t0.next_weighted;
-        cores_[t].next = first == 0xFFFF ? kNoWeighted : first;
-      }
+      if (const std::uint32_t p = image_.tile_program[t]; p != firmware::kIdle) cores_[t].next = first_weighted[p];
   claim_cursor_.assign(n * long_max_, 0);
   slots_.assign_uncleared(slots);  // (cleared below, at the end: every task before anything reached it, Slot)
   wide_ = streams;  // (see Slot)
@@ -796,20 +794,15 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   // materializes the tiles of the tasks its state holds, timers' included)
   if (copied(tile)) throw std::logic_error(fmt::format("reuse: a task of tile {} starts before its copies are written", tile));
 #endif
-  // A step that streams weights: no task passes an earlier task of its tile that waits for its weights. A task's
-  // inputs from its own tile's earlier tasks (a reduction's own partial sum, which the tile's GEMV makes) reach it
-  // through no burst: their order is the program's, which the arrivals keep when every weight is resident (a task's
-  // inputs come after its tile's earlier tasks have run) but not when a GEMV waits for its weights. So a task after
-  // the tile's first one still waiting for weights waits too, and starts (through a timer) when that one starts.
-  // Without it a reduction forwarded its partial before its tile's GEMV had made it, and a streamed step could end
-  // before its weights had arrived (docs/streaming.md "Order on a tile").
+  // A step that streams weights: no task passes an earlier task of its tile that waits for its weights (the header's
+  // semantics; docs/streaming.md "Order on a tile"). A task after the tile's first one not yet started waits, and
+  // starts (through a timer) when that one starts.
   if (streams_) [[unlikely]] {
     Core& c = cores_[tile];
     if (k > c.next) return;  // (released when task c.next starts)
     if (k == c.next) {
       const std::uint32_t p = image_.tile_program[tile], n = prog0_[p + 1] - prog0_[p];
-      const std::uint16_t nw = tinfo_[prog0_[p] + k].next_weighted;
-      c.next = nw == 0xFFFF ? kNoWeighted : nw;
+      c.next = tinfo_[prog0_[p] + k].next_weighted;
       // (the tasks it held back whose inputs are in: each at its trigger or now, whichever is later; a timer its
       // arrivals set for a later trigger may fire too, and finds it started)
       for (std::uint32_t j = k + 1; j < n && j <= c.next; ++j) {

@@ -301,8 +301,8 @@ class Executor final : public noc::NetworkClient {
     std::uint16_t layer = 0;            // Task::layer
     noc::Color trigger = 0;
     bool stream = false;
-    // streams_: the program's next task after this one that streams weights (0xFFFF: none)
-    std::uint16_t next_weighted = 0xFFFF;
+    // streams_: the program's next task after this one that streams weights (kNoWeighted: none)
+    std::uint32_t next_weighted = 0xFFFFFFFFu;
   };
   static_assert(sizeof(TaskInfo) == 48);
   static constexpr std::uint32_t kNoWeighted = 0xFFFFFFFFu;

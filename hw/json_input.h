@@ -18,6 +18,10 @@
 
 namespace wafer::hw {
 
+// Whether a --wafer or --model argument names a file rather than a preset or a shipped model: it holds a '/' or
+// ends in .json (hw::resolve_wafer, mapper::load_model, and the studies and case files that take either).
+inline bool names_file(std::string_view arg) { return arg.find('/') != std::string_view::npos || arg.ends_with(".json"); }
+
 // The bytes of the input file `file`, which `what` names in errors ("wafer file", "model config", ...): InputError
 // when it cannot be opened, or when it is a folder (a folder opens as an empty stream: a defect map named *.csv read
 // as a map without defects, a JSON input as malformed).

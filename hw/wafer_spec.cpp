@@ -246,7 +246,7 @@ WaferSpec wafer_from_json(const nlohmann::json& j, std::string_view where, std::
 }
 
 WaferSpec resolve_wafer(std::string_view arg) {
-  if (arg.find('/') != std::string_view::npos || arg.ends_with(".json")) return load_wafer_file(std::string(arg));
+  if (names_file(arg)) return load_wafer_file(std::string(arg));
   WaferSpec w = preset(arg);
   validate(w, w.name);
   return w;

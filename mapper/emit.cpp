@@ -414,7 +414,7 @@ class Builder : FragmentBuilder {
     // picks k of E; under routing uniform and independent across tokens (what the load-balancing loss trains
     // towards) E (1 - (1 - k/E)^N) distinct experts are expected: k for one token, at most min(E, N k). Their
     // columns' slices, in whole weights (docs/streaming.md).
-    const std::int64_t Ii_streamed = m.moe() ? detail::streamed_expert_width(Ii_, m.experts, k, p_.token_vectors()) : Ii_;
+    const std::int64_t streamed_width = m.moe() ? detail::streamed_expert_width(Ii_, m.experts, k, p_.token_vectors()) : Ii_;
     acts(2 * Hr_ + Nq + 2 * (Ii_ * k + Si_));
     // Input RMSNorm on the residual column, then x along every row.
     if (res_) {
@@ -474,7 +474,7 @@ class Builder : FragmentBuilder {
     // Gated MLP: gate and up side by side per column (so SiLU * up is local), then down reduced along rows.
     op_ = kOpGateUp;
     t = task(color::kRowIn);
-    stream_in(t, Hr_ * 2 * (Ii_streamed + Si_));
+    stream_in(t, Hr_ * 2 * (streamed_width + Si_));
     weights(Hr_ * 2 * (Ii_ * copies + Si_));
     matvec(t, 2 * k * Hr_, Ii_);  // gate and up of each active expert: 2k GEMVs of Hr_ x Ii_
     matvec(t, 2 * Hr_, Si_);      // (and of the shared expert)
@@ -489,7 +489,7 @@ class Builder : FragmentBuilder {
     }
     op_ = kOpDown;
     t = task(color::kColIn);
-    stream_in(t, (Ii_streamed + Si_) * Hr_);
+    stream_in(t, (streamed_width + Si_) * Hr_);
     weights((Ii_ * copies + Si_) * Hr_);
     matvec(t, k * Ii_ + Si_, Hr_);
     row_reduce(t, Hr_, first_, res_, w_, [&](Ix e) {

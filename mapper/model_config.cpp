@@ -310,7 +310,7 @@ std::filesystem::path configs_dir() {
 }
 
 ModelConfig load_model(std::string_view arg) {
-  if (arg.find('/') != std::string_view::npos || arg.ends_with(".json")) return load_model_file(std::string(arg));
+  if (hw::names_file(arg)) return load_model_file(std::string(arg));
   for (const ShippedModel& s : shipped_models()) {
     if (s.name == arg) {
       ModelConfig m = load_model_file(configs_dir() / s.path);

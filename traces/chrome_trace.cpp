@@ -144,6 +144,9 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
     put(first ? "\n" : ",\n");
     first = false;
   };
+  // Times in µs on a whole-nanosecond grid (3 decimals).
+  auto ns = [](double us) { return std::llround(us * 1000.0); };
+  auto put_ns = [&](long long t) { p = write_fixed(p, double(t) / 1000.0, 3); };
   room(64);
   // (no displayTimeUnit: a display hint, but Perfetto builds before late 2021 read ts as ns when it said "ns")
   put("{\"traceEvents\": [");
@@ -165,11 +168,11 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
     room(len(e.name) + len(e.cat) + len(e.arg) + 128);
     sep();
     put(R"({"ph": "X", "name": )"), q(e.name), put(R"(, "cat": )"), q(e.cat), put(R"(, "ts": )");
-    // On a whole-nanosecond grid, the end rounded rather than the length: spans that touch or nest in cycles touch or
-    // nest in the file exactly, as the importers read them (Perfetto rounds ts and dur to ns each, and drops a span that
-    // overlaps the one before without nesting in it: rounded apart, 22 of 788 spans of the tiny decode were dropped).
-    const long long t0 = std::llround(e.ts * 1000.0), t1 = std::llround((e.ts + e.dur) * 1000.0);
-    p = write_fixed(p, double(t0) / 1000.0, 3), put(R"(, "dur": )"), p = write_fixed(p, double(t1 - t0) / 1000.0, 3);
+    // (the end rounded rather than the length: spans that touch or nest in cycles touch or nest in the file exactly,
+    // as the importers read them: Perfetto rounds ts and dur to ns each, and drops a span that overlaps the one before
+    // without nesting in it; rounded apart, 22 of 788 spans of the tiny decode were dropped)
+    const long long t0 = ns(e.ts), t1 = ns(e.ts + e.dur);
+    put_ns(t0), put(R"(, "dur": )"), put_ns(t1 - t0);
     put(R"(, "pid": )"), num(e.pid), put(R"(, "tid": )"), num(e.tid);
     if (e.arg) put(R"(, "args": {"detail": )"), q(e.arg), put("}");
     put("}");
@@ -177,7 +180,7 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
   for (const Counter& c : counters_) {
     room(len(c.name) + 128);
     sep();
-    put(R"({"ph": "C", "name": )"), q(c.name), put(R"(, "ts": )"), p = write_fixed(p, double(std::llround(c.ts * 1000.0)) / 1000.0, 3);
+    put(R"({"ph": "C", "name": )"), q(c.name), put(R"(, "ts": )"), put_ns(ns(c.ts));
     put(R"(, "pid": )"), num(c.pid), put(R"(, "tid": 0, "args": {"value": )");
     p = write_fixed(p, std::isfinite(c.value) ? c.value : 0.0, 3), put("}}");
   }
