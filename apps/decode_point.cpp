@@ -359,10 +359,9 @@ std::int64_t prefill_chunk_size(const DecodePoint& p, std::int64_t max_chunk, Pr
 
 std::vector<PrefillChunk> prefill_chunks(std::int64_t T, std::int64_t C, std::int64_t c) {
   std::vector<PrefillChunk> out;
-  for (std::int64_t start = C - T; start < C;) {
-    const std::int64_t end = std::min(C, (start / c + 1) * c);
-    out.push_back(PrefillChunk{start - (C - T), end - start, end, 0});
-    start = end;
+  for (std::int64_t first = 0; first < T; first += c) {
+    const std::int64_t n = std::min(c, T - first);
+    out.push_back(PrefillChunk{first, n, C - T + first + n, 0});
   }
   return out;
 }

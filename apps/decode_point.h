@@ -140,8 +140,9 @@ DecodeRun run_point(sim::Simulator& simulator, const DecodePoint& p);
 // a prefill chunk (C = T: a prompt from scratch, the time to first token) or a speculative verify step of T
 // draft tokens. Where SRAM does not hold T token vectors (the mapper refuses), it runs in chunks of at most
 // c tokens: c = the largest count whose step at context C (the largest KV cache) maps, or `max_chunk` when
-// given. Chunks end at multiples of c in the sequence (the first one may be shorter when C - T positions
-// are cached), one after another; chunk j covers positions (e_{j-1}, e_j] and runs at context e_j.
+// given. The prompt's tokens go c at a time from its first, as a serving engine's chunked prefill takes
+// them: ceil(T / c) chunks, the last one the remainder, one after another; chunk j covers positions
+// (e_{j-1}, e_j] and runs at context e_j.
 struct PrefillChunk {
   std::int64_t first = 0, tokens = 0, context = 0;  // first: index of its first token among the T
   hw::Cycle latency = 0;
@@ -154,7 +155,8 @@ struct PrefillRun {
   mapper::Mapping mapping;            // the last chunk's (empty when it came from the cache)
 };
 // Emulated chunks kept between calls for the same wafer, model and options but tokens, context and batch
-// (apps `table`: the chunks of a short prompt are those of a longer one ending at the same context).
+// (apps `table`: prompts ending at the same context whose lengths differ by a multiple of the chunk share
+// their last chunks).
 struct PrefillCache {
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, sim::StepResult> steps;  // (tokens, context, batch)
   std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> chunk;  // (context, batch) -> largest chunk

@@ -6,7 +6,10 @@ mixed_check.py WAFER_EMU OUTDIR
 
 - a mixed step of B sequences 1@C is `decode --batch B --context C`: latency, breakdown (causes, per layer,
   per operator, work), SRAM and fabric figures identical;
-- a mixed step of one sequence T@C is `decode --prefill T --context C` (one chunk): the same;
+- a mixed step of one sequence T@C is `decode --prefill T --context C` (one chunk): the same, also where
+  C - T is no multiple of T;
+- a prompt in chunks of c takes its tokens c at a time from its first (ceil(T / c) chunks, the last the
+  remainder), each chunk the mixed step of its tokens at the context of its last, their latencies added;
 - adding a decode sequence to a step never makes it faster, and a mixed step costs at least the slower of
   its parts alone (the decode sequences as one step, the prefill chunk as another), and less than both
   one after another (the GEMV weights are read once for every token);
@@ -58,6 +61,22 @@ pre = decode_json(["--prefill", "16", "--context", "64"], "prefill16")
 check(pre["prefill"]["chunks"]["value"] == 1, "the 16-token prefill runs in one chunk")
 one = decode_json(["--step", "16@64"], "step_16")
 same_step(pre, one, "16@64 vs --prefill 16 --context 64")
+# the same where the C - T positions cached are no multiple of T: still one chunk (not split at a multiple of T)
+pre3 = decode_json(["--prefill", "3", "--context", "64"], "prefill3")
+check(pre3["prefill"]["chunks"]["value"] == 1, f"the 3-token prefill at 64 runs in one chunk: {pre3['prefill']}")
+same_step(pre3, decode_json(["--step", "3@64"], "step_3"), "3@64 vs --prefill 3 --context 64")
+
+# (b2) a prompt in chunks takes its tokens c at a time from its first, as a serving engine's chunked prefill:
+# 8 tokens ending at 63 in chunks of 4 are 4@59 then 4@63 (ceil(8/4) = 2 chunks, whatever the 55 cached), and
+# 10 ending at 64 are 4@58, 4@62, 2@64 (the last the remainder); the step's latency is theirs added.
+for t, c, chunks in [(8, 63, [(0, 4, 59), (4, 4, 63)]), (10, 64, [(0, 4, 58), (4, 4, 62), (8, 2, 64)])]:
+    j = decode_json(["--prefill", str(t), "--context", str(c), "--chunk", "4"], f"prefill{t}_{c}_chunk4")
+    got = [tuple(r[:3]) for r in j["prefill"]["per_chunk"]["rows"]]
+    check(got == chunks, f"--prefill {t} --context {c} --chunk 4: chunks {got}, expected {chunks}")
+    parts = [lat(decode_json(["--step", f"{n}@{e}"], f"step_{n}_{e}")) for _, n, e in chunks]
+    check([r[3] for r in j["prefill"]["per_chunk"]["rows"]] == parts and lat(j) == sum(parts),
+          f"--prefill {t} --context {c} --chunk 4: {lat(j)} cycles, chunks {j['prefill']['per_chunk']['rows']}, "
+          f"alone {parts}")
 
 # (c) monotonic: more sequences never faster; a mixed step costs at least the slower of its parts.
 d1 = decode_json(["--step", "1@64"], "d1")

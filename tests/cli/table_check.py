@@ -172,13 +172,17 @@ for k, v in a["breakdown"].items():
 
 # ---- chunked prompts: chunks shared between prompts ending at the same context give the times of the
 # prompts emulated alone (decode --prefill), chunking included ----
+# (a prompt's chunks take its tokens c at a time from its first, c the largest that maps at its context: two
+# prompts ending at 256 whose lengths differ by c share the shorter one's chunks)
+c256 = decode_json(["--prefill", "256", "--context", "256"], "chunk_at_256")["prefill"]["chunk_tokens"]["value"]
+check(1 < c256 < 128, f"256 tokens at 256 run in chunks of {c256}: the case below needs chunks")
 ch = os.path.join(out, "chunked")
-r = run(["table", "--wafer", "tiny", "--model", MODEL, "--contexts", "256", "--batches", "1", "--prefill-tokens", "128,256",
-         "--out", ch, "--json", os.path.join(out, "chunked.json")])
+r = run(["table", "--wafer", "tiny", "--model", MODEL, "--contexts", "256", "--batches", "1", "--prefill-tokens",
+         f"128,{128 + c256}", "--out", ch, "--json", os.path.join(out, "chunked.json")])
 summary = json.load(open(os.path.join(out, "chunked.json")))
 check(summary["chunks_reused"]["value"] > 0, f"no chunk reused: {summary}")
 ctidy = rows(os.path.join(ch, "table.csv"))
-for t, c in [(128, 256), (256, 256), (128, 128)]:
+for t, c in [(128, 256), (128 + c256, 256), (128, 128)]:
     j = decode_json(["--prefill", str(t), "--context", str(c)], f"chunked_{t}_{c}")
     row = [x for x in ctidy if (x["phase"], x["operator"], x["tokens"], x["context"]) == ("prefill", "step", str(t), str(c))]
     check(len(row) == 1 and int(row[0]["time_cycles"]) == j["latency_cycles"]["value"],
