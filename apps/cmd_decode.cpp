@@ -579,7 +579,7 @@ int run_decode(const std::vector<std::string>& args) {
     mx.add_int("decode_sequences", decode, "sequences", "one new token each");
     mx.add_int("prefill_sequences", std::int64_t(step.size()) - decode, "sequences", "a chunk of more than one token each");
     mx.add_int("step_tokens", tokens, "tokens", "new tokens of every sequence: what goes through each GEMV");
-    auto& st = mx.add_table("per_sequence", {"sequence", "kind", "tokens", "context [tokens]", "tokens/s"},
+    auto& st = mx.add_table("per_sequence", {"sequence", "kind", "tokens", "context [tokens]", "rate [tokens/s]"},
                             "each sequence's new tokens (the last at position context) and its rate in this step");
     for (std::size_t j = 0; j < step.size(); ++j)
       st.rows.push_back({std::int64_t(j + 1), std::string(step[j].tokens == 1 ? "decode" : "prefill"), step[j].tokens,

@@ -160,7 +160,7 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
   // ---- per setting ----
   std::vector<std::string> cols = axes;
   for (const char* c : {"points", "done", "ok", "failed", "mean [us]", "p5 [us]", "p50 [us]", "p95 [us]", "max [us]",
-                        "repair ok [%]", "usable tiles", "extra hops", "failures"})
+                        "repair ok [%]", "usable tiles [tiles]", "extra hops [hops]", "failures"})
     cols.emplace_back(c);
   auto& t = rep.add_table("settings", cols,
                           "latency per token over the seeds' good points (percentiles linear between closest ranks); "
@@ -273,7 +273,7 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
   if (!params.empty()) {
     std::vector<std::string> sc = {"parameter", "unit"};
     for (const auto& a : axes) sc.push_back(a);
-    for (const char* c : {"values", "slope [us per unit]", "elasticity [% per %]", "r2", "latency at lowest [us]",
+    for (const char* c : {"values", "slope [us per unit]", "elasticity [% per %]", "r2 [fraction]", "latency at lowest [us]",
                           "latency at highest [us]", "note"})
       sc.emplace_back(c);
     auto& st = rep.add_table("sensitivity", sc,

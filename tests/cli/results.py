@@ -56,6 +56,11 @@ def form_problems(j, where="", top=True):
                     out.append(f"{where}/rows[{i}]: not a list of {len(cols)} cells: {str(r)[:120]}")
                 elif any(isinstance(x, (dict, list)) for x in r):
                     out.append(f"{where}/rows[{i}]: a cell is not a number, text or null")
+                elif ("unit", "") not in pairs:  # (a column without a unit holds text, counts or indexes: whole
+                    for c, x in zip(pairs, r):      # numbers; unless a `unit` column gives each row's)
+                        if c[1] == "" and isinstance(x, float) and not x.is_integer():
+                            out.append(f"{where}/rows[{i}]: column {c[0]!r} has no unit but holds {x}")
+                            break
             return out
         if "value" in j and set(j) != {"value", "unit"}:
             out.append(f"{where}: a figure with keys {sorted(j)} (expected value and unit)")

@@ -468,8 +468,8 @@ def check_summary(spec_in, by_index, rep, d):
             close(row[f"p{p} [us]"], pct(us, p) if us else None, f"{what} p{p}")
         close(row["max [us]"], max(us) if us else None, what + " max")
         close(row["repair ok [%]"], 100 * sum(g["repair"]) / len(g["repair"]) if g["repair"] else None, what + " repair ok")
-        close(row["usable tiles"], mean(g["usable"]), what + " usable tiles")
-        close(row["extra hops"], mean(g["hops"]), what + " extra hops")
+        close(row["usable tiles [tiles]"], mean(g["usable"]), what + " usable tiles")
+        close(row["extra hops [hops]"], mean(g["hops"]), what + " extra hops")
     best = {}
     pa = placement_axis(spec_in)
     if pa:
@@ -608,8 +608,8 @@ def mode_summary(exe, study, out):
     row = st[("200", "layer-bands", "1")]
     close(row["repair ok [%]"], 75.0, "repair ok by hand", 1e-12)
     close(row["p50 [us]"], 12.25 - 0.125, "p50 by hand (12, 12.25)", 1e-12)
-    close(row["usable tiles"], 55.0, "usable tiles by hand (58, 56, 54, 52)", 1e-12)
-    close(row["extra hops"], 7.5, "extra hops by hand (3, 6, 9, 12)", 1e-12)
+    close(row["usable tiles [tiles]"], 55.0, "usable tiles by hand (58, 56, 54, 52)", 1e-12)
+    close(row["extra hops [hops]"], 7.5, "extra hops by hand (3, 6, 9, 12)", 1e-12)
     if row["failures"] != "2 x map: row # has # failed tiles":
         raise SystemExit(f"FAIL: failures {row['failures']}")
     row = st[("100", "layer-bands", "1")]  # 10, 10.25, 10.25, 10.5
@@ -637,7 +637,7 @@ def mode_study(exe, study, out):
         raise SystemExit(f"FAIL: the latency should grow with the hop latency: {slopes}")
     # Density 0: a perfect map, every repair complete, no extra hop.
     for row in results.rows(rep["settings"]):
-        if row["density"] == "0" and (row["repair ok [%]"] != 100 or row["extra hops"] != 0):
+        if row["density"] == "0" and (row["repair ok [%]"] != 100 or row["extra hops [hops]"] != 0):
             raise SystemExit(f"FAIL: density 0: {row}")
     print(f"best placements: {best}")
     print(f"slopes and elasticities: {slopes}")
