@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <system_error>
 
@@ -195,6 +196,41 @@ bool mapping_reads_links(const MapOptions& options) {
   }
 }
 
+std::vector<std::size_t> split_pipeline(const std::vector<std::int64_t>& stage_bytes, int wafers) {
+  const std::size_t S = stage_bytes.size();
+  if (wafers < 1 || std::size_t(wafers) > S)
+    throw InputError(fmt::format("{} wafers for {} stages: at least one wafer, at most one per stage", wafers, S));
+  const std::size_t N = std::size_t(wafers);
+  std::vector<std::int64_t> prefix(S + 1, 0);
+  for (std::size_t i = 0; i < S; ++i) prefix[i + 1] = prefix[i] + stage_bytes[i];
+  constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
+  // most[w][i]: the least largest group of stages [0, i) split into w groups.
+  std::vector<std::vector<std::int64_t>> most(N + 1, std::vector<std::int64_t>(S + 1, kNone));
+  most[0][0] = 0;
+  for (std::size_t w = 1; w <= N; ++w)
+    for (std::size_t i = w; i <= S; ++i)
+      for (std::size_t j = w - 1; j < i; ++j)
+        if (most[w - 1][j] != kNone) most[w][i] = std::min(most[w][i], std::max(most[w - 1][j], prefix[i] - prefix[j]));
+  const std::int64_t cap = most[N][S];
+  // Among the splits whose groups all hold at most `cap`: the least sum of squares, cut[w][i] its last cut.
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> squares(N + 1, std::vector<double>(S + 1, kInf));
+  std::vector<std::vector<std::size_t>> cut(N + 1, std::vector<std::size_t>(S + 1, 0));
+  squares[0][0] = 0;
+  for (std::size_t w = 1; w <= N; ++w)
+    for (std::size_t i = w; i <= S; ++i)
+      for (std::size_t j = w - 1; j < i; ++j) {
+        const std::int64_t g = prefix[i] - prefix[j];
+        if (g > cap || squares[w - 1][j] == kInf) continue;
+        const double v = squares[w - 1][j] + double(g) * double(g);
+        if (v < squares[w][i]) squares[w][i] = v, cut[w][i] = j;
+      }
+  std::vector<std::size_t> first(N + 1, S);
+  for (std::size_t w = N, i = S; w > 0; --w) first[w] = i, i = cut[w][i];
+  first[0] = 0;
+  return first;
+}
+
 Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const ModelConfig& model,
                   const MapOptions& opt) {
   return map_impl(spec, fabric, model, opt, true);
@@ -297,18 +333,9 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     throw InputError(fmt::format("{} wafers for {} stages: at most one wafer per stage", opt.wafers, plans.size()));
 
   // ---- split into a pipeline of wafers, balanced by bytes ------------------------------------------------
-  std::vector<std::size_t> first_stage(std::size_t(opt.wafers) + 1, plans.size());
-  {
-    first_stage[0] = 0;
-    std::int64_t acc = 0;
-    std::size_t w = 1;
-    for (std::size_t i = 0; i < plans.size() && w < std::size_t(opt.wafers); ++i) {
-      acc += plans[i].weight_bytes + plans[i].kv_bytes;
-      std::size_t left_stages = plans.size() - (i + 1), left_wafers = std::size_t(opt.wafers) - w;
-      if (double(acc) >= double(total_bytes) * double(w) / opt.wafers || left_stages == left_wafers)
-        first_stage[w++] = i + 1;
-    }
-  }
+  std::vector<std::int64_t> stage_bytes;
+  for (const auto& p : plans) stage_bytes.push_back(p.weight_bytes + p.kv_bytes);
+  const std::vector<std::size_t> first_stage = split_pipeline(stage_bytes, opt.wafers);
 
   // A wafer count that maps the model (none: not found among the counts tried, up to one stage a wafer or 64), and
   // what the search tried when it found none.

@@ -138,6 +138,12 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mo
 // does not know.
 bool mapping_reads_links(const MapOptions& options);
 
+// The pipeline's split of stages (in order, of these bytes each) into `wafers` consecutive nonempty groups:
+// first[w] is wafer w's first stage (first[wafers] = the stage count). Of the splits whose largest group holds
+// the fewest bytes (what decides whether the wafers fit), the most even (least sum of squared group bytes;
+// the earlier cut between equals). InputError when there are more wafers than stages, or none.
+std::vector<std::size_t> split_pipeline(const std::vector<std::int64_t>& stage_bytes, int wafers);
+
 // Encoded size of one program: 8 bytes per task header, 4 per op, 8 per send (the figure the SRAM budget
 // charges as `code`).
 std::int64_t program_bytes(const firmware::Program& p);

@@ -378,6 +378,54 @@ TEST(Mapper, PipelineOfWafersSplitsTheStages) {
   EXPECT_EQ(mp.wafers.back().egress_bytes_per_token, 0);
 }
 
+// The pipeline's split: the fewest bytes on the fullest wafer, then the most even split.
+TEST(Mapper, PipelineSplitPutsTheFewestBytesOnTheFullestWafer) {
+  using V = std::vector<std::size_t>;
+  // An embedding, identical layers and a head a little larger (it holds the final norm): the halves are the
+  // embedding and half the layers, and the other half with the head. (A cut at the first stage past half the
+  // bytes put a layer more on the first wafer: 10 + 4 x 100 | 12 + 2 x 100 for this model on 2 wafers.)
+  const std::vector<std::int64_t> model{10, 100, 100, 100, 100, 100, 100, 12};
+  EXPECT_EQ(split_pipeline(model, 2), (V{0, 4, 8}));
+  EXPECT_EQ(split_pipeline(model, 1), (V{0, 8}));
+  EXPECT_EQ(split_pipeline(model, 8), (V{0, 1, 2, 3, 4, 5, 6, 7, 8}));
+  // 6 layers on 4 wafers: some wafer holds 2 layers; 200 at most leaves the embedding and the head a layer
+  // each (110, 200, 200, 112; the cut past each quarter of the bytes gave 210, 200, 100, 112).
+  EXPECT_EQ(split_pipeline(model, 4), (V{0, 2, 4, 6, 8}));
+  // the least largest group decides before evenness: 1, 1, 1, 6 on 2 wafers is 3 | 6, not 1 + 1 | 1 + 6
+  EXPECT_EQ(split_pipeline({1, 1, 1, 6}, 2), (V{0, 3, 4}));
+  // both sides of a tie in the largest group: 5 | 5 + 5 and 5 + 5 | 5 hold 10 at most; equal squares, the
+  // earlier cut
+  EXPECT_EQ(split_pipeline({5, 5, 5}, 2), (V{0, 1, 3}));
+  EXPECT_EQ(split_pipeline({5, 5, 6}, 2), (V{0, 2, 3}));  // 10 | 6 (10 at most) against 5 | 11
+  EXPECT_EQ(split_pipeline({6, 5, 5}, 2), (V{0, 1, 3}));  // 6 | 10
+  EXPECT_THROW(split_pipeline({1, 2}, 3), hw::InputError);
+  EXPECT_THROW(split_pipeline({1, 2}, 0), hw::InputError);
+}
+
+// tiny-llama on 2 wafers: the embedding and layer 0 on the first, layer 1 and the head on the second.
+TEST(Mapper, PipelineOfTwoWafersHalvesTinyLlama) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  ModelConfig m = load_model("tiny-llama");
+  MapOptions o;
+  o.context = 128;
+  o.wafers = 2;
+  Mapping mp = map_model(tiny, perfect(tiny), m, o);
+  std::vector<std::pair<std::string, int>> got;
+  for (const auto& s : mp.stages) got.emplace_back(s.name, s.wafer);
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, int>>{{"embedding", 0}, {"layer 0", 0}, {"layer 1", 1}, {"head", 1}}));
+  // A 10-layer small-llama on 2 small wafers: 5 layers a wafer fit (as 5 layers with both ends do on one); the
+  // split with 6 on the first was refused for a layer that did not fit there.
+  hw::WaferSpec small = hw::preset("small");
+  ModelConfig sl = load_model("small-llama");
+  o.wafers = 1;
+  sl.layers = 5;
+  EXPECT_EQ(map_error(small, sl, o), "");
+  sl.layers = 10;
+  EXPECT_NE(map_error(small, sl, o), "");
+  o.wafers = 2;
+  EXPECT_EQ(map_error(small, sl, o), "");
+}
+
 TEST(Mapper, Llama70BIsRejectedResidentAndAcceptedStreamedOrOnFourWafers) {
   hw::WaferSpec wse3 = hw::preset("wse3");
   ModelConfig m = load_model("llama-3.1-70b");
