@@ -616,6 +616,26 @@ void for_each_relay(const StageSpec& s, F&& f) {
 }
 }  // namespace
 
+namespace {
+// The relay of stage s's input on row y, k columns from its residual column (StageSpec::relay_in): one task
+// that forwards the row's slice of the input.
+Fragment relay_fragment(const StageSpec& s, const EmitParams& p, std::int32_t y, std::int32_t k) {
+  Fragment fr;
+  firmware::Task t;
+  t.trigger = color::kRelay;
+  t.layer = s.layer;
+  t.op = s.kind == StageKind::Head ? kOpFinalNorm : kOpLayernorm;
+  const std::int64_t vectors = s.kind == StageKind::Head ? p.sequences() : p.token_vectors();
+  const std::int64_t bytes = split(p.model->hidden, s.region.rect.h, y) * vectors * kActivationBytes;
+  const std::uint32_t wl =
+      std::uint32_t(std::max<std::int64_t>(1, (bytes + p.spec->wavelet_bytes - 1) / p.spec->wavelet_bytes));
+  t.sends.push_back({color::kResIn, wl, {Dest::Kind::Tile, s.region.mirrored ? -k : k, 0, 1}});
+  fr.tasks.push_back(std::move(t));
+  fr.code = program_bytes(firmware::Program{fr.tasks, {}});
+  return fr;
+}
+}  // namespace
+
 StageNeed stage_need(const StageSpec& s, const EmitParams& p) {
   if (p.kernel == Kernel::MeshGemv) return meshgemv_need(s, p);
   KeyTable<RowKey> rows, rows_reduced;
@@ -635,13 +655,21 @@ StageNeed stage_need(const StageSpec& s, const EmitParams& p) {
       firmware::SramUse u = f.sram;
       sat_add(u.code, f.code);
       if (u.total() > need.worst.total()) need.worst = u;
+      need.most_held = std::max(need.most_held, u.weights + u.kv_cache);
+      need.most_activations = std::max(need.most_activations, u.activations);
+      need.most_code = std::max(need.most_code, u.code);
       std::int64_t n = rt.counts[a] * cols.counts[b];
       need.weight_bytes += n * (s.streamed ? f.stream_bytes : std::int64_t(f.sram.weights));
       need.stream_bytes += n * f.stream_bytes;
       need.tasks += n * std::int64_t(f.tasks.size());
     }
   }
-  for_each_relay(s, [&](std::int32_t, std::int32_t) { ++need.tasks; });  // (and the relays of its input)
+  std::uint32_t relay_code = 0;  // (and the relays of its input)
+  for_each_relay(s, [&](std::int32_t y, std::int32_t k) {
+    ++need.tasks;
+    relay_code = std::max(relay_code, std::uint32_t(relay_fragment(s, p, y, k).code));
+  });
+  sat_add(need.most_code, relay_code);
   return need;
 }
 
@@ -727,18 +755,7 @@ void Emitter::add(const StageSpec& s) {
   }
   // Relays of the stage input (see StageSpec::relay_in): one small fragment on the relaying tile.
   for_each_relay(s, [&](std::int32_t y, std::int32_t k) {
-    Fragment fr;
-    firmware::Task t;
-    t.trigger = color::kRelay;
-    t.layer = s.layer;
-    t.op = s.kind == StageKind::Head ? kOpFinalNorm : kOpLayernorm;
-    const std::int64_t vectors = s.kind == StageKind::Head ? p_.sequences() : p_.token_vectors();
-    std::int64_t bytes = split(p_.model->hidden, r.h, y) * vectors * kActivationBytes;
-    std::uint32_t wl = std::uint32_t(std::max<std::int64_t>(1, (bytes + p_.spec->wavelet_bytes - 1) / p_.spec->wavelet_bytes));
-    t.sends.push_back({color::kResIn, wl, {Dest::Kind::Tile, s.region.mirrored ? -k : k, 0, 1}});
-    fr.tasks.push_back(std::move(t));
-    fr.code = program_bytes(firmware::Program{fr.tasks, {}});
-    std::uint32_t f = intern_fragment(std::move(fr));
+    std::uint32_t f = intern_fragment(relay_fragment(s, p_, y, k));
     hw::TileIndex tile = grid_.index({global_x(s.region, s.region.rect.w - 1 - k), r.y0 + y});
     seq_[tile] = child(seq_[tile], f);
   });
@@ -831,6 +848,36 @@ std::size_t hash_program(const firmware::Program& p) {
 }
 }  // namespace
 
+void Emitter::hold(firmware::SramUse& u, std::vector<std::uint32_t>& code_held, std::uint32_t id) const {
+  const Fragment& f = frags_[id];
+  sat_add(u.weights, f.sram.weights);
+  sat_add(u.kv_cache, f.sram.kv_cache);
+  u.activations = std::max(u.activations, f.sram.activations);
+  if (std::none_of(code_held.begin(), code_held.end(), [&](std::uint32_t h) { return same_code(frags_[h], f); })) {
+    code_held.push_back(id);
+    sat_add(u.code, f.code);
+  }
+}
+
+firmware::SramUse Emitter::tile_sram(hw::TileIndex t) {
+  constexpr std::uint32_t kUnknown = 0xFFFFFFFFu;
+  const std::uint32_t q = seq_[t];
+  if (q == 0) return {};
+  if (seq_sram_.size() < parent_.size()) {
+    firmware::SramUse unknown;
+    unknown.code = kUnknown;
+    seq_sram_.resize(parent_.size(), unknown);
+  }
+  firmware::SramUse& u = seq_sram_[q];
+  if (u.code == kUnknown) {
+    std::vector<std::uint32_t> chain, code_held;
+    for (std::uint32_t c = q; c != 0; c = parent_[c]) chain.push_back(frag_of_[c]);
+    u = {};
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) hold(u, code_held, *it);
+  }
+  return u;
+}
+
 firmware::Image Emitter::finish(std::vector<std::string> layer_names) {
   firmware::Image img;
   img.grid = grid_;
@@ -848,19 +895,11 @@ firmware::Image Emitter::finish(std::vector<std::string> layer_names) {
       chain.clear();
       for (std::uint32_t c = q; c != 0; c = parent_[c]) chain.push_back(frag_of_[c]);
       firmware::Program prog;
-      std::vector<std::uint32_t> code_held;  // fragments whose code the tile holds (one copy per distinct code)
+      std::vector<std::uint32_t> code_held;
       for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
         const Fragment& f = frags_[*it];
         prog.tasks.insert(prog.tasks.end(), f.tasks.begin(), f.tasks.end());
-        sat_add(prog.sram.weights, f.sram.weights);
-        sat_add(prog.sram.kv_cache, f.sram.kv_cache);
-        prog.sram.activations = std::max(prog.sram.activations, f.sram.activations);  // buffers are reused
-        // Time-multiplexed decoder layers run the same code: fragments that differ only in the layer their
-        // tasks report share one copy.
-        if (std::none_of(code_held.begin(), code_held.end(), [&](std::uint32_t h) { return same_code(frags_[h], f); })) {
-          code_held.push_back(*it);
-          sat_add(prog.sram.code, f.code);
-        }
+        hold(prog.sram, code_held, *it);
       }
       auto& bucket = buckets[hash_program(prog) % buckets.size()];
       for (std::uint32_t id : bucket)

@@ -165,6 +165,11 @@ class FragmentBuilder {
 // Largest SRAM need of one stage's tiles (all row/column classes), with the parts of the worst tile.
 struct StageNeed {
   firmware::SramUse worst;  // code included
+  // Bounds on what any one tile holds of the stage, each over the stage's fragments on its own: weights and KV
+  // cache together, activation buffers, and code (its fragment's, and a relay's of the stage's input on the
+  // tiles that relay one). A tile holding several stages holds at most their sum (activations: the largest),
+  // one code for stages alike but for their layer (same_but_layer): what map_model checks before stamping.
+  std::uint32_t most_held = 0, most_activations = 0, most_code = 0;
   std::int64_t weight_bytes = 0;  // sum over the stage's tiles (resident or streamed)
   std::int64_t stream_bytes = 0;  // per step, when streamed
   std::int64_t tasks = 0;         // tasks its tiles run per step (summed over them)
@@ -188,8 +193,16 @@ class Emitter {
                    const StageSpec* stage = nullptr);
   firmware::Image finish(std::vector<std::string> layer_names);
   std::int64_t stream_bytes() const { return stream_bytes_; }
+  // The SRAM tile t's program holds, counted as finish() counts it (without building the program): what
+  // map_model checks each tile against. Kept per fragment sequence, so a call per tile is cheap.
+  firmware::SramUse tile_sram(hw::TileIndex t);
 
  private:
+  // Adds fragment f to a tile's use (finish, tile_sram): weights and KV cache add up, activation buffers are
+  // reused, and time-multiplexed decoder layers run the same code: fragments that differ only in the layer
+  // their tasks report share one copy (code_held: the fragments whose code the tile holds).
+  void hold(firmware::SramUse& u, std::vector<std::uint32_t>& code_held, std::uint32_t f) const;
+  std::vector<firmware::SramUse> seq_sram_;  // tile_sram's, per sequence (code == kUnknown: not yet)
   std::uint32_t intern_fragment(Fragment f);
   struct Run {  // the last extension made along a row
     std::uint32_t seq = 0xFFFFFFFFu, frag = 0xFFFFFFFFu, child = 0;

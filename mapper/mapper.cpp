@@ -371,7 +371,8 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
   // Per wafer whose image was emitted: its stages (as emitted), its index and what its emitter streams. A later
   // wafer whose stages are those but for their names gets its image (below).
   struct Emitted {
-    std::vector<StageSpec> specs;
+    std::vector<StageSpec> planned, specs;  // before the budget and after (what streams)
+    std::vector<detail::StageNeed> needs;
     std::size_t wafer;
     std::int64_t stream_bytes;
   };
@@ -420,99 +421,178 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     last.out = last.kind == StageKind::Head ? OutKind::Argmax : OutKind::Gather;
     if (last.kind == StageKind::Embedding && specs.size() == 1) last.out = OutKind::Gather;
 
-    // ---- budgets: SRAM per tile, streaming where allowed -----------------------------------------------
-    // Regions are identical or disjoint (the placement rule): group identical ones; a tile of a group holds
-    // every stage of the group.
-    std::vector<std::vector<std::size_t>> groups;
-    for (std::size_t i = 0; i < specs.size(); ++i) {
-      bool placed = false;
-      for (auto& gr : groups)
-        if (specs[gr.front()].region.rect == specs[i].region.rect) gr.push_back(i), placed = true;
-      if (!placed) groups.push_back({i});
-    }
-    std::vector<detail::StageNeed> needs(specs.size());
-    // Stages sharing tiles add their weights and KV cache; activation buffers are reused; the decoder
-    // layers run the same code (their programs differ only in the layer they report), held once.
-    auto group_need = [&](const std::vector<std::size_t>& gr) {
-      firmware::SramUse u;
-      std::uint32_t layer_code = 0;
-      for (std::size_t i : gr) {
-        const auto& n = needs[i].worst;
-        detail::sat_add(u.weights, n.weights), detail::sat_add(u.kv_cache, n.kv_cache);
-        if (specs[i].kind == StageKind::Layer) layer_code = std::max(layer_code, n.code);
-        else detail::sat_add(u.code, n.code);
-        u.activations = std::max(u.activations, n.activations);
-      }
-      detail::sat_add(u.code, layer_code);
-      return u;
-    };
+    // A pipeline's middle wafers often hold the same stages but for their names (as many decoder layers, placed
+    // alike): the budget and the emitter read no name and the rest of their input is the same for every wafer (the
+    // fabric, the emit parameters), so such a wafer streams what the earlier one streams and its image is that
+    // one's with its own layer names (the 405B on 24 wafers: 20 of its 24 wafers; builds with assertions emit it
+    // all the same and compare).
+    const auto same_wafer = std::find_if(emitted.begin(), emitted.end(), [&](const Emitted& e) {
+      return e.planned.size() == specs.size() &&
+             std::equal(specs.begin(), specs.end(), e.planned.begin(), [](const StageSpec& a, const StageSpec& b) {
+               return a.layer == b.layer && detail::same_but_layer(a, b);
+             });
+    });
+    const std::vector<StageSpec> planned = specs;
     const std::uint32_t cap = std::uint32_t(spec.sram_bytes);
-    // (A stage the same as one before but for its layer needs what that one needs; with the bands kernel, also
-    // one the same but for where its region lies: detail::same_but_place.)
-    std::vector<std::size_t> computed;  // the stages whose needs were computed, each unlike the others
-    for (auto& gr : groups)
-      for (std::size_t i : gr) {
-        const auto same = std::find_if(computed.rbegin(), computed.rend(), [&](std::size_t j) {
-          return opt.kernel == Kernel::Bands ? detail::same_but_place(specs[i], specs[j])
-                                             : detail::same_but_layer(specs[i], specs[j]);
-        });
-        if (same != computed.rend()) needs[i] = needs[*same];
-        else needs[i] = detail::stage_need(specs[i], ep), computed.push_back(i);
+    std::vector<detail::StageNeed> needs(specs.size());
+    std::optional<detail::Emitter> stamped;  // the stages stamped for the budget's check, kept for the image
+    if (same_wafer != emitted.end()) {
+      for (std::size_t i = 0; i < specs.size(); ++i) specs[i].streamed = same_wafer->specs[i].streamed;
+      needs = same_wafer->needs;
+    } else {
+      // ---- budgets: SRAM per tile, streaming where allowed -----------------------------------------------
+      // Regions are identical or disjoint (the placement rule): group identical ones; a tile of a group holds
+      // every stage of the group.
+      std::vector<std::vector<std::size_t>> groups;
+      for (std::size_t i = 0; i < specs.size(); ++i) {
+        bool placed = false;
+        for (auto& gr : groups)
+          if (specs[gr.front()].region.rect == specs[i].region.rect) gr.push_back(i), placed = true;
+        if (!placed) groups.push_back({i});
       }
-    std::size_t over = 0;
-    for (auto& gr : groups) over += group_need(gr).total() > cap ? gr.size() : 0;
-    if (opt.weights == WeightMode::Resident && over > 0) {
-      // Name the worst region: its own share of the fix is the largest.
-      std::stable_sort(groups.begin(), groups.end(), [&](const auto& a, const auto& b) {
-        return group_need(a).total() > group_need(b).total();
-      });
-    }
-    for (auto& gr : groups) {
-      firmware::SramUse u = group_need(gr);
-      if (u.total() <= cap) continue;
-      const StageSpec& worst = specs[*std::max_element(gr.begin(), gr.end(), [&](std::size_t a, std::size_t b) {
-        return needs[a].worst.total() < needs[b].worst.total();
-      })];
-      std::string where =
-          gr.size() == 1
-              ? fmt::format("{} needs {} of SRAM per tile on its {} x {} tiles", worst.name, kb(u.total()),
-                            worst.region.rect.w, worst.region.rect.h)
-              : fmt::format("{} stages ({} .. {}) share each of {} x {} tiles and need {} of SRAM per tile",
-                            gr.size(), specs[gr.front()].name, specs[gr.back()].name, worst.region.rect.w,
-                            worst.region.rect.h, kb(u.total()));
-      std::string parts = fmt::format("weights {}, KV cache {}, activations {}, code {}", kb(u.weights),
-                                      kb(u.kv_cache), kb(u.activations), kb(u.code));
+      // A guess of a group's fullest tile, for how many of its stages to stream (below): each stage's fullest
+      // fragment, their weights and KV cache added, activation buffers reused, the decoder layers' code held once.
+      auto group_need = [&](const std::vector<std::size_t>& gr) {
+        firmware::SramUse u;
+        std::uint32_t layer_code = 0;
+        for (std::size_t i : gr) {
+          const auto& n = needs[i].worst;
+          detail::sat_add(u.weights, n.weights), detail::sat_add(u.kv_cache, n.kv_cache);
+          if (specs[i].kind == StageKind::Layer) layer_code = std::max(layer_code, n.code);
+          else detail::sat_add(u.code, n.code);
+          u.activations = std::max(u.activations, n.activations);
+        }
+        detail::sat_add(u.code, layer_code);
+        return u;
+      };
+      // (A stage the same as one before but for its layer needs what that one needs; with the bands kernel, also
+      // one the same but for where its region lies: detail::same_but_place.)
+      std::vector<std::size_t> computed;  // the stages whose needs were computed, each unlike the others
+      std::vector<std::size_t> alike(specs.size());  // the one of `computed` each stage is like
+      for (auto& gr : groups)
+        for (std::size_t i : gr) {
+          const auto same = std::find_if(computed.rbegin(), computed.rend(), [&](std::size_t j) {
+            return opt.kernel == Kernel::Bands ? detail::same_but_place(specs[i], specs[j])
+                                               : detail::same_but_layer(specs[i], specs[j]);
+          });
+          if (same != computed.rend()) needs[i] = needs[*same], alike[i] = *same;
+          else needs[i] = detail::stage_need(specs[i], ep), computed.push_back(i), alike[i] = i;
+        }
+      // A bound on a group's fullest tile (detail::StageNeed::most_held, ...): its stages' weights and KV cache
+      // added, the largest activation buffers, one code per kind of stage (stages of one group alike but for
+      // their place are alike but for their layer: one region).
+      auto group_bound = [&](const std::vector<std::size_t>& gr) {
+        std::uint64_t held = 0, code = 0, activations = 0;
+        std::vector<std::size_t> kinds;
+        for (std::size_t i : gr) {
+          held += needs[i].most_held;
+          activations = std::max<std::uint64_t>(activations, needs[i].most_activations);
+          if (std::find(kinds.begin(), kinds.end(), alike[i]) == kinds.end())
+            kinds.push_back(alike[i]), code += needs[i].most_code;
+        }
+        return held + activations + code;
+      };
+      // The check itself is exact: the stages stamped as the image is (detail::Emitter), each group's fullest tile
+      // counted as its program is (Emitter::tile_sram). group_need above sums each stage's fullest fragment,
+      // which can lie on another tile than another stage's, and counts the layers' code once where resident and
+      // streamed layers hold two codes: it only guesses how many stages to stream. The last stamping is kept for
+      // the image.
+      auto stamp = [&] {  // each group's fullest tile
+        stamped.emplace(ep, fabric.grid());
+        for (const auto& s : specs) stamped->add(s);
+        std::vector<firmware::SramUse> use(groups.size());
+        for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+          const hw::Rect& r = specs[groups[gi].front()].region.rect;
+          for (std::int32_t y = r.y0; y < r.y0 + r.h; ++y)
+            for (std::int32_t x = r.x0; x < r.x0 + r.w; ++x)
+              if (const firmware::SramUse u = stamped->tile_sram(fabric.grid().index({x, y})); u.total() > use[gi].total())
+                use[gi] = u;
+        }
+        return use;
+      };
+      // (Where every group's bound fits, nothing is stamped: a plan, say, of a whole-wafer mapping far from the
+      // budget, which costs a few tenths of a second to stamp on wse3.)
+      std::vector<firmware::SramUse> use(groups.size());
+      if (std::any_of(groups.begin(), groups.end(), [&](const auto& gr) { return group_bound(gr) > cap; })) use = stamp();
+      // What a refusal says of group gi, whose fullest tile holds u.
+      auto where = [&](std::size_t gi, const firmware::SramUse& u) {
+        const auto& gr = groups[gi];
+        const StageSpec& worst = specs[*std::max_element(gr.begin(), gr.end(), [&](std::size_t a, std::size_t b) {
+          return needs[a].worst.total() < needs[b].worst.total();
+        })];
+        return gr.size() == 1
+                   ? fmt::format("{} needs {} of SRAM per tile on its {} x {} tiles", worst.name, kb(u.total()),
+                                 worst.region.rect.w, worst.region.rect.h)
+                   : fmt::format("{} stages ({} .. {}) share each of {} x {} tiles and need {} of SRAM per tile",
+                                 gr.size(), specs[gr.front()].name, specs[gr.back()].name, worst.region.rect.w,
+                                 worst.region.rect.h, kb(u.total()));
+      };
       if (opt.weights == WeightMode::Resident) {
-        throw InputError(fmt::format(
-            "{} {} ({}); a tile has {}{}. The model's weights are {} at {}-bit{} against {} of "
-            "SRAM on one wafer; try {}",
-            where, at_step, parts, kb(cap),
-            over > gr.size() ? fmt::format(" ({} of {} stages on this wafer do not fit)", over, specs.size()) : "",
-            gb(double(total_weights)), opt.weight_bits,
-            model.tie_embeddings ? " as held (the tied embedding table twice: by the lookup and by the head)" : "",
-            gb(wafer_sram), remedy()));
+        // Name the fullest region: its own share of the fix is the largest.
+        std::size_t over = 0, worst = groups.size();
+        for (std::size_t gi = 0; gi < groups.size(); ++gi)
+          if (use[gi].total() > cap) {
+            over += groups[gi].size();
+            if (worst == groups.size() || use[gi].total() > use[worst].total()) worst = gi;
+          }
+        if (over > 0) {
+          const firmware::SramUse& u = use[worst];
+          throw InputError(fmt::format(
+              "{} {} (weights {}, KV cache {}, activations {}, code {}); a tile has {}{}. The model's weights are {} at "
+              "{}-bit{} against {} of SRAM on one wafer; try {}",
+              where(worst, u), at_step, kb(u.weights), kb(u.kv_cache), kb(u.activations), kb(u.code), kb(cap),
+              over > groups[worst].size() ? fmt::format(" ({} of {} stages on this wafer do not fit)", over, specs.size())
+                                          : "",
+              gb(double(total_weights)), opt.weight_bits,
+              model.tie_embeddings ? " as held (the tied embedding table twice: by the lookup and by the head)" : "",
+              gb(wafer_sram), remedy()));
+        }
+      } else {
+        // A group over the budget streams its heaviest stages: as many as group_need says, then one more at a time
+        // while its fullest tile is still over.
+        std::vector<std::vector<std::size_t>> order(groups.size());
+        bool restamp = false;
+        for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+          if (use[gi].total() <= cap) continue;
+          order[gi] = groups[gi];
+          std::stable_sort(order[gi].begin(), order[gi].end(),
+                           [&](std::size_t a, std::size_t b) { return needs[a].worst.weights > needs[b].worst.weights; });
+          for (std::size_t i : order[gi]) {
+            if (group_need(groups[gi]).total() <= cap) break;
+            specs[i].streamed = true, restamp = true;
+            needs[i] = detail::stage_need(specs[i], ep);
+          }
+        }
+        for (; restamp; ) {
+          use = stamp(), restamp = false;
+          for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+            if (use[gi].total() <= cap) continue;
+            if (order[gi].empty()) {  // (a group the first stamping found fit: a stage streamed elsewhere changed it)
+              order[gi] = groups[gi];
+              std::stable_sort(order[gi].begin(), order[gi].end(), [&](std::size_t a, std::size_t b) {
+                return needs[a].worst.weights > needs[b].worst.weights;
+              });
+            }
+            const auto next = std::find_if(order[gi].begin(), order[gi].end(), [&](std::size_t i) { return !specs[i].streamed; });
+            if (next == order[gi].end()) {
+              const firmware::SramUse& after = use[gi];
+              const auto& gr = groups[gi];
+              throw InputError(fmt::format(
+                  "even with its weights streamed, {} needs {} of SRAM per tile {} (KV cache {}, "
+                  "activations {}, code {}, resident norm weights {}); a tile has {}; try a shorter --context{}",
+                  gr.size() == 1 ? specs[gr.front()].name : fmt::format("the shared region of {} stages", gr.size()),
+                  kb(after.total()), at_step, kb(after.kv_cache), kb(after.activations), kb(after.code),
+                  kb(after.weights), kb(cap), [&] {
+                    const auto n = suggest_wafers();
+                    return n ? fmt::format(", a smaller --batch or --wafers {}", *n)
+                             : fmt::format(" or a smaller --batch ({})", no_count());
+                  }()));
+            }
+            specs[*next].streamed = true, restamp = true;
+            needs[*next] = detail::stage_need(specs[*next], ep);
+          }
+        }
       }
-      // Stream the heaviest stages of the group until it fits.
-      std::vector<std::size_t> order = gr;
-      std::sort(order.begin(), order.end(),
-                [&](std::size_t a, std::size_t b) { return needs[a].worst.weights > needs[b].worst.weights; });
-      for (std::size_t i : order) {
-        if (group_need(gr).total() <= cap) break;
-        specs[i].streamed = true;
-        needs[i] = detail::stage_need(specs[i], ep);
-      }
-      firmware::SramUse after = group_need(gr);
-      if (after.total() > cap)
-        throw InputError(fmt::format(
-            "even with its weights streamed, {} needs {} of SRAM per tile {} (KV cache {}, "
-            "activations {}, code {}, resident norm weights {}); a tile has {}; try a shorter --context{}",
-            gr.size() == 1 ? worst.name : fmt::format("the shared region of {} stages", gr.size()),
-            kb(after.total()), at_step, kb(after.kv_cache), kb(after.activations), kb(after.code),
-            kb(after.weights), kb(cap), [&] {
-              const auto n = suggest_wafers();
-              return n ? fmt::format(", a smaller --batch or --wafers {}", *n)
-                       : fmt::format(" or a smaller --batch ({})", no_count());
-            }()));
     }
     std::int64_t streamed_stages = 0;
     for (const auto& s : specs) streamed_stages += s.streamed;
@@ -566,8 +646,11 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
 
     // ---- emit ----------------------------------------------------------------------------------------------
     auto emit = [&](std::int64_t& stream_bytes) {
-      detail::Emitter em(ep, fabric.grid());
-      for (const auto& s : specs) em.add(s);
+      if (!stamped) {
+        stamped.emplace(ep, fabric.grid());
+        for (const auto& s : specs) stamped->add(s);
+      }
+      detail::Emitter& em = *stamped;
       firmware::Image img = em.finish(layer_names);
       stream_bytes = em.stream_bytes();
       // What starts the step: token ids at the embedding's residual column, or the previous wafer's output.
@@ -592,30 +675,20 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       img.done_arrivals = 1;
       return img;
     };
-    // A pipeline's middle wafers often hold the same stages but for their names (as many decoder layers, placed
-    // alike): the emitter reads no name and the rest of its input is the same for every wafer (the fabric, the
-    // emit parameters), so such a wafer's image is the earlier one's with its own layer names (the 405B on 24
-    // wafers: 20 of its 24 wafers; builds with assertions emit it all the same and compare).
-    const auto same = std::find_if(emitted.begin(), emitted.end(), [&](const Emitted& e) {
-      return e.specs.size() == specs.size() &&
-             std::equal(specs.begin(), specs.end(), e.specs.begin(), [](const StageSpec& a, const StageSpec& b) {
-               return a.layer == b.layer && detail::same_but_layer(a, b);
-             });
-    });
     firmware::Image img;
     std::int64_t stream_bytes = 0;
-    if (same != emitted.end()) {
-      img = out.images[same->wafer];
+    if (same_wafer != emitted.end()) {
+      img = out.images[same_wafer->wafer];
       img.layer_names = layer_names;
-      stream_bytes = same->stream_bytes;
+      stream_bytes = same_wafer->stream_bytes;
 #ifndef NDEBUG
       std::int64_t emitted_bytes = 0;
       if (emit(emitted_bytes) != img || emitted_bytes != stream_bytes)
-        throw std::logic_error(fmt::format("mapping: wafer {} is not wafer {} renamed", w, same->wafer));
+        throw std::logic_error(fmt::format("mapping: wafer {} is not wafer {} renamed", w, same_wafer->wafer));
 #endif
     } else {
       img = emit(stream_bytes);
-      emitted.push_back({specs, std::size_t(w), stream_bytes});
+      emitted.push_back({planned, specs, needs, std::size_t(w), stream_bytes});
     }
 
     // ---- figures --------------------------------------------------------------------------------------------

@@ -357,6 +357,9 @@ StageNeed meshgemv_need(const StageSpec& s, const EmitParams& p) {
       firmware::SramUse u = f.sram;
       sat_add(u.code, f.code);
       if (u.total() > need.worst.total()) need.worst = u;
+      need.most_held = std::max(need.most_held, u.weights + u.kv_cache);
+      need.most_activations = std::max(need.most_activations, u.activations);
+      need.most_code = std::max(need.most_code, u.code);
       need.weight_bytes += rn[a] * cn[b] * std::int64_t(f.sram.weights);
       need.tasks += rn[a] * cn[b] * std::int64_t(f.tasks.size());
     }

@@ -378,6 +378,55 @@ TEST(Mapper, PipelineOfWafersSplitsTheStages) {
   EXPECT_EQ(mp.wafers.back().egress_bytes_per_token, 0);
 }
 
+// A mapping fits exactly when its fullest tile's program does: with a tile of that many bytes it maps, with one
+// byte less it is refused (resident) or streams more (streamed), on placements where stages share tiles and
+// where they do not.
+// (The check summed each stage's fullest fragment and held the layers' code once: stages sharing tiles whose
+// fullest fragments lie on different tiles, or resident and streamed layers on one tile, which hold two codes,
+// were refused where they fit or let through to the image's check. Llama-3.2-1B streamed on small over the
+// whole wafer at context 1024 was refused: a tile needs 48.1 KB.)
+TEST(Mapper, AMappingFitsExactlyWhenItsFullestTileDoes) {
+  struct Case {
+    const char* wafer;
+    const char* model;
+    const char* placement;
+    std::int64_t context;
+    WeightMode weights;
+  };
+  for (const Case& c : {Case{"tiny", "tiny-llama", "whole-wafer", 64, WeightMode::Resident},
+                        Case{"tiny", "tiny-moe", "square", 64, WeightMode::Resident},
+                        Case{"tiny", "tiny-llama", "layer-bands", 256, WeightMode::Resident},
+                        Case{"small", "llama-3.2-1b", "whole-wafer", 256, WeightMode::Stream},
+                        Case{"small", "llama-3.2-1b", "square", 256, WeightMode::Stream}}) {
+    SCOPED_TRACE(::testing::Message() << c.model << " on " << c.wafer << ", " << c.placement << ", context " << c.context);
+    hw::WaferSpec spec = hw::preset(c.wafer);
+    const ModelConfig m = load_model(c.model);
+    MapOptions o;
+    o.placement = c.placement, o.context = c.context, o.weights = c.weights;
+    spec.sram_bytes *= 4;
+    const std::int64_t fullest = map_model(spec, perfect(spec), m, o).wafers[0].sram_max;
+    spec.sram_bytes = fullest;
+    Mapping at;
+    ASSERT_NO_THROW(at = map_model(spec, perfect(spec), m, o));
+    EXPECT_LE(at.wafers[0].sram_max, fullest);
+    spec.sram_bytes = fullest - 1;
+    if (c.weights == WeightMode::Resident) {
+      EXPECT_THROW(map_model(spec, perfect(spec), m, o), hw::InputError);
+    } else {
+      Mapping less;
+      ASSERT_NO_THROW(less = map_model(spec, perfect(spec), m, o));
+      EXPECT_LT(less.wafers[0].sram_max, fullest);
+      EXPECT_GT(less.streamed_bytes_per_token(), at.streamed_bytes_per_token());
+    }
+  }
+  hw::WaferSpec small = hw::preset("small");
+  MapOptions o;
+  o.placement = "whole-wafer", o.context = 1024, o.weights = WeightMode::Stream;
+  Mapping mp;
+  ASSERT_NO_THROW(mp = map_model(small, perfect(small), load_model("llama-3.2-1b"), o));
+  EXPECT_LE(mp.wafers[0].sram_max, small.sram_bytes);
+}
+
 // The pipeline's split: the fewest bytes on the fullest wafer, then the most even split.
 TEST(Mapper, PipelineSplitPutsTheFewestBytesOnTheFullestWafer) {
   using V = std::vector<std::size_t>;
