@@ -629,7 +629,11 @@ int run_decode(const std::vector<std::string>& args) {
   int colors = 0;
   for (const auto& w : mapping.wafers) colors = std::max(colors, w.colors_used);
   fab.add_int("tiles_used", mapping.tiles_used(), "tiles", "tiles with a program, all wafers");
-  fab.add_int("tiles_available", spec.logical_tiles() * mo.wafers, "tiles");
+  {
+    std::int64_t working = 0;  // (a tile repair left without a working router holds no program)
+    for (hw::TileIndex t = 0; t < fabric.grid().size(); ++t) working += fabric.router_ok(t);
+    fab.add_int("tiles_available", working * mo.wafers, "tiles", "logical tiles with a working router, all wafers");
+  }
   fab.add_int("colors_used", colors, "colors", "most distinct colors one tile's program uses");
   fab.add_int("programs", std::int64_t(mapping.program_count()), "programs", "distinct tile programs");
   fab.add_int("firmware_bytes", mapping.firmware_bytes(), "bytes", "encoded distinct programs");

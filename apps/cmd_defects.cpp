@@ -322,7 +322,8 @@ int run_defects(const std::vector<std::string>& args) {
   y.add("zero_defect_analytic", y0, "fraction",
         gen.model == hw::DefectModel::Poisson ? "exp(-A D0)" : "(1 + A D0/alpha)^-alpha");
   y.add("zero_defect_monte_carlo", double(zero) / n, "fraction", "maps without any defect");
-  y.add("zero_defect_monte_carlo_stderr", std::sqrt(y0 * (1 - y0) / n), "fraction");
+  y.add("zero_defect_monte_carlo_stderr", std::sqrt(y0 * (1 - y0) / n), "fraction",
+        "its standard error were the analytic yield the true one: sqrt(y (1 - y) / maps), to compare the two by");
   y.add("murphy", hw::murphy_yield(spec.area_cm2(), gen.density_per_cm2), "fraction", "Murphy's model, for reference");
   if (scheme.name() == "row-shift")
     y.add("repair_analytic", hw::row_shift_success_probability(spec, gen), "fraction",
