@@ -266,7 +266,7 @@ int run_decode(const std::vector<std::string>& args) {
       ("group", po::value<int>()->default_value(0)->value_name("G"), "tree allreduce: tiles per group (0: sqrt of the line)")
       ("search-budget", po::value<std::int64_t>()->default_value(SearchBudget{}.task_runs)->value_name("N"),
        "--placement auto: tile task runs the emulated candidates may take together")
-      ("defects", po::value<std::string>()->value_name("FILE"), "defect map (CSV or JSON, physical coordinates)")
+      ("defects", po::value<std::string>()->value_name("FILE"), "defect map (CSV or JSON, physical coordinates; with --wafers N, each wafer's)")
       ("density", po::value<double>()->value_name("D"), "generate defects at D per cm^2 instead of a file")
       ("defect-model", po::value<std::string>()->default_value("poisson")->value_name("poisson|negbin"),
        "the generated defects' model: Poisson, or negative binomial (clustered, --alpha): a sweep's defect_model")
@@ -436,6 +436,8 @@ int run_decode(const std::vector<std::string>& args) {
     repair = hw::repair_scheme(vm["repair"].as<std::string>()).repair(spec, map);
     defect_map = std::move(map);
     fabric = noc::Fabric::from_repair(*repair);
+    // (one map for the whole pipeline: every wafer is taken to have it, docs/mapping.md section 5)
+    if (mo.wafers > 1) defects_desc += fmt::format(", the same on each of the {} wafers", mo.wafers);
   } else {
     hw::repair_scheme(vm["repair"].as<std::string>());  // an unknown scheme is an error even without defects
     fabric = noc::Fabric::perfect(spec.logical());

@@ -7,6 +7,9 @@ wafer_cli_test(decode_tiny --stdout "latency_cycles +[0-9]+ cycles" --stdout "to
   --file ${OUT}/decode_tiny.json --no-file ${OUT}/decode_tiny.json.tmp -- ${WAFER_EMU} decode ${TINY} --json ${OUT}/decode_tiny.json)
 wafer_cli_test(decode_tiny_cycle --stdout "fidelity +cycle" -- ${WAFER_EMU} decode ${TINY} --fidelity cycle)
 wafer_cli_test(decode_tiny_batch --stdout "batch +4 sequences" -- ${WAFER_EMU} decode ${TINY} --batch 4)
+# One defect map is every wafer's (docs/mapping.md section 5), and the configuration says so.
+wafer_cli_test(decode_defects_every_wafer --stdout "defects +generated: 100 per cm.2, seed 1 .5 defects., the same on each of the 2 wafers"
+  -- ${WAFER_EMU} decode ${TINY} --wafers 2 --density 100)
 # The tiles available are those repair left with a working router (this map leaves one without: 63 of 64;
 # the count was the logical grid's whatever the repair).
 wafer_cli_test(decode_tiles_available --stdout "tiles_used +48 tiles" --stdout "tiles_available +63 tiles"
