@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <system_error>
@@ -590,6 +591,29 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
             }
             specs[*next].streamed = true, restamp = true;
             needs[*next] = detail::stage_need(specs[*next], ep);
+          }
+        }
+        // The sum can stream more stages than a shared region needs: each takes its streamed stages back, the
+        // lightest first, while its fullest tile (the region stamped alone) still fits. (A region of one stage
+        // streams what it must: the sum is then its fullest fragment, which its fullest tile holds.)
+        for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+          if (groups[gi].size() < 2) continue;
+          for (auto it = order[gi].rbegin(); it != order[gi].rend(); ++it) {
+            if (!specs[*it].streamed) continue;
+            specs[*it].streamed = false;
+            detail::Emitter alone(ep, fabric.grid());
+            for (std::size_t i : groups[gi]) alone.add(specs[i]);
+            firmware::SramUse u;
+            const hw::Rect& r = specs[groups[gi].front()].region.rect;
+            for (std::int32_t y = r.y0; y < r.y0 + r.h; ++y)
+              for (std::int32_t x = r.x0; x < r.x0 + r.w; ++x)
+                if (const firmware::SramUse t = alone.tile_sram(fabric.grid().index({x, y})); t.total() > u.total()) u = t;
+            if (u.total() > cap) {
+              specs[*it].streamed = true;
+              break;
+            }
+            needs[*it] = detail::stage_need(specs[*it], ep);
+            stamped.reset();
           }
         }
       }

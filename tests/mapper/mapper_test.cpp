@@ -427,6 +427,21 @@ TEST(Mapper, AMappingFitsExactlyWhenItsFullestTileDoes) {
   EXPECT_LE(mp.wafers[0].sram_max, small.sram_bytes);
 }
 
+// A region whose stages share tiles streams no stage its tiles could hold: Mixtral on wse3's square at context 1024
+// streamed 25 of its 34 stages, as many as the sum of each stage's fullest fragment asked, where its tiles hold
+// 10 resident (the fullest 48,840 bytes of 49,152); the stage taken back is the lightest of those streamed.
+TEST(Mapper, ASharedRegionStreamsNoStageItsTilesCouldHold) {
+  hw::WaferSpec wse3 = hw::preset("wse3");
+  MapOptions o;
+  o.placement = "square", o.context = 1024, o.weights = WeightMode::Stream;
+  const Mapping mp = map_model(wse3, perfect(wse3), load_model("mixtral-8x7b"), o);
+  int streamed = 0;
+  for (const auto& s : mp.stages) streamed += s.streamed;
+  EXPECT_EQ(streamed, 24);
+  EXPECT_LE(mp.wafers[0].sram_max, wse3.sram_bytes);
+  EXPECT_GT(mp.wafers[0].sram_max, wse3.sram_bytes - 1024);  // (the stage taken back filled what was left)
+}
+
 // The pipeline's split: the fewest bytes on the fullest wafer, then the most even split.
 TEST(Mapper, PipelineSplitPutsTheFewestBytesOnTheFullestWafer) {
   using V = std::vector<std::size_t>;
