@@ -37,12 +37,15 @@ std::string esc(const std::string& s) {
   return o;
 }
 
-std::string num(double v) {
+// A figure as the page shows it: a whole number whole (cycles, bytes and counts exactly, whatever their size), a
+// fraction to 4 significant digits, beyond 10,000 to the unit; `digits` more where figures differ in the 5th
+// (a study's latencies).
+std::string num(double v, int digits = 4) {
   if (!std::isfinite(v)) return "-";
   const double a = std::fabs(v);
-  if (a != 0 && (a >= 1e7 || a < 1e-3)) return fmt::format("{:.3g}", v);
-  if (a >= 1000 || v == std::floor(v)) return fmt::format("{:.0f}", v);
-  return fmt::format("{:.3g}", v);
+  if ((v == std::floor(v) && a < 1e15) || a >= 1e4) return fmt::format("{:.0f}", v);
+  if (a < 1e-3) return fmt::format("{:.3g}", v);
+  return fmt::format("{:.{}g}", v, digits);
 }
 
 // A statistic {"value", "unit"} of a results object, or NaN.
@@ -208,7 +211,8 @@ std::string heatmap(const Matrix& m, const std::string& title, const std::string
   (void)fixed_percent;
   double top = hi;
   double bottom = std::min(0.0, lo);
-  if (top <= bottom) top = bottom + 1;
+  const bool flat = top <= bottom;  // (every cell the same: one colour, and the legend says that value only)
+  if (flat) top = bottom + 1;
   auto colour = [&](double v) -> std::string {
     if (!std::isfinite(v)) return "";
     const int q = std::clamp(int((v - bottom) / (top - bottom) * kLevels), 0, kLevels - 1);
@@ -217,7 +221,7 @@ std::string heatmap(const Matrix& m, const std::string& title, const std::string
   std::string o = fmt::format(R"(<figure><figcaption><b>{}</b> [{}] {}<br>min {}, mean {}, max {}</figcaption>)", esc(title),
                               esc(m.unit), esc(what), num(lo), num(n ? sum / double(n) : 0.0), num(hi));
   o += svg_cells(m, colour, title);
-  o += "<br>" + legend_ramp(bottom, top, m.unit);
+  o += "<br>" + legend_ramp(bottom, flat ? bottom : top, m.unit);
   o += "</figure>";
   return o;
 }
@@ -323,10 +327,20 @@ Output from_decode(const json& r, const std::string& source) {
   const json& bd = r["breakdown"];
   std::string b;
   const bool mixed = r.contains("mixed") && r["mixed"].is_object();  // decode --step (docs/mapping.md 3d)
-  const std::string title =
-      fmt::format("{} on {}: {}", text(cfg, "model"), text(cfg, "wafer"), mixed ? "mixed step " + text(cfg, "step") : "decode step");
+  const bool prefill = r.contains("prefill") && r["prefill"].is_object();  // decode --prefill (3c)
+  const std::string title = fmt::format(
+      "{} on {}: {}", text(cfg, "model"), text(cfg, "wafer"),
+      mixed     ? "mixed step " + text(cfg, "step")
+      : prefill ? fmt::format("prefill of {} tokens at context {}", num(value(cfg, "prefill_tokens")), num(value(cfg, "context")))
+                : std::string("decode step"));
   b += "<h1>" + esc(title) + "</h1>";
-  if (mixed)
+  if (prefill)
+    b += fmt::format(R"(<p class="kpi">time to first token <b>{} µs</b> ({} cycles) for {} tokens a sequence in {} chunk(s) )"
+                     R"(of at most {}: {} prompt tokens/s per sequence, {} for the batch</p>)",
+                     num(value(r, "ttft_us")), num(value(r, "latency_cycles")), num(value(cfg, "prefill_tokens")),
+                     num(value(r["prefill"], "chunks")), num(value(r["prefill"], "chunk_tokens")),
+                     num(value(r, "prompt_tokens_per_s")), num(value(r, "prompt_tokens_per_s_aggregate")));
+  else if (mixed)
     b += fmt::format(R"(<p class="kpi">latency <b>{} µs</b> for the step ({} cycles): {} new tokens of {} sequences, {} tokens/s</p>)",
                      num(value(r, "latency_us")), num(value(r, "latency_cycles")), num(value(r["mixed"], "step_tokens")),
                      num(value(r["mixed"], "sequences")), num(value(r, "tokens_per_s_aggregate")));
@@ -339,6 +353,16 @@ Output from_decode(const json& r, const std::string& source) {
     std::vector<std::vector<std::string>> rows;
     for (auto it = cfg.begin(); it != cfg.end(); ++it) rows.push_back({it.key(), text(cfg, it.key())});
     b += "<h2>Configuration</h2>" + table({"setting", "value"}, rows);
+  }
+  if (const ResultTable ch = prefill ? result_table(r["prefill"], "per_chunk") : ResultTable{}; ch.size() > 0) {
+    std::vector<std::vector<std::string>> rows;
+    for (std::size_t i = 0; i < ch.size(); ++i)
+      rows.push_back({num(ch.number(i, "first token", "")), num(ch.number(i, "tokens", "")),
+                      num(ch.number(i, "context", "tokens")), num(ch.number(i, "latency", "cycles")),
+                      num(ch.number(i, "latency", "us"))});
+    b += "<h2>Chunks of the prompt</h2><p class=note>one after another; the figures below the critical path's (the "
+         "wafer's maps, SRAM and network) are the last chunk's (docs/mapping.md section 3c)</p>" +
+         table({"first token", "tokens", "context [tokens]", "latency [cycles]", "latency [us]"}, rows);
   }
   if (const ResultTable seqs = mixed ? result_table(r["mixed"], "per_sequence") : ResultTable{}; seqs.size() > 0) {
     std::vector<std::vector<std::string>> rows;
@@ -386,7 +410,7 @@ Output from_decode(const json& r, const std::string& source) {
       rows.push_back(std::move(cells));
     }
     std::vector<std::string> head{"layer", "total [cycles]", "total [us]", "share [%]"};
-    for (const auto& c : causes) head.push_back(c);
+    for (const auto& c : causes) head.push_back(c + " [cycles]");
     b += "<h2>Per layer and cause</h2>" + stacked_bars(bars, causes, "cycles", "critical path per layer");
     b += table(head, rows);
   }
@@ -454,24 +478,30 @@ Output from_decode(const json& r, const std::string& source) {
     }
     if (reg->contains("repair") && (*reg)["repair"].is_object()) {
       const json& rp = (*reg)["repair"];
+      const double wafers = value(cfg, "wafers");
       b += "<h2>Defects and repair</h2>";
+      if (wafers > 1)
+        b += fmt::format("<p class=note>One map is every wafer's (docs/mapping.md section 5): the counts below are "
+                         "each of the {} wafers'.</p>", num(wafers));
       std::vector<std::vector<std::string>> rows;
       for (const char* k : {"scheme", "complete", "defects", "spare_tiles_used", "displaced_tiles", "links_detoured", "extra_hops"})
         rows.push_back({k, text(rp, k)});
       b += table({"", "value"}, rows);
       const Matrix dm = matrix(rp, "defect_map"), sp = matrix(rp, "spares_used"), mv = matrix(rp, "displaced");
       if (dm.ok() && sp.ok() && mv.ok()) {
-        // One picture: displaced tiles grey, spares used blue, defects red (on top).
+        // One picture: displaced tiles grey, spares used blue, defects red (on top), a spare used that has a defect
+        // (a link's: the tile works) purple.
         Matrix kind = dm;
         for (std::size_t i = 0; i < kind.v.size(); ++i)
-          kind.v[i] = dm.v[i] > 0 ? 3 : sp.v[i] > 0 ? 2 : mv.v[i] > 0 ? 1 : 0;
-        const std::array<const char*, 4> col{"", "#b8b8b8", "#2f6fdf", "#e02020"};
+          kind.v[i] = dm.v[i] > 0 && sp.v[i] > 0 ? 4 : dm.v[i] > 0 ? 3 : sp.v[i] > 0 ? 2 : mv.v[i] > 0 ? 1 : 0;
+        const std::array<const char*, 5> col{"", "#b8b8b8", "#2f6fdf", "#e02020", "#8e44ad"};
         b += fmt::format("<figure><figcaption><b>The physical wafer</b> ({} x {} tiles, cells of {} x {}): "
                          "<span style=\"color:#e02020\">■</span> defects, <span style=\"color:#2f6fdf\">■</span> spare tiles used, "
+                         "<span style=\"color:#8e44ad\">■</span> both, "
                          "<span style=\"color:#888\">■</span> tiles repair displaced</figcaption>",
                          num(value(rp, "physical_width")), num(value(rp, "physical_height")), num(value(rp, "cell_side")),
                          num(value(rp, "cell_side")));
-        b += svg_cells(kind, [&](double v) { return std::string(col[std::size_t(std::clamp(int(v), 0, 3))]); }, "defects and repair");
+        b += svg_cells(kind, [&](double v) { return std::string(col[std::size_t(std::clamp(int(v), 0, 4))]); }, "defects and repair");
         b += "</figure>";
         out.csv.emplace_back("repair.defect_map", csv_of(dm));
         out.csv.emplace_back("repair.spares_used", csv_of(sp));
@@ -565,7 +595,8 @@ Output from_study(const std::filesystem::path& dir) {
   std::string b;
   const std::string title = fmt::format("Study {} ({})", st.name.empty() ? st.hash : st.name, st.hash);
   b += "<h1>" + esc(title) + "</h1>";
-  b += fmt::format(R"(<p class="kpi">{} of {} points finished: {} ok, {} failed; {} settings</p>)", pts.size(), st.points(), ok,
+  b += fmt::format(R"(<p class="kpi">{} of {} point{} finished: {} ok, {} failed; {} settings</p>)", pts.size(), st.points(),
+                   st.points() == 1 ? "" : "s", ok,
                    failed, groups.size());
   b += "<p class=note>from " + esc(dir.string()) + " (wafer-emu report; docs/report.md). Settings group the points of every seed.</p>";
 
@@ -591,7 +622,7 @@ Output from_study(const std::filesystem::path& dir) {
       if (!g.lat.empty()) {
         const double p5 = sweep::percentile(g.lat, 5), p50 = sweep::percentile(g.lat, 50), p95 = sweep::percentile(g.lat, 95);
         b += fmt::format(R"(<rect x="{:.1f}" y="{}" width="{:.1f}" height="14" fill="#9ecae1" stroke="#3182bd"><title>p5 {} µs, p50 {} µs, p95 {} µs, {} points</title></rect>)",
-                         X(p5), y + 3, std::max(1.0, X(p95) - X(p5)), num(p5), num(p50), num(p95), g.lat.size());
+                         X(p5), y + 3, std::max(1.0, X(p95) - X(p5)), num(p5, 6), num(p50, 6), num(p95, 6), g.lat.size());
         b += fmt::format(R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1}" y2="{2}" stroke="#08306b" stroke-width="2"/>)", X(p50), y + 1, y + 19);
         for (double v : g.lat) b += fmt::format(R"(<circle cx="{:.1f}" cy="{}" r="2" fill="#e6550d" fill-opacity="0.7"/>)", X(v), y + 10);
       }
@@ -603,7 +634,7 @@ Output from_study(const std::filesystem::path& dir) {
     for (int t = 0; t <= 4; ++t) {
       const double v = x0 + (x1 - x0) * t / 4.0;
       b += fmt::format(R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1}" y2="{2}" stroke="#333"/><text x="{0:.1f}" y="{3}" font-size="10" text-anchor="middle">{4}</text>)",
-                       X(v), ay, ay + 4, ay + 16, num(v));
+                       X(v), ay, ay + 4, ay + 16, num(v, 6));
     }
     b += fmt::format(R"(<text x="{}" y="{}" font-size="11" text-anchor="middle">latency per token [µs] (box p5-p95, bar the median, dots the points)</text></svg>)",
                      lw + pw / 2, ay + 32);
@@ -612,13 +643,13 @@ Output from_study(const std::filesystem::path& dir) {
   {
     std::vector<std::vector<std::string>> rows;
     for (const auto& [k, g] : groups) {
-      auto pc = [&](double p) { return g.lat.empty() ? std::string("-") : num(sweep::percentile(g.lat, p)); };
+      auto pc = [&](double p) { return g.lat.empty() ? std::string("-") : num(sweep::percentile(g.lat, p), 6); };
       double mean = 0;
       for (double v : g.lat) mean += v;
       std::string reasons;
       for (const auto& [r, n] : g.reasons) reasons += fmt::format("{}{} x {}", reasons.empty() ? "" : "; ", n, r);
       rows.push_back({g.placement, g.density, g.rest, std::to_string(g.lat.size() + std::size_t(g.failed)), std::to_string(g.lat.size()),
-                      std::to_string(g.failed), g.lat.empty() ? "-" : num(mean / double(g.lat.size())), pc(5), pc(50), pc(95), pc(100),
+                      std::to_string(g.failed), g.lat.empty() ? "-" : num(mean / double(g.lat.size()), 6), pc(5), pc(50), pc(95), pc(100),
                       reasons.empty() ? "-" : reasons});
     }
     b += table({"placement", "density", "other settings", "points", "ok", "failed", "mean [µs]", "p5 [µs]", "p50 [µs]", "p95 [µs]",

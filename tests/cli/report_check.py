@@ -7,8 +7,10 @@ report_check.py WAFER_EMU OUTDIR
   tags, holds the SVG pictures (placement, heatmaps, the physical wafer, the cause bars), references
   nothing outside itself (no http:// or https://, no src=, no <script>, no <link>), and every heatmap CSV
   beside it has the matrix of the results' regions section (same shape, same numbers);
-- a pipeline of two wafers: a section and CSVs per wafer;
-- a study folder (configs/studies/tiny.json): the distribution picture and a row per setting;
+- a latency beyond 10^7 cycles shown whole; a prefill in chunks titled so, with its time to first token and its
+  chunks;
+- a pipeline of two wafers: a section and CSVs per wafer, the repair counts said to be each wafer's;
+- a study folder (configs/studies/tiny.json): the distribution picture and a row per setting, means to 6 digits;
 - a CSV that cannot be written (a folder in its place): one line, exit 2, and neither the page nor the CSVs written
   before it left behind (they were).
 """
@@ -129,9 +131,32 @@ def main():
         fail(f"repair: the defect map holds {ndef} defects, the count says {reg['repair']['defects']['value']}")
     print(f"decode page: {d.count.get('svg', 0)} SVGs, {d.count.get('rect', 0)} rects; CSVs match the results")
 
-    run(tiny + ["--wafers", "2", "--json", p("two.json")])
+    # Cycles are shown whole whatever their size (a step beyond 10^7 cycles was shown to 3 digits).
+    big = dict(res)
+    big["latency_cycles"] = {"value": 37896844, "unit": "cycles"}
+    json.dump(big, open(p("big.json"), "w"))
+    run(["report", p("big.json"), "--out", p("big.html")])
+    if "(37896844 cycles)" not in open(p("big.html"), encoding="utf-8").read():
+        fail("a latency of 37,896,844 cycles is not shown whole")
+
+    # A prefill in chunks: named so, its time to first token and its chunks as the results give them.
+    run(tiny + ["--prefill", "64", "--chunk", "16", "--json", p("pf.json")])
+    run(["report", p("pf.json"), "--out", p("pf.html")])
+    check_page(p("pf.html"), ["placement"])
+    pf, text = json.load(open(p("pf.json"))), open(p("pf.html"), encoding="utf-8").read()
+    if "<h1>tiny-llama on tiny: prefill of 64 tokens at context 64</h1>" not in text:
+        fail("the prefill page is not titled as a prefill")
+    if f"({pf['latency_cycles']['value']} cycles) for 64 tokens a sequence in 4 chunk(s) of at most 16" not in text:
+        fail("the prefill page's headline")
+    for row in pf["prefill"]["per_chunk"]["rows"]:
+        if f"<tr><td>{row[0]}</td><td>{row[1]}</td><td>{row[2]}</td><td>{row[3]}</td>" not in text:
+            fail(f"the prefill page has no row for chunk {row}")
+
+    run(tiny + ["--wafers", "2", "--density", "20", "--seed", "3", "--json", p("two.json")])
     run(["report", p("two.json"), "--out", p("two.html")])
     check_page(p("two.html"), ["placement", "Link utilisation"])
+    if "the counts below are each of the 2 wafers'" not in open(p("two.html"), encoding="utf-8").read():
+        fail("two wafers: the repair counts are not said to be each wafer's")
     for k in (0, 1):
         if not os.path.exists(p(f"two.wafer_{k}.link_utilisation.csv")):
             fail(f"two wafers: no heatmap CSV for wafer {k}")
@@ -143,6 +168,12 @@ def main():
     text = open(p("study.html"), encoding="utf-8").read()
     if text.count("<tr>") < 1 + 8:  # header + 8 settings of the tiny study
         fail(f"study page: {text.count('<tr>')} table rows, expected a header and 8 settings")
+    # (its latencies to 6 digits: a setting's mean and percentiles differ in the 5th)
+    summary = json.load(open(p("study/summary.json")))
+    means = [r[summary["settings"]["columns"].index({"name": "mean", "unit": "us"})] for r in summary["settings"]["rows"]]
+    for m in means:
+        if isinstance(m, float) and math.isfinite(m) and f"<td>{m:.6g}</td>" not in text:
+            fail(f"study page: no cell {m:.6g} (a setting's mean)")
     print(f"study page: {d.count.get('svg', 0)} SVGs, {d.count.get('circle', 0)} points plotted")
 
     # A study with a joint axis (each placement with its kernel): the kernel is swept, so it is in the labels.
