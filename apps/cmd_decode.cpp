@@ -116,15 +116,20 @@ std::string text(const S& format, const T&... args) {
   return std::string(b.data(), b.size());
 }
 
+// (chunks: a prefill's; the trace is its last chunk's, whose step the simulator holds, and says so)
 void write_trace(const std::string& path, const sim::Simulator& sim, const sim::StepResult& res,
-                 const std::vector<const firmware::Image*>& images, const hw::WaferSpec& spec, const TileTracks& tt) {
+                 const std::vector<const firmware::Image*>& images, const hw::WaferSpec& spec, const TileTracks& tt,
+                 std::size_t chunks) {
   traces::ChromeTrace tr;
   const double us_per_cycle = 1.0 / (spec.clock_ghz * 1e3);
   auto us = [&](Cycle c) { return double(c) * us_per_cycle; };
   // pid 0: the critical path. tid 0: its layers, tid 1: its operators (the timed segments of the path,
   // merged: per layer they sum to the layer's row of the breakdown), tid 2..: its tasks, on as many
   // tracks as they overlap (streams do).
-  tr.process_name(0, "critical path", 0);
+  tr.process_name(0,
+                  chunks > 1 ? fmt::format("critical path of the last of {} chunks (the results sum the chunks)", chunks)
+                             : std::string("critical path"),
+                  0);
   tr.thread_name(0, 0, "layers", 0);
   tr.thread_name(0, 1, "operators", 1);
   for (std::size_t k = 0; k < res.wafers.size(); ++k) {
@@ -133,7 +138,8 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
     if (k > 0 && k - 1 < res.link_cycles.size()) {
       const Cycle to = res.wafers[k].step.start, from = to - res.link_cycles[k - 1];
       tr.complete("inter-wafer links", "layer", us(from), us(to - from), 0, 0, fmt::format("wafer {} -> {}", k - 1, k));
-      tr.complete("inter_wafer", "operator", us(from), us(to - from), 0, 1, fmt::format("wafer {} -> {}", k - 1, k));
+      tr.complete("inter_wafer", "operator", us(from), us(to - from), 0, 1,
+                  fmt::format("inter_wafer {} cycles (wafer {} -> {})", to - from, k - 1, k));
     }
     for (std::size_t i = 0; i < segs.size();) {  // runs of one layer, and inside them runs of one operator
       std::size_t j = i;
@@ -720,7 +726,8 @@ int run_decode(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < mapping.notes.size(); ++i) rep.add_text(fmt::format("note_{}", i + 1), mapping.notes[i]);
 
   if (regions) add_regions(rep, spec, fabric, images, res, defect_map ? &*defect_map : nullptr, repair ? &*repair : nullptr);
-  if (vm.count("trace")) write_trace(vm["trace"].as<std::string>(), *simulator, res, images, spec, tile_tracks);
+  if (vm.count("trace"))
+    write_trace(vm["trace"].as<std::string>(), *simulator, res, images, spec, tile_tracks, pre ? pre->chunks.size() : 0);
   finish(rep, vm);
   return 0;
 }

@@ -436,6 +436,9 @@ WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric&
   const std::size_t cells = se.grid.size();
   if (series) {
     if (se.t.empty()) se.t.push_back(from_cycle), sample_cells(nullptr);  // not a Mesh: no slices
+    // (a sample the executor took at or after the step's end, the mesh draining, is dropped: the last interval
+    // ends with the step, and its shares are of its own length)
+    while (se.t.size() > 1 && se.t.back() >= ws.step.end) se.t.pop_back(), cum.resize(cum.size() - cells);
     se.t.push_back(std::max(ws.step.end, se.t.back() + 1));
     sample_cells(nullptr);
     count_links(fabric, se.grid, series_links, nullptr, series_tiles);

@@ -10,8 +10,12 @@ On the tiny wafer (one wafer, a pipeline of two, the whole-wafer meshgemv kernel
 - no process but 0 has a track of tid 0 (Perfetto takes it for the process's own track, tid = pid);
 - the critical path's "layers" track (pid 0, tid 0) sums per layer to that layer's row of the
   results' breakdown.per_layer (total [us]), and its spans tile the step from 0 to the latency;
-- counters (ph C) exist per wafer for link utilisation, tiles busy and SRAM use, with numeric values;
+- the "operators" track's details (cycles by cause) sum per operator and cause to breakdown.per_op, the
+  inter-wafer links' included;
+- counters (ph C) exist per wafer for link utilisation, tiles busy and SRAM use, with numeric values, none
+  after the step's end (the last interval ends with the step);
 - with --trace-window only the window's tiles have tile tracks;
+- a prefill in chunks names its critical path the last chunk's;
 - tracing changes no figure of the results (the JSON with and without --trace is the same but wall time).
 """
 import json, os, re, subprocess, sys
@@ -96,9 +100,23 @@ def check(trace_path, results_path, window=None):
     for a, b in zip(layers, layers[1:]):
         if abs(a["ts"] + a["dur"] - b["ts"]) > EPS * 2:
             fail(f"{trace_path}: a gap or overlap in the layers track between {a['name']} and {b['name']}")
+    # The operators track's causes (args.detail, "cause N, ... cycles") sum per operator and cause to per_op.
+    got = {}
+    for e in tracks.get((0, 1), []):
+        op = e["name"].split(" / ")[-1]
+        for cause, n in re.findall(r"([a-z_]+) (\d+)", e["args"]["detail"]):
+            got[(op, cause)] = got.get((op, cause), 0) + int(n)
+    for r in results.rows(res["breakdown"]["per_op"]):
+        for k, v in r.items():
+            if k.endswith(" [cycles]") and k != "total [cycles]" and v != got.get((r["operator"], k[:-9]), 0):
+                fail(f"{trace_path}: operator {r['operator']}: {k[:-9]} {got.get((r['operator'], k[:-9]), 0)} cycles "
+                     f"in the operators track's details, {v} in the results")
     # Counters.
     wafers = res["config"]["wafers"]["value"]
     cs = [e for e in ev if e.get("ph") == "C"]
+    late = [e for e in cs if e["ts"] > lat + EPS]
+    if late:
+        fail(f"{trace_path}: a counter sample at {late[0]['ts']} us, after the step's end at {lat} us")
     for pid in range(1, wafers + 1):
         for kind in ("link utilisation [%]", "tiles busy [%]", "SRAM use [%]"):
             mine = [e for e in cs if e.get("pid") == pid and e["name"].startswith(kind)]
@@ -144,6 +162,12 @@ def main():
     print(f"window 2:3,1:4: {x} X events, {c} counter samples, {t} tile tracks")
     if t > 8:
         fail(f"window of 8 tiles has {t} tile tracks")
+    # A prefill in chunks is traced as its last chunk, and the trace says so.
+    run(exe, TINY + ["--prefill", "64", "--chunk", "16", "--json", p("pf.json"), "--trace", p("pf_trace.json")])
+    ev = json.load(open(p("pf_trace.json")))["traceEvents"]
+    name = [e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name" and e["pid"] == 0]
+    if name != ["critical path of the last of 4 chunks (the results sum the chunks)"]:
+        fail(f"a prefill of 4 chunks: the critical path's process is named {name}")
     print("ok: the traces are valid, nest, and sum to the results")
     return 0
 
