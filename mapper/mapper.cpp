@@ -498,17 +498,19 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       // which can lie on another tile than another stage's, and counts the layers' code once where resident and
       // streamed layers hold two codes: it only guesses how many stages to stream. The last stamping is kept for
       // the image.
+      auto fullest = [&](detail::Emitter& em, std::size_t gi) {  // group gi's fullest tile as `em` stamped it
+        firmware::SramUse most;
+        const hw::Rect& r = specs[groups[gi].front()].region.rect;
+        for (std::int32_t y = r.y0; y < r.y0 + r.h; ++y)
+          for (std::int32_t x = r.x0; x < r.x0 + r.w; ++x)
+            if (const firmware::SramUse u = em.tile_sram(fabric.grid().index({x, y})); u.total() > most.total()) most = u;
+        return most;
+      };
       auto stamp = [&] {  // each group's fullest tile
         stamped.emplace(ep, fabric.grid());
         for (const auto& s : specs) stamped->add(s);
         std::vector<firmware::SramUse> use(groups.size());
-        for (std::size_t gi = 0; gi < groups.size(); ++gi) {
-          const hw::Rect& r = specs[groups[gi].front()].region.rect;
-          for (std::int32_t y = r.y0; y < r.y0 + r.h; ++y)
-            for (std::int32_t x = r.x0; x < r.x0 + r.w; ++x)
-              if (const firmware::SramUse u = stamped->tile_sram(fabric.grid().index({x, y})); u.total() > use[gi].total())
-                use[gi] = u;
-        }
+        for (std::size_t gi = 0; gi < groups.size(); ++gi) use[gi] = fullest(*stamped, gi);
         return use;
       };
       // (Where every group's bound fits, nothing is stamped: a plan, say, of a whole-wafer mapping far from the
@@ -603,12 +605,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
             specs[*it].streamed = false;
             detail::Emitter alone(ep, fabric.grid());
             for (std::size_t i : groups[gi]) alone.add(specs[i]);
-            firmware::SramUse u;
-            const hw::Rect& r = specs[groups[gi].front()].region.rect;
-            for (std::int32_t y = r.y0; y < r.y0 + r.h; ++y)
-              for (std::int32_t x = r.x0; x < r.x0 + r.w; ++x)
-                if (const firmware::SramUse t = alone.tile_sram(fabric.grid().index({x, y})); t.total() > u.total()) u = t;
-            if (u.total() > cap) {
+            if (fullest(alone, gi).total() > cap) {
               specs[*it].streamed = true;
               break;
             }
