@@ -258,7 +258,7 @@ int run_decode(const std::vector<std::string>& args) {
        "emulate a step of T new tokens per sequence instead (a prompt's prefill: time to first token; context "
        "defaults to T; with --context C > T, a chunk whose last token is at position C, or a speculative verify "
        "step of T draft tokens), chunked where SRAM forces it")
-      ("chunk", po::value<std::int64_t>()->value_name("N"), "--prefill: at most N tokens per chunk (default: as many as fit)")
+      ("chunk", po::value<std::int64_t>()->value_name("N"), "--prefill: at most N tokens per chunk (fewer where N do not fit; default: as many as fit)")
       ("step", po::value<std::string>()->value_name("T@C,..."),
        "emulate a mixed step instead (continuous batching): one sequence per entry, T new tokens whose last is at "
        "position C (1@C: a decode token at context C; T > 1: a prefill chunk ending at C), e.g. 1@4096,1@2048,128@512; "

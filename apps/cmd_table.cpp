@@ -161,17 +161,24 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
   std::map<StepKey, StepOutcome> outcomes;
   std::map<StepKey, std::vector<std::size_t>> waiting;  // step -> points waiting for it
   std::size_t finished = 0;
+  // (set below, where the workers and the fabric are) Point i's chunk of step k was refused for size: as
+  // run_prefill does, the largest count below k's tokens that maps at k's context becomes the chunk size, the
+  // prompt is chunked again and the new steps handed out; false when none maps (the refusal stands), or when
+  // the search met another refusal (then in plans[i].error).
+  std::function<bool(std::size_t, const StepKey&)> replan;
   // A point all of whose steps are in: its figures as run_prefill sums its chunks (add_step), then progress.
-  auto complete = [&](std::size_t i) {
+  std::function<void(std::size_t)> complete = [&](std::size_t i) {
     Point& p = points[i];
     Plan& plan = plans[i];
     std::vector<std::pair<std::string, Cycle>> ops;
     if (plan.error.empty()) {
       p.chunks = std::int64_t(plan.steps.size());
+      p.latency = 0;  // (a plan chunked again is summed again)
       for (const StepKey& k : plan.steps) {
         const StepOutcome& o = outcomes.at(k);
         if (!o.error.empty()) {
-          plan.error = o.error;
+          if (refused_for_size(o.error) && replan(i, k)) return;
+          if (plan.error.empty()) plan.error = o.error;
           break;
         }
         p.latency += o.latency;
@@ -209,11 +216,12 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
   std::map<StepKey, std::string> refusals;
   std::set<StepKey> maps_ok;
   DecodePoint q = dp, m = dp;  // the point planned, the step mapped
-  auto map_or_throw = [&](std::int64_t t, std::int64_t C, std::int64_t B) {
+  // (poll: serve the workers meanwhile; not from inside a completion, which polling could re-enter)
+  auto map_or_throw = [&](std::int64_t t, std::int64_t C, std::int64_t B, bool poll = true) {
     const StepKey k{t, C, B};
     if (maps_ok.count(k)) return;
     if (auto it = refusals.find(k); it != refusals.end()) throw hw::InputError(it->second);
-    workers.poll(0, on_done);
+    if (poll) workers.poll(0, on_done);
     m.options.tokens = t, m.options.context = C, m.options.batch = B;
     try {
       map_point(m, fabric);
@@ -225,6 +233,43 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
   };
   PrefillCache chunk_sizes;  // only its chunk sizes: (context, batch) -> largest chunk, as run_prefill keeps them
   std::set<StepKey> submitted;
+  // Hands point i's steps out: those not answered yet are waited for (and submitted once).
+  auto hand_out = [&](std::size_t i) {
+    Plan& plan = plans[i];
+    for (const StepKey& k : plan.steps) {
+      if (outcomes.count(k)) continue;
+      ++plan.waiting;
+      waiting[k].push_back(i);
+      if (submitted.insert(k).second) workers.submit(k);
+    }
+  };
+  replan = [&](std::size_t i, const StepKey& k) {
+    const auto [n, end, B] = k;
+    if (n == 1) return false;
+    std::int64_t lo = 0, hi = n;  // lo maps at `end` (0: none found yet), hi does not
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      try {
+        map_or_throw(mid, end, B, false);
+        lo = mid;
+      } catch (const hw::InputError& e) {
+        if (!refused_for_size(e.what())) {
+          plans[i].error = e.what();
+          return false;
+        }
+        hi = mid;
+      }
+    }
+    if (lo == 0) return false;
+    Point& p = points[i];
+    p.chunk = lo;
+    plans[i].steps.clear();
+    for (const PrefillChunk& ch : prefill_chunks(p.phase == "decode" ? 1 : p.tokens, p.context, lo))
+      plans[i].steps.push_back(StepKey{ch.tokens, ch.context, B});
+    hand_out(i);
+    if (plans[i].waiting == 0) complete(i);
+    return true;
+  };
   for (std::size_t i = 0; i < points.size(); ++i) {
     Point& p = points[i];
     Plan& plan = plans[i];
@@ -245,14 +290,8 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
       complete(i);
       continue;
     }
-    for (const PrefillChunk& ch : prefill_chunks(T, C, p.chunk)) {
-      const StepKey k{ch.tokens, ch.context, B};
-      plan.steps.push_back(k);
-      if (outcomes.count(k)) continue;
-      ++plan.waiting;
-      waiting[k].push_back(i);
-      if (submitted.insert(k).second) workers.submit(k);
-    }
+    for (const PrefillChunk& ch : prefill_chunks(T, C, p.chunk)) plan.steps.push_back(StepKey{ch.tokens, ch.context, B});
+    hand_out(i);
     if (plan.waiting == 0) complete(i);
   }
   while (workers.busy()) workers.poll(-1, on_done);

@@ -239,11 +239,12 @@ void add_named(std::vector<sim::Named>& a, const std::vector<sim::Named>& b) {
   }
 }
 // A refusal that fewer token vectors per step can cure (SRAM, an op too large for one tile).
-bool too_big(const hw::InputError& e) {
-  const std::string_view w = e.what();
-  return w.find("SRAM") != std::string_view::npos || w.find("elements in one operation") != std::string_view::npos;
-}
+bool too_big(const hw::InputError& e) { return refused_for_size(e.what()); }
 }  // namespace
+
+bool refused_for_size(std::string_view why) {
+  return why.find("SRAM") != std::string_view::npos || why.find("elements in one operation") != std::string_view::npos;
+}
 
 mapper::Mapping map_mixed(const DecodePoint& p, const noc::Fabric& fabric) {
   const std::vector<mapper::StepSequence>& step = p.options.step;
@@ -327,7 +328,7 @@ std::int64_t prefill_chunk_size(const DecodePoint& p, std::int64_t max_chunk, Pr
       map_fn(c);
       return true;
     } catch (const hw::InputError& e) {
-      if (c == 1 || max_chunk > 0 || !too_big(e)) throw;
+      if (c == 1 || !too_big(e)) throw;
       return false;
     }
   };
@@ -339,8 +340,8 @@ std::int64_t prefill_chunk_size(const DecodePoint& p, std::int64_t max_chunk, Pr
   } else {
     // (a chunk of one token first, which throws when it does not map: a context that does not fit even so, its KV
     // cache alone, is refused at once rather than after mapping the whole prompt, which at 131,072 tokens took 96 s
-    // to fail)
-    if (c > 1 && !max_chunk) maps(1);
+    // to fail; --chunk N is a cap like T, and searched below alike)
+    if (c > 1) maps(1);
     if (maps(c)) {
       mapped_c = true;
     } else {
@@ -373,36 +374,68 @@ PrefillRun run_prefill_with(const DecodePoint& p, std::int64_t max_chunk, Prefil
   PrefillRun out;
   DecodePoint q = p;
   bool mapped_c = false;  // out.mapping holds the step of c tokens at context C
-  const std::int64_t c = prefill_chunk_size(
+  std::int64_t c = prefill_chunk_size(
       p, max_chunk, cache,
       [&](std::int64_t t) {  // it keeps the mapping
         q.options.tokens = t, q.options.context = C;
         out.mapping = map_fn(q);
       },
       &mapped_c);
-  out.chunk = c;
   sim::StepResult sum;  // the chunks' critical-path figures added up
   bool have_last = false;
-  for (PrefillChunk ch : prefill_chunks(p.options.tokens, C, c)) {
-    const std::int64_t end = ch.context, n = ch.tokens;
-    const auto key = std::make_tuple(n, end, B);
-    const bool last = end == C;
-    sim::StepResult r;
-    if (cache && cache->steps.count(key)) {
-      r = cache->steps[key];
-      ++cache->hits;
-    } else {
-      q.options.tokens = n, q.options.context = end;
-      mapper::Mapping m = last && n == c && mapped_c ? std::move(out.mapping) : map_fn(q);
-      r = emulate_fn(q, m);
-      if (cache) cache->steps[key] = r, ++cache->emulated;
-      if (last) out.mapping = std::move(m), have_last = true;
+  // The chunk size fits at context C, the largest KV cache, but an earlier chunk runs at a smaller context, where
+  // the placement may cut the stages' regions otherwise (layer-bands' band heights follow the bytes a stage holds,
+  // which change with the context): a chunk that does not map there sets the chunk size to the largest that does,
+  // and the prompt is chunked again from its first token (the chunks emulated before are kept in `cache`).
+  for (bool again = true; again;) {
+    again = false;
+    out.chunks.clear(), sum = {}, have_last = false;
+    for (PrefillChunk ch : prefill_chunks(p.options.tokens, C, c)) {
+      const std::int64_t end = ch.context, n = ch.tokens;
+      const auto key = std::make_tuple(n, end, B);
+      const bool last = end == C;
+      sim::StepResult r;
+      if (cache && cache->steps.count(key)) {
+        r = cache->steps[key];
+        ++cache->hits;
+      } else {
+        q.options.tokens = n, q.options.context = end;
+        mapper::Mapping m;
+        if (last && n == c && mapped_c) {
+          m = std::move(out.mapping);
+        } else {
+          try {
+            m = map_fn(q);
+          } catch (const hw::InputError& e) {
+            if (n == 1 || !too_big(e)) throw;
+            std::int64_t lo = 0, hi = n;  // lo maps at `end` (0: none found yet), hi does not
+            while (hi - lo > 1) {
+              const std::int64_t mid = lo + (hi - lo) / 2;
+              q.options.tokens = mid;
+              try {
+                map_fn(q);
+                lo = mid;
+              } catch (const hw::InputError& e2) {
+                if (!too_big(e2)) throw;
+                hi = mid;
+              }
+            }
+            if (lo == 0) throw;
+            c = lo, mapped_c = false, again = true;
+            break;
+          }
+        }
+        r = emulate_fn(q, m);
+        if (cache) cache->steps[key] = r, ++cache->emulated;
+        if (last) out.mapping = std::move(m), have_last = true;
+      }
+      ch.latency = r.latency;
+      add_step(sum, r);
+      out.chunks.push_back(ch);
+      if (last) out.step = std::move(r);
     }
-    ch.latency = r.latency;
-    add_step(sum, r);
-    out.chunks.push_back(ch);
-    if (last) out.step = std::move(r);
   }
+  out.chunk = c;
   if (!have_last) out.mapping = {};
   // The last chunk's step, its summable figures replaced by the sums over every chunk.
   sim::StepResult& s = out.step;

@@ -173,6 +173,10 @@ PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const no
 std::int64_t prefill_chunk_size(const DecodePoint& p, std::int64_t max_chunk, PrefillCache* cache,
                                 const std::function<void(std::int64_t)>& map, bool* mapped = nullptr);
 std::vector<PrefillChunk> prefill_chunks(std::int64_t T, std::int64_t C, std::int64_t c);
+// Whether the mapper's refusal `why` is for size (SRAM, or more elements than one operation takes): a chunk of
+// fewer tokens may map. run_prefill then takes the largest count that maps at the refused chunk's context as
+// the chunk size and chunks the prompt again (table --jobs alike).
+bool refused_for_size(std::string_view why);
 // A mixed step (p.options.step, docs/mapping.md section 3d) mapped onto `fabric`. Where it does not fit
 // (SRAM), InputError naming --step with how many tokens of its largest prefill part fit beside the other
 // sequences (a binary search over mappings), so that prefill can run in chunks; a step is not chunked here.

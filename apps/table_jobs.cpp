@@ -11,6 +11,7 @@
 #endif
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -175,8 +176,24 @@ StepWorkers::StepWorkers(int jobs, const DecodePoint& base, bool cache) {
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t parent = ::getpid();
-  // The workers' memory table (apps::MemoryGate) in a folder of this run's own.
-  std::string tmpl = (std::filesystem::temp_directory_path() / "wafer-emu-table-XXXXXX").string();
+  // The workers' memory table (apps::MemoryGate) in a folder of this run's own, named with this process's id:
+  // the folders of runs whose process is gone (stopped by a signal before they removed theirs) are removed first.
+  {
+    std::error_code ec;
+    const std::string prefix = "wafer-emu-table-";
+    for (const auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path(), ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind(prefix, 0) != 0 || !e.is_directory(ec)) continue;
+      const std::string rest = name.substr(prefix.size());
+      const std::size_t dash = rest.find('-');
+      long pid = 0;
+      const auto [end, err] = std::from_chars(rest.data(), rest.data() + (dash == std::string::npos ? 0 : dash), pid);
+      if (err != std::errc() || end != rest.data() + dash || pid <= 0) continue;
+      if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH) std::filesystem::remove_all(e.path(), ec);
+    }
+  }
+  std::string tmpl =
+      (std::filesystem::temp_directory_path() / fmt::format("wafer-emu-table-{}-XXXXXX", ::getpid())).string();
   if (!::mkdtemp(tmpl.data()))
     throw hw::InputError(fmt::format("--jobs {}: cannot make a folder for the workers in {} ({})", jobs,
                                      std::filesystem::temp_directory_path().string(), std::strerror(errno)));

@@ -9,7 +9,8 @@ mixed_check.py WAFER_EMU OUTDIR
 - a mixed step of one sequence T@C is `decode --prefill T --context C` (one chunk): the same, also where
   C - T is no multiple of T;
 - a prompt in chunks of c takes its tokens c at a time from its first (ceil(T / c) chunks, the last the
-  remainder), each chunk the mixed step of its tokens at the context of its last, their latencies added;
+  remainder), each chunk the mixed step of its tokens at the context of its last, their latencies added; a
+  chunk refused at its own context chunks the prompt again; --chunk N is a cap;
 - adding a decode sequence to a step never makes it faster, and a mixed step costs at least the slower of
   its parts alone (the decode sequences as one step, the prefill chunk as another), and less than both
   one after another (the GEMV weights are read once for every token);
@@ -65,6 +66,28 @@ same_step(pre, one, "16@64 vs --prefill 16 --context 64")
 pre3 = decode_json(["--prefill", "3", "--context", "64"], "prefill3")
 check(pre3["prefill"]["chunks"]["value"] == 1, f"the 3-token prefill at 64 runs in one chunk: {pre3['prefill']}")
 same_step(pre3, decode_json(["--step", "3@64"], "step_3"), "3@64 vs --prefill 3 --context 64")
+
+# (b3) a chunk that does not map at its own context, though c tokens map at the last one's (small-llama on small
+# at 700: 34 tokens map there, 34 at 674 do not, the layers' bands cut otherwise), chunks the prompt again in
+# the largest count that maps there: 60 tokens are 33@673 then 27@700 (refused before); and --chunk N is a cap:
+# 50 where 48 fit is 48.
+def small(extra, name):
+    path = os.path.join(out, name + ".json")
+    r = subprocess.run([exe, "decode", "--wafer", "small", "--model", "small-llama"] + extra + ["--json", path],
+                       capture_output=True, text=True, timeout=300)
+    check(r.returncode == 0, f"{extra}: exit {r.returncode}: {r.stderr.strip()}")
+    return json.load(open(path)) if r.returncode == 0 else None
+
+
+again = small(["--prefill", "60", "--context", "700"], "again")
+parts = [small(["--step", s], "again_" + s.replace("@", "_")) for s in ("33@673", "27@700")]
+if again and all(parts):
+    check([tuple(r[:3]) for r in again["prefill"]["per_chunk"]["rows"]] == [(0, 33, 673), (33, 27, 700)],
+          f"60 tokens at 700: chunks {again['prefill']['per_chunk']['rows']}")
+    check(lat(again) == sum(lat(x) for x in parts), f"60 tokens at 700: {lat(again)} cycles, the chunks alone "
+          f"{[lat(x) for x in parts]}")
+cap = decode_json(["--prefill", "64", "--context", "512", "--chunk", "50"], "chunk_cap")
+check(cap["prefill"]["chunk_tokens"]["value"] == 48, f"--chunk 50 where 48 fit: {cap['prefill']['chunk_tokens']}")
 
 # (b2) a prompt in chunks takes its tokens c at a time from its first, as a serving engine's chunked prefill:
 # 8 tokens ending at 63 in chunks of 4 are 4@59 then 4@63 (ceil(8/4) = 2 chunks, whatever the 55 cached), and

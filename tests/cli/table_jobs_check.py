@@ -5,7 +5,8 @@ table_jobs_check.py same WAFER_EMU OUTDIR
     a grid on the tiny wafer with chunked prompts (chunks shared between prompts) and points that do not map,
     with --jobs 1, 2 and 3: every file byte for byte (meta.yaml's time stamp aside), the same progress lines
     (one per point, in another order), the same point counts, steps_emulated and chunks_reused; nothing left in
-    TMPDIR.
+    TMPDIR; prompts whose chunks are chunked again (a chunk refused at its own context) alike with --jobs 1
+    and 2; the workers' folder a run stopped by a signal left in TMPDIR removed by the next run.
 table_jobs_check.py kill WAFER_EMU OUTDIR
     a worker killed mid-run: exit 2, a one-line error naming the worker, no folder at --out and no temporary
     one beside it or in TMPDIR (the workers' memory table), no worker process left.
@@ -76,6 +77,35 @@ def mode_same(exe, out):
         strip = lambda ls: [re.sub(r" \([0-9.]+ s, ", " (", l) for l in ls]
         if sorted(strip(progress)) != sorted(strip(ref_progress)):
             fail(f"--jobs {jobs}: other progress lines:\n" + "\n".join(progress) + "\n--jobs 1:\n" + "\n".join(ref_progress))
+    # Prompts chunked again: at context 700 on small, 34 tokens map but a chunk of them at 674 does not (the
+    # layers' bands are cut otherwise there), so 64 and 100 tokens run in chunks of 33 (docs/mapping.md 3c);
+    # the workers' plans chunk them again as one process does: the same files, nothing skipped.
+    args = ["table", "--wafer", "small", "--model", "small-llama", "--contexts", "700", "--batches", "1",
+            "--prefill-tokens", "64,100"]
+    files = {}
+    for jobs in (1, 2):
+        d = os.path.join(out, f"again{jobs}")
+        r = subprocess.run([exe] + args + ["--jobs", str(jobs), "--out", d], capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            fail(f"chunked again, --jobs {jobs}: exit {r.returncode}\n{r.stderr}")
+        files[jobs] = table_files(d)
+        if files[jobs]["skipped.txt"] or b"prefill,step,100,700,1,33,4," not in files[jobs]["table.csv"]:
+            fail(f"chunked again, --jobs {jobs}: a point skipped or not in 4 chunks of 33:\n{r.stderr}")
+    if files[1] != files[2]:
+        fail("chunked again: --jobs 2 writes other files than --jobs 1")
+    # The workers' folder of a run stopped by a signal (named with its process id) is removed by the next run,
+    # not a live run's.
+    tmp = os.path.join(out, "stale")
+    os.makedirs(tmp)
+    dead = subprocess.Popen(["true"])  # (a process id that is no longer alive)
+    dead.wait()
+    os.makedirs(os.path.join(tmp, f"wafer-emu-table-{dead.pid}-AbCdEf"))
+    open(os.path.join(tmp, f"wafer-emu-table-{dead.pid}-AbCdEf", ".memory-host"), "w").close()
+    os.makedirs(os.path.join(tmp, f"wafer-emu-table-{os.getpid()}-GhIjKl"))
+    r = subprocess.run([exe] + args + ["--jobs", "2", "--out", os.path.join(out, "stale_out")], capture_output=True,
+                       text=True, timeout=300, env=dict(os.environ, TMPDIR=tmp))
+    if r.returncode != 0 or sorted(os.listdir(tmp)) != [f"wafer-emu-table-{os.getpid()}-GhIjKl"]:
+        fail(f"a stopped run's folder: exit {r.returncode}, TMPDIR holds {sorted(os.listdir(tmp))}")
     print("ok")
 
 
