@@ -318,6 +318,12 @@ json read_decode_json(const std::filesystem::path& file) {
   if (v == j.end() || !v->is_number_integer() || v->get<std::int64_t>() != kResultsSchemaVersion)
     throw hw::InputError(fmt::format("{}: results of schema_version {} (this wafer-emu reads {}); rerun decode --json",
                                      file.string(), v == j.end() ? std::string("none") : v->dump(), kResultsSchemaVersion));
+  // (a latency that is no count of cycles is no result decode writes: the page would show it as "-")
+  if (const json& l = j["latency_cycles"]; !l.is_object() || !l.contains("value") || !l["value"].is_number_unsigned() ||
+                                           !j["breakdown"].is_object() || !j["config"].is_object())
+    throw hw::InputError(fmt::format("{}: latency_cycles is not {{\"value\": a whole number of cycles}}, or breakdown "
+                                     "or config not an object: not decode's results",
+                                     file.string()));
   return j;
 }
 

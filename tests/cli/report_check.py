@@ -7,7 +7,7 @@ report_check.py WAFER_EMU OUTDIR
   tags, holds the SVG pictures (placement, heatmaps, the physical wafer, the cause bars), references
   nothing outside itself (no http:// or https://, no src=, no <script>, no <link>), and every heatmap CSV
   beside it has the matrix of the results' regions section (same shape, same numbers);
-- a latency beyond 10^7 cycles shown whole; a prefill in chunks titled so, with its time to first token and its
+- a latency beyond 10^7 cycles shown whole, one that is not a number refused; a prefill in chunks titled so, with its time to first token and its
   chunks;
 - a pipeline of two wafers: a section and CSVs per wafer, the repair counts said to be each wafer's;
 - a study folder (configs/studies/tiny.json): the distribution picture and a row per setting, means to 6 digits;
@@ -138,6 +138,14 @@ def main():
     run(["report", p("big.json"), "--out", p("big.html")])
     if "(37896844 cycles)" not in open(p("big.html"), encoding="utf-8").read():
         fail("a latency of 37,896,844 cycles is not shown whole")
+
+    # A latency that is no whole count of cycles is no decode result: refused in one line (it was shown as "-").
+    bad = dict(res)
+    bad["latency_cycles"] = {"value": "12", "unit": "cycles"}
+    json.dump(bad, open(p("bad.json"), "w"))
+    r = subprocess.run([exe, "report", p("bad.json"), "--out", p("bad.html")], capture_output=True, text=True, timeout=300)
+    if r.returncode != 2 or "latency_cycles is not" not in r.stderr or r.stderr.count("\n") != 1 or os.path.exists(p("bad.html")):
+        fail(f"a string latency: exit {r.returncode}, {r.stderr!r}")
 
     # A prefill in chunks: named so, its time to first token and its chunks as the results give them.
     run(tiny + ["--prefill", "64", "--chunk", "16", "--json", p("pf.json")])
