@@ -657,7 +657,11 @@ int run_decode(const std::vector<std::string>& args) {
   fab.add_int("busiest_link", std::int64_t(busy_max), "cycles", "occupied cycles of the busiest link");
 
   auto& io = rep.section("io", "weight streaming and wafer links");
-  io.add_int("streamed_bytes_per_token", mapping.streamed_bytes_per_token(), "bytes");
+  // (a prefill in chunks: the mapping is the last chunk's, which may stream less than the others; what the port
+  // carried is summed over every chunk, as the requests and the busy time are)
+  io.add_int("streamed_bytes_per_token", mapping.streamed_bytes_per_token(), "bytes",
+             pre && pre->chunks.size() > 1 ? "the last chunk's mapping, per step of it" : "");
+  io.add_int("memoryx_bytes", std::int64_t(res.memoryx_bytes), "bytes", "the MemoryX port carried, the whole step");
   io.add_int("memoryx_requests", std::int64_t(res.memoryx_requests), "requests");
   io.add("memoryx_busy", res.memoryx_busy_us, "us", "time the MemoryX port carried bytes");
   io.add("edge_channel_bandwidth", res.channel_rule.gbs, "GB/s",

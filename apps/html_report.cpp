@@ -363,9 +363,9 @@ Output from_decode(const json& r, const std::string& source) {
   if (const ResultTable ch = prefill ? result_table(r["prefill"], "per_chunk") : ResultTable{}; ch.size() > 0) {
     std::vector<std::vector<std::string>> rows;
     for (std::size_t i = 0; i < ch.size(); ++i)
-      rows.push_back({num(ch.number(i, "first token", "")), num(ch.number(i, "tokens", "")),
-                      num(ch.number(i, "context", "tokens")), num(ch.number(i, "latency", "cycles")),
-                      num(ch.number(i, "latency", "us"))});
+      rows.push_back({num(ch.number(i, "first token", "", NAN)), num(ch.number(i, "tokens", "", NAN)),
+                      num(ch.number(i, "context", "tokens", NAN)), num(ch.number(i, "latency", "cycles", NAN)),
+                      num(ch.number(i, "latency", "us", NAN))});  // (a cell that is no number reads "-", not 0)
     b += "<h2>Chunks of the prompt</h2><p class=note>one after another; the figures below the critical path's (the "
          "wafer's maps, SRAM and network) are the last chunk's (docs/mapping.md section 3c)</p>" +
          table({"first token", "tokens", "context [tokens]", "latency [cycles]", "latency [us]"}, rows);

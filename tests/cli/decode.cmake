@@ -153,6 +153,11 @@ wafer_cli_test(decode_prefill_meshgemv --exit 2 --one-line-error --stderr "--pre
 wafer_cli_test(decode_chunk_alone --exit 2 --one-line-error --stderr "--chunk needs --prefill T" -- ${WAFER_EMU} decode ${TINY} --chunk 4)
 wafer_cli_test(decode_prefill_chunks --stdout "ttft_us" --stdout "chunk_tokens +8 tokens" --stdout "chunks +4 chunks"
   -- ${WAFER_EMU} decode ${TINY} --prefill 32 --chunk 8)
+# A streamed prefill whose last chunk (20 tokens) streams nothing where the chunks of 40 do: the mapping's
+# streamed bytes are said to be the last chunk's, and what the port carried is the whole step's.
+wafer_cli_test(decode_prefill_stream_io --stdout "streamed_bytes_per_token +0 bytes +the last chunk's mapping"
+  --stdout "memoryx_bytes +[1-9][0-9]* bytes +the MemoryX port carried, the whole step"
+  -- ${WAFER_EMU} decode --wafer small --model small-llama --prefill 100 --context 700 --weights stream --chunk 40)
 
 # decode --step (a mixed step, docs/mapping.md section 3d): the uniform steps it generalises, its parts alone
 # (mixed_check.py), the report, and bad input.
