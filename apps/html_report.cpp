@@ -531,7 +531,7 @@ Output from_study(const std::filesystem::path& dir) {
     throw hw::InputError(fmt::format("{}: holds no results (no points.jsonl: not a wafer-emu sweep --out folder)", dir.string()));
   std::ifstream in(pf, std::ios::binary);
   if (!in) throw hw::InputError(fmt::format("{}: cannot read", pf.string()));
-  std::vector<json> pts;
+  std::vector<std::pair<std::size_t, json>> pts;  // (line number, point)
   std::string line;
   std::size_t lineno = 0;
   std::vector<std::string> lines;
@@ -542,7 +542,7 @@ Output from_study(const std::filesystem::path& dir) {
     try {
       json j = json::parse(l);
       if (!j.is_object() || !j.contains("status") || !j.contains("settings")) throw json::other_error::create(501, "not a point", nullptr);
-      pts.push_back(std::move(j));
+      pts.emplace_back(lineno, std::move(j));
     } catch (const json::exception&) {
       if (lineno == lines.size()) continue;  // a last line being written
       throw hw::InputError(fmt::format("{}:{}: not a point of a study (malformed line)", pf.string(), lineno));
@@ -550,6 +550,22 @@ Output from_study(const std::filesystem::path& dir) {
   }
   if (pts.empty()) throw hw::InputError(fmt::format("{}: holds no results (no finished point)", pf.string()));
   const sweep::Study st = sweep::read_dir_study(dir);  // its schema and hash checked as sweep --summarize does
+  // Each point of this study, within its count, the first line of an index taken, its settings the study's at its
+  // index (as sweep --summarize reads them: sweep::PointsFile).
+  std::set<std::int64_t> seen;
+  std::vector<std::pair<json, json>> kept;  // (point, its settings)
+  for (auto& [n, j] : pts) {
+    if (!j.contains("study") || j["study"] != st.hash)
+      throw hw::InputError(fmt::format("{}:{}: a point of study {}, not of this folder's {}", pf.string(), n,
+                                       j.contains("study") ? j["study"].dump() : std::string("none"), st.hash));
+    if (!j.contains("index") || !j["index"].is_number_integer() || j["index"].get<std::int64_t>() < 0 ||
+        j["index"].get<std::int64_t>() >= st.points())
+      throw hw::InputError(fmt::format("{}:{}: point {} is outside the study's {} points", pf.string(), n,
+                                       j.contains("index") ? j["index"].dump() : std::string("(none)"), st.points()));
+    if (!seen.insert(j["index"].get<std::int64_t>()).second) continue;
+    json settings = json::parse(st.settings(j["index"].get<std::int64_t>()).dump());
+    kept.emplace_back(std::move(j), std::move(settings));
+  }
 
   // Group by every setting but the seed; placement and density first in the label.
   struct Group {
@@ -561,8 +577,7 @@ Output from_study(const std::filesystem::path& dir) {
   };
   std::map<std::tuple<std::string, double, std::string>, Group> groups;
   std::set<std::string> cause_names;
-  for (const auto& p : pts) {
-    const json& s = p["settings"];
+  for (const auto& [p, s] : kept) {
     std::string placement = s.contains("placement") ? s["placement"].dump() : "\"layer-bands\"";
     placement.erase(std::remove(placement.begin(), placement.end(), '"'), placement.end());
     const double dens = s.contains("density") && s["density"].is_number() ? s["density"].get<double>() : -1.0;
@@ -601,7 +616,7 @@ Output from_study(const std::filesystem::path& dir) {
   std::string b;
   const std::string title = fmt::format("Study {} ({})", st.name.empty() ? st.hash : st.name, st.hash);
   b += "<h1>" + esc(title) + "</h1>";
-  b += fmt::format(R"(<p class="kpi">{} of {} point{} finished: {} ok, {} failed; {} settings</p>)", pts.size(), st.points(),
+  b += fmt::format(R"(<p class="kpi">{} of {} point{} finished: {} ok, {} failed; {} settings</p>)", kept.size(), st.points(),
                    st.points() == 1 ? "" : "s", ok,
                    failed, groups.size());
   b += "<p class=note>from " + esc(dir.string()) + " (wafer-emu report; docs/report.md). Settings group the points of every seed.</p>";

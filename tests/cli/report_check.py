@@ -11,6 +11,8 @@ report_check.py WAFER_EMU OUTDIR
   chunks;
 - a pipeline of two wafers: a section and CSVs per wafer, the repair counts said to be each wafer's;
 - a study folder (configs/studies/tiny.json): the distribution picture and a row per setting, means to 6 digits;
+  its points read as the summary reads them (settings the study's at a line's index, the first line of an index,
+  a line of another study or beyond its points refused);
 - a CSV that cannot be written (a folder in its place): one line, exit 2, and neither the page nor the CSVs written
   before it left behind (they were).
 """
@@ -183,6 +185,35 @@ def main():
         if isinstance(m, float) and math.isfinite(m) and f"<td>{m:.6g}</td>" not in text:
             fail(f"study page: no cell {m:.6g} (a setting's mean)")
     print(f"study page: {d.count.get('svg', 0)} SVGs, {d.count.get('circle', 0)} points plotted")
+
+    # The points are read as sweep --summarize reads them: a line's settings are the study's at its index (a line
+    # edited to name another placement, a second line of an index: the same page), and a line of another study or
+    # beyond its points is refused in one line.
+    def page_of(lines, name):
+        d2 = p(name)
+        shutil.copytree(p("study"), d2)
+        open(os.path.join(d2, "points.jsonl"), "w").write("".join(lines))
+        return subprocess.run([exe, "report", d2, "--out", p(name + ".html")], capture_output=True, text=True, timeout=300)
+    orig = open(p("study/points.jsonl")).readlines()
+    first = json.loads(orig[0])
+    def same_page(name):
+        a = open(p("study.html"), encoding="utf-8").read().replace(p("study"), "DIR")
+        b = open(p(name + ".html"), encoding="utf-8").read().replace(p(name), "DIR")
+        return a == b
+    edited = dict(first, settings=dict(first["settings"], placement="whole-wafer"))
+    r = page_of([json.dumps(edited) + "\n"] + orig[1:], "study_edited")
+    if r.returncode != 0 or not same_page("study_edited"):
+        fail(f"a point line's settings edited: exit {r.returncode}, or another page ({r.stderr.strip()})")
+    dup = dict(first, latency_us=1e6, status="ok")
+    r = page_of(orig + [json.dumps(dup) + "\n"], "study_dup")
+    if r.returncode != 0 or not same_page("study_dup"):
+        fail(f"a second line of point {first['index']}: exit {r.returncode}, or another page ({r.stderr.strip()})")
+    for name, bad, want in (("study_other", dict(first, study="0123456789abcdef"), "a point of study"),
+                            ("study_beyond", dict(first, index=10**6), "is outside the study's")):
+        r = page_of(orig[:2] + [json.dumps(bad) + "\n"] + orig[2:], name)
+        if r.returncode != 2 or want not in r.stderr or r.stderr.count("\n") != 1:
+            fail(f"{name}: exit {r.returncode}, {r.stderr!r}")
+    print("study page: points read as the summary reads them")
 
     # A study with a joint axis (each placement with its kernel): the kernel is swept, so it is in the labels.
     run(["sweep", "--spec", os.path.join(ROOT, "tests", "cli", "data", "sweep_joint_tiny.json"), "--out", p("joint")])
