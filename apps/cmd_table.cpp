@@ -246,19 +246,12 @@ Figures run_jobs(int jobs, const DecodePoint& dp, bool cache_on, std::vector<Poi
   replan = [&](std::size_t i, const StepKey& k) {
     const auto [n, end, B] = k;
     if (n == 1) return false;
-    std::int64_t lo = 0, hi = n;  // lo maps at `end` (0: none found yet), hi does not
-    while (hi - lo > 1) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      try {
-        map_or_throw(mid, end, B, false);
-        lo = mid;
-      } catch (const hw::InputError& e) {
-        if (!refused_for_size(e.what())) {
-          plans[i].error = e.what();
-          return false;
-        }
-        hi = mid;
-      }
+    std::int64_t lo = 0;
+    try {
+      lo = largest_that_maps(0, n, [&](std::int64_t t) { return maps_within_size([&] { map_or_throw(t, end, B, false); }); });
+    } catch (const hw::InputError& e) {
+      plans[i].error = e.what();
+      return false;
     }
     if (lo == 0) return false;
     Point& p = points[i];

@@ -246,6 +246,24 @@ bool refused_for_size(std::string_view why) {
   return why.find("SRAM") != std::string_view::npos || why.find("elements in one operation") != std::string_view::npos;
 }
 
+bool maps_within_size(const std::function<void()>& map) {
+  try {
+    map();
+    return true;
+  } catch (const hw::InputError& e) {
+    if (!too_big(e)) throw;
+    return false;
+  }
+}
+
+std::int64_t largest_that_maps(std::int64_t lo, std::int64_t hi, const std::function<bool(std::int64_t)>& maps) {
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (maps(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 mapper::Mapping map_mixed(const DecodePoint& p, const noc::Fabric& fabric) {
   const std::vector<mapper::StepSequence>& step = p.options.step;
   if (step.empty()) throw std::logic_error("map_mixed: not a mixed step");
@@ -261,13 +279,7 @@ mapper::Mapping map_mixed(const DecodePoint& p, const noc::Fabric& fabric) {
     DecodePoint q = p;
     auto maps = [&](std::int64_t t) {
       q.options.step[j] = {t, C};
-      try {
-        map_point(q, fabric);
-        return true;
-      } catch (const hw::InputError& x) {
-        if (!too_big(x)) throw;
-        return false;
-      }
+      return maps_within_size([&] { map_point(q, fabric); });
     };
     // The mapper's reason without its remedy for a model that does not fit at all (weights, wafers).
     std::string why = e.what();
@@ -275,11 +287,7 @@ mapper::Mapping map_mixed(const DecodePoint& p, const noc::Fabric& fabric) {
     if (T == 1 || !maps(1))
       throw hw::InputError(fmt::format("--step {} does not fit, even with one token per sequence: {}",
                                        mapper::to_string(step), e.what()));
-    std::int64_t lo = 1, hi = T;  // lo maps, hi does not
-    while (hi - lo > 1) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      (maps(mid) ? lo : hi) = mid;
-    }
+    const std::int64_t lo = largest_that_maps(1, T, maps);
     std::vector<mapper::StepSequence> first = step;
     first[j] = {lo, C - T + lo};
     throw hw::InputError(fmt::format(
@@ -323,14 +331,9 @@ std::int64_t prefill_chunk_size(const DecodePoint& p, std::int64_t max_chunk, Pr
   const std::int64_t T = p.options.tokens, C = p.options.context, B = p.options.batch;
   if (T < 1 || T > C)
     throw hw::InputError(fmt::format("a step of {} tokens ending at position {}: need 1 <= tokens <= context", T, C));
-  auto maps = [&](std::int64_t c) {  // does a chunk of c tokens at context C map?
-    try {
-      map_fn(c);
-      return true;
-    } catch (const hw::InputError& e) {
-      if (c == 1 || !too_big(e)) throw;
-      return false;
-    }
+  auto maps = [&](std::int64_t c) {  // does a chunk of c tokens at context C map? (one token must: its refusal thrown)
+    if (c == 1) return map_fn(1), true;
+    return maps_within_size([&] { map_fn(c); });
   };
   // The largest chunk that maps: T, else a binary search between 1 (which must map) and T.
   std::int64_t c = max_chunk > 0 ? std::min(max_chunk, T) : T;
@@ -345,12 +348,7 @@ std::int64_t prefill_chunk_size(const DecodePoint& p, std::int64_t max_chunk, Pr
     if (maps(c)) {
       mapped_c = true;
     } else {
-      std::int64_t lo = 1, hi = c;  // lo maps, hi does not
-      while (hi - lo > 1) {
-        const std::int64_t mid = lo + (hi - lo) / 2;
-        (maps(mid) ? lo : hi) = mid;
-      }
-      c = lo, mapped_c = true;  // the last mapping that succeeded is lo's
+      c = largest_that_maps(1, c, maps), mapped_c = true;  // the last mapping that succeeded is c's
       if (cache && !max_chunk) cache->chunk[{C, B}] = c;
     }
   }
@@ -408,18 +406,10 @@ PrefillRun run_prefill_with(const DecodePoint& p, std::int64_t max_chunk, Prefil
             m = map_fn(q);
           } catch (const hw::InputError& e) {
             if (n == 1 || !too_big(e)) throw;
-            std::int64_t lo = 0, hi = n;  // lo maps at `end` (0: none found yet), hi does not
-            while (hi - lo > 1) {
-              const std::int64_t mid = lo + (hi - lo) / 2;
-              q.options.tokens = mid;
-              try {
-                map_fn(q);
-                lo = mid;
-              } catch (const hw::InputError& e2) {
-                if (!too_big(e2)) throw;
-                hi = mid;
-              }
-            }
+            const std::int64_t lo = largest_that_maps(0, n, [&](std::int64_t t) {
+              q.options.tokens = t;
+              return maps_within_size([&] { map_fn(q); });
+            });
             if (lo == 0) throw;
             c = lo, mapped_c = false, again = true;
             break;

@@ -177,6 +177,13 @@ std::vector<PrefillChunk> prefill_chunks(std::int64_t T, std::int64_t C, std::in
 // fewer tokens may map. run_prefill then takes the largest count that maps at the refused chunk's context as
 // the chunk size and chunks the prompt again (table --jobs alike).
 bool refused_for_size(std::string_view why);
+// Whether `map` maps: true when it returns, false when the mapper refuses for size (refused_for_size); its
+// other refusals are thrown.
+bool maps_within_size(const std::function<void()>& map);
+// The largest count in [lo, hi) that maps, by bisection over `maps` (taken to hold up to some count): lo maps
+// (or is 0, none known to), hi does not; lo when no count above it maps. The last call of `maps` that held is
+// the result's (when it is above lo).
+std::int64_t largest_that_maps(std::int64_t lo, std::int64_t hi, const std::function<bool(std::int64_t)>& maps);
 // A mixed step (p.options.step, docs/mapping.md section 3d) mapped onto `fabric`. Where it does not fit
 // (SRAM), InputError naming --step with how many tokens of its largest prefill part fit beside the other
 // sequences (a binary search over mappings), so that prefill can run in chunks; a step is not chunked here.

@@ -552,13 +552,15 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       } else {
         // A group over the budget streams its heaviest stages: as many as group_need says, then one more at a time
         // while its fullest tile is still over.
-        std::vector<std::vector<std::size_t>> order(groups.size());
+        // (each group's stages, the heaviest first; a group whose tiles fit stays so, as no other group's stage
+        // lies on them)
+        std::vector<std::vector<std::size_t>> order = groups;
+        for (auto& o : order)
+          std::stable_sort(o.begin(), o.end(),
+                           [&](std::size_t a, std::size_t b) { return needs[a].worst.weights > needs[b].worst.weights; });
         bool restamp = false;
         for (std::size_t gi = 0; gi < groups.size(); ++gi) {
           if (use[gi].total() <= cap) continue;
-          order[gi] = groups[gi];
-          std::stable_sort(order[gi].begin(), order[gi].end(),
-                           [&](std::size_t a, std::size_t b) { return needs[a].worst.weights > needs[b].worst.weights; });
           for (std::size_t i : order[gi]) {
             if (group_need(groups[gi]).total() <= cap) break;
             specs[i].streamed = true, restamp = true;
@@ -569,12 +571,6 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
           use = stamp(), restamp = false;
           for (std::size_t gi = 0; gi < groups.size(); ++gi) {
             if (use[gi].total() <= cap) continue;
-            if (order[gi].empty()) {  // (a group the first stamping found fit: a stage streamed elsewhere changed it)
-              order[gi] = groups[gi];
-              std::stable_sort(order[gi].begin(), order[gi].end(), [&](std::size_t a, std::size_t b) {
-                return needs[a].worst.weights > needs[b].worst.weights;
-              });
-            }
             const auto next = std::find_if(order[gi].begin(), order[gi].end(), [&](std::size_t i) { return !specs[i].streamed; });
             if (next == order[gi].end()) {
               const firmware::SramUse& after = use[gi];
