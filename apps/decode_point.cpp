@@ -151,17 +151,17 @@ void MeshPrepare::join() {
   if (thread_) thread_->join(), thread_.reset();
 }
 
-mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric) {
-  return mapper::map_model(p.spec, fabric, p.model, p.options);
+mapper::Mapping map_point(const DecodePoint& p, const noc::WaferFabrics& fabrics) {
+  return mapper::map_model(p.spec, fabrics, p.model, p.options);
 }
 
-sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric,
+sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, const noc::WaferFabrics& fabrics,
                               const mapper::Mapping& mapping) {
-  return std::move(emulate_points(simulator, {p}, fabric, {&mapping}, p.threads).front());
+  return std::move(emulate_points(simulator, {p}, fabrics, {&mapping}, p.threads).front());
 }
 
 std::vector<sim::StepResult> emulate_points(sim::Simulator& simulator, const std::vector<DecodePoint>& points,
-                                            const noc::Fabric& fabric, const std::vector<const mapper::Mapping*>& mappings,
+                                            const noc::WaferFabrics& fabrics, const std::vector<const mapper::Mapping*>& mappings,
                                             std::uint32_t threads, std::uint32_t cpus) {
   if (points.size() != mappings.size()) throw std::logic_error("emulate_points: a mapping per point");
   std::vector<std::uint64_t> records;  // every wafer's task records
@@ -184,7 +184,7 @@ std::vector<sim::StepResult> emulate_points(sim::Simulator& simulator, const std
     st.opt.core_to_spare = std::max(threads, cpus) > fit;
     steps.push_back(std::move(st));
   }
-  return simulator.run_batch(points.front().spec, fabric, steps, fit);
+  return simulator.run_batch(points.front().spec, fabrics, steps, fit);
 }
 
 std::string huge_pages_note() {
@@ -264,11 +264,11 @@ std::int64_t largest_that_maps(std::int64_t lo, std::int64_t hi, const std::func
   return lo;
 }
 
-mapper::Mapping map_mixed(const DecodePoint& p, const noc::Fabric& fabric) {
+mapper::Mapping map_mixed(const DecodePoint& p, const noc::WaferFabrics& fabrics) {
   const std::vector<mapper::StepSequence>& step = p.options.step;
   if (step.empty()) throw std::logic_error("map_mixed: not a mixed step");
   try {
-    return map_point(p, fabric);
+    return map_point(p, fabrics);
   } catch (const hw::InputError& e) {
     if (!too_big(e)) throw;
     // The largest prefill part: how many of its tokens fit beside the others (a binary search over mappings)?
@@ -279,7 +279,7 @@ mapper::Mapping map_mixed(const DecodePoint& p, const noc::Fabric& fabric) {
     DecodePoint q = p;
     auto maps = [&](std::int64_t t) {
       q.options.step[j] = {t, C};
-      return maps_within_size([&] { map_point(q, fabric); });
+      return maps_within_size([&] { map_point(q, fabrics); });
     };
     // The mapper's reason without its remedy for a model that does not fit at all (weights, wafers).
     std::string why = e.what();
@@ -310,19 +310,19 @@ void add_step(sim::StepResult& a, const sim::StepResult& b) {
   a.elaboration_s += b.elaboration_s, a.emulation_s += b.emulation_s;
 }
 
-PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric, std::int64_t max_chunk,
+PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::WaferFabrics& fabrics, std::int64_t max_chunk,
                        PrefillCache* cache, bool progress) {
   std::optional<TaskProgress> line;  // (progress: one line, its words and count renewed chunk by chunk)
   return run_prefill_with(
-      p, max_chunk, cache, [&](const DecodePoint& q) { return map_point(q, fabric); },
+      p, max_chunk, cache, [&](const DecodePoint& q) { return map_point(q, fabrics); },
       [&](const DecodePoint& q, const mapper::Mapping& m) {
-        if (!progress) return emulate_point(simulator, q, fabric, m);
+        if (!progress) return emulate_point(simulator, q, fabrics, m);
         std::string what = fmt::format("decode: prefill to position {} of {}", q.options.context, p.options.context);
         if (line) line->restart(std::move(what), std::uint64_t(m.task_runs()));
         else line.emplace(std::move(what), std::uint64_t(m.task_runs()));
         DecodePoint r = q;
         r.progress = line->counter();
-        return emulate_point(simulator, r, fabric, m);
+        return emulate_point(simulator, r, fabrics, m);
       });
 }
 

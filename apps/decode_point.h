@@ -41,9 +41,9 @@ struct DecodePoint {
   std::atomic<std::uint64_t>* progress = nullptr;  // sim::StepOptions::progress (a progress line's count)
 };
 
-// Maps the point onto `fabric` (the wafer's repaired logical mesh). Throws hw::InputError with the
+// Maps the point onto `fabrics` (each wafer's repaired logical mesh, or one they share). Throws hw::InputError with the
 // mapper's reason when it refuses.
-mapper::Mapping map_point(const DecodePoint& p, const noc::Fabric& fabric);
+mapper::Mapping map_point(const DecodePoint& p, const noc::WaferFabrics& fabrics);
 
 // While it lives (`on`), the simulator's mesh model for steps of `spec`'s parameters on `fabric` at `fidelity`
 // is built on another thread (sim::Simulator::prepare_mesh), for the caller to map meanwhile: it must not use the
@@ -107,16 +107,16 @@ std::uint32_t cpus_available();
 // Emulates one decode step of `mapping` (made by map_point for the same point and fabric), after
 // check_memory; its wafers side by side on up to p.threads threads, as many as their largest ones' task records
 // fit in memory together (emulate_points).
-sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric,
+sim::StepResult emulate_point(sim::Simulator& simulator, const DecodePoint& p, const noc::WaferFabrics& fabrics,
                               const mapper::Mapping& mapping);
 
-// emulate_point for several points (made by map_point on the same wafer spec and fabric), their wafers side by
+// emulate_point for several points (made by map_point on the same wafer spec and fabrics), their wafers side by
 // side on up to `threads` threads at once (sim::Simulator::run_batch: the same results as one at a time), as
 // many as the largest wafers' task records (over every point) fit in memory together (memory_shortfall).
 // `cpus`: the CPUs the caller may use, when more than `threads` (0: `threads`); a wafer emulated alone with a CPU
 // left over has it to spare (sim::StepOptions::core_to_spare).
 std::vector<sim::StepResult> emulate_points(sim::Simulator& simulator, const std::vector<DecodePoint>& points,
-                                            const noc::Fabric& fabric, const std::vector<const mapper::Mapping*>& mappings,
+                                            const noc::WaferFabrics& fabrics, const std::vector<const mapper::Mapping*>& mappings,
                                             std::uint32_t threads, std::uint32_t cpus = 0);
 
 // Critical-path cycles attributed to the decoder layers (the stages named "layer 0" .. "layer N-1"), all
@@ -163,7 +163,7 @@ struct PrefillCache {
   std::int64_t hits = 0, emulated = 0;
 };
 // (progress: on a terminal, a prefill that runs a while draws one line, chunk by chunk: apps::TaskProgress)
-PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::Fabric& fabric,
+PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const noc::WaferFabrics& fabrics,
                        std::int64_t max_chunk = 0, PrefillCache* cache = nullptr, bool progress = false);
 // run_prefill's two plans, for a caller that emulates the chunks elsewhere (`table --jobs`): the chunk size
 // (T when the step of T = p.options.tokens tokens at context C = p.options.context maps, else the largest
@@ -184,10 +184,10 @@ bool maps_within_size(const std::function<void()>& map);
 // (or is 0, none known to), hi does not; lo when no count above it maps. The last call of `maps` that held is
 // the result's (when it is above lo).
 std::int64_t largest_that_maps(std::int64_t lo, std::int64_t hi, const std::function<bool(std::int64_t)>& maps);
-// A mixed step (p.options.step, docs/mapping.md section 3d) mapped onto `fabric`. Where it does not fit
+// A mixed step (p.options.step, docs/mapping.md section 3d) mapped onto `fabrics`. Where it does not fit
 // (SRAM), InputError naming --step with how many tokens of its largest prefill part fit beside the other
 // sequences (a binary search over mappings), so that prefill can run in chunks; a step is not chunked here.
-mapper::Mapping map_mixed(const DecodePoint& p, const noc::Fabric& fabric);
+mapper::Mapping map_mixed(const DecodePoint& p, const noc::WaferFabrics& fabrics);
 
 // The same with the mapping (map_point's part) and the emulation (emulate_point's) given by the caller
 // (apps::PointCache: kept mappings, a kept mesh).

@@ -22,7 +22,7 @@ namespace wafer::apps {
 using mapper::AllreduceAlgo;
 using mapper::Kernel;
 
-std::vector<SearchCandidate> enumerate_candidates(const DecodePoint& base, const noc::Fabric& fabric) {
+std::vector<SearchCandidate> enumerate_candidates(const DecodePoint& base, const noc::WaferFabrics& fabrics) {
   std::vector<SearchCandidate> out;
   auto add = [&](mapper::MapOptions o, std::string label) {
     SearchCandidate c;
@@ -31,13 +31,13 @@ std::vector<SearchCandidate> enumerate_candidates(const DecodePoint& base, const
     out.push_back(std::move(c));
   };
   for (const auto& name : mapper::placement_names()) {
-    if (name == "square" && fabric.grid().width == fabric.grid().height) continue;
+    if (name == "square" && fabrics.of(0).grid().width == fabrics.of(0).grid().height) continue;
     mapper::MapOptions o = base.options;
     o.placement = name, o.kernel = Kernel::Bands;
     add(o, fmt::format("bands / {}", name));
   }
   // The meshgemv kernel on the placements that give every stage one region.
-  const hw::Grid g = fabric.grid();
+  const hw::Grid g = fabrics.of(0).grid();
   for (const char* name : {"whole-wafer", "square"}) {
     if (std::string_view(name) == "square" && g.width == g.height) continue;  // the whole wafer already is one
     const std::int32_t side = std::string_view(name) == "square" ? std::min(g.width, g.height) : std::max(g.width, g.height);
@@ -113,11 +113,11 @@ double meshgemv_closed_form(const hw::WaferSpec& spec, const mapper::Mapping& m)
   return cycles;
 }
 
-SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const noc::Fabric& fabric,
+SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const noc::WaferFabrics& fabrics,
                     const SearchBudget& budget, bool core_to_spare) {
-  MeshPrepare mesh(simulator, base.spec, fabric, base.fidelity, core_to_spare && simulator.keeps_mesh());
+  MeshPrepare mesh(simulator, base.spec, fabrics.of(0), base.fidelity, core_to_spare && simulator.keeps_mesh());
   SearchResult r;
-  r.candidates = enumerate_candidates(base, fabric);
+  r.candidates = enumerate_candidates(base, fabrics);
   // Each candidate planned first (mapper::MapOptions::plan_only): every check up to SRAM and the task count,
   // without stamping the whole wafer. A meshgemv candidate is ranked by its closed form, which needs the plan's
   // done tile's program and task count only; its full mapping is made if it is emulated. Another kernel's is
@@ -133,13 +133,13 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
     p.options = c.options;
     p.options.plan_only = true;
     try {
-      const mapper::Mapping m = map_point(p, fabric);
+      const mapper::Mapping m = map_point(p, fabrics);
       c.task_runs = m.task_runs();
       if (c.options.kernel == Kernel::MeshGemv) {
         c.predicted = meshgemv_closed_form(base.spec, m);
       } else if (c.task_runs <= budget.task_runs) {
         p.options.plan_only = false;
-        full[i] = map_point(p, fabric);
+        full[i] = map_point(p, fabrics);
       }
     } catch (const hw::InputError& e) {
       c.rejected = e.what();
@@ -213,7 +213,7 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
       m = std::move(*full[i]);
     } else {
       try {
-        m = map_point(p, fabric);
+        m = map_point(p, fabrics);
       } catch (const hw::InputError& e) {  // a check only the full mapping makes (a plan stops at SRAM)
         c.rejected = e.what();
         continue;
@@ -250,7 +250,7 @@ SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const no
     progress.emplace(fmt::format("decode: search: emulating {} candidate{}", points.size(), points.size() == 1 ? "" : "s"), total);
   for (DecodePoint& p : points) p.progress = progress->counter();
   std::vector<sim::StepResult> steps =
-      emulate_points(simulator, points, fabric, mappings, base.threads, core_to_spare ? std::max(2u, base.threads) : 0);
+      emulate_points(simulator, points, fabrics, mappings, base.threads, core_to_spare ? std::max(2u, base.threads) : 0);
   progress.reset();  // (its line ends here)
   for (std::size_t j = 0; j < pending.size(); ++j) {
     SearchCandidate& c = r.candidates[pending[j].i];

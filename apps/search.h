@@ -46,7 +46,7 @@ struct SearchResult {
 
 // The candidates for `base` (its placement is ignored). Throws hw::InputError with every candidate's
 // reason when none maps.
-std::vector<SearchCandidate> enumerate_candidates(const DecodePoint& base, const noc::Fabric& fabric);
+std::vector<SearchCandidate> enumerate_candidates(const DecodePoint& base, const noc::WaferFabrics& fabrics);
 
 // Closed-form cycles of one decode step of a meshgemv mapping: the work of the tile that ends the step (it
 // is the final root of every row and column allreduce it takes part in) plus, for each allreduce it
@@ -57,7 +57,7 @@ double meshgemv_closed_form(const hw::WaferSpec& spec, const mapper::Mapping& m)
 // 1): the candidates are mapped on two threads, the mesh is built meanwhile when the simulator keeps meshes
 // (MeshPrepare), and each emulated candidate has the core to spare (sim::StepOptions::core_to_spare). The same
 // results either way.
-SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const noc::Fabric& fabric,
+SearchResult search(sim::Simulator& simulator, const DecodePoint& base, const noc::WaferFabrics& fabrics,
                     const SearchBudget& budget = {}, bool core_to_spare = false);
 
 }  // namespace wafer::apps

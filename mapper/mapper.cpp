@@ -184,7 +184,7 @@ struct StagePlan {
 }  // namespace
 
 namespace {
-Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const ModelConfig& model, const MapOptions& opt,
+Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, const ModelConfig& model, const MapOptions& opt,
                  bool suggest);
 }  // namespace
 
@@ -231,15 +231,15 @@ std::vector<std::size_t> split_pipeline(const std::vector<std::int64_t>& stage_b
   return first;
 }
 
-Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const ModelConfig& model,
+Mapping map_model(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, const ModelConfig& model,
                   const MapOptions& opt) {
-  return map_impl(spec, fabric, model, opt, true);
+  return map_impl(spec, fabrics, model, opt, true);
 }
 
 namespace {
 // `suggest`: a refusal for lack of SRAM names the fewest wafers (up to 64) that do map, found by mapping
 // with them (so the suggestion is never refused in turn); false while probing.
-Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const ModelConfig& model,
+Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, const ModelConfig& model,
                  const MapOptions& options, bool suggest) {
   // ---- options -------------------------------------------------------------------------------------
   const bool mixed = !options.step.empty();
@@ -297,9 +297,13 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
     if (opt.weights == WeightMode::Stream)
       throw InputError("--kernel meshgemv keeps every weight resident; --weights stream needs --kernel bands");
   }
-  if (fabric.grid().width != spec.logical_width || fabric.grid().height != spec.logical_height)
-    throw InputError(fmt::format("the fabric is {} x {} but wafer '{}' is {} x {}", fabric.grid().width,
-                                 fabric.grid().height, spec.name, spec.logical_width, spec.logical_height));
+  if (fabrics.size() != 1 && fabrics.size() != std::size_t(opt.wafers))
+    throw InputError(fmt::format("{} fabrics (defect maps) for {} wafers: give one, or one per wafer", fabrics.size(),
+                                 opt.wafers));
+  for (std::size_t w = 0; w < fabrics.size(); ++w)
+    if (const hw::Grid g = fabrics.of(w).grid(); g.width != spec.logical_width || g.height != spec.logical_height)
+      throw InputError(fmt::format("the fabric is {} x {} but wafer '{}' is {} x {}", g.width, g.height, spec.name,
+                                   spec.logical_width, spec.logical_height));
 
   Mapping out;
   out.placement = std::string(strategy.name());
@@ -348,7 +352,8 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
       MapOptions o = opt;
       o.wafers = int(n);
       try {
-        map_impl(spec, fabric, model, o, false);
+        // (with a fabric per wafer, more wafers than fabrics are tried on the first one's: a suggestion)
+        map_impl(spec, fabrics.size() == 1 ? fabrics : noc::WaferFabrics(fabrics.of(0)), model, o, false);
         return n;
       } catch (const InputError&) {
       }
@@ -378,6 +383,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
   };
   std::vector<Emitted> emitted;
   for (int w = 0; w < opt.wafers; ++w) {
+    const noc::Fabric& fabric = fabrics.of(std::size_t(w));
     const std::size_t s0 = first_stage[std::size_t(w)], s1 = first_stage[std::size_t(w) + 1];
     std::vector<StageShape> shapes;
     for (std::size_t i = s0; i < s1; ++i)
@@ -423,7 +429,8 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::Fabric& fabric, const Mod
 
     // A pipeline's middle wafers often hold the same stages but for their names (as many decoder layers, placed
     // alike): the budget and the emitter read no name and the rest of their input is the same for every wafer (the
-    // fabric, the emit parameters), so such a wafer streams what the earlier one streams and its image is that
+    // emit parameters and the fabric's grid: a wafer's own fabric reaches them only through the regions its
+    // placement chose, which are compared here), so such a wafer streams what the earlier one streams and its image is that
     // one's with its own layer names (the 405B on 24 wafers: 20 of its 24 wafers; builds with assertions emit it
     // all the same and compare).
     const auto same_wafer = std::find_if(emitted.begin(), emitted.end(), [&](const Emitted& e) {

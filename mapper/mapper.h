@@ -126,10 +126,11 @@ struct Mapping {
   std::int64_t firmware_bytes() const;
 };
 
-// The whole step. `fabric` is the repaired logical mesh of one wafer (all wafers are taken to share it).
+// The whole step. `fabrics`: the repaired logical mesh of each wafer, or one every wafer shares (a single
+// noc::Fabric converts to that); InputError for another count than 1 or options.wafers.
 // Throws hw::InputError with a reason a person can act on: bad options, a model that does not fit (which
 // stage, how many bytes per tile against how many, what to try), an unknown placement.
-Mapping map_model(const hw::WaferSpec& spec, const noc::Fabric& fabric, const ModelConfig& model,
+Mapping map_model(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, const ModelConfig& model,
                   const MapOptions& options);
 // Whether map_model's result with these options can depend on the fabric's links. map_model reads the
 // fabric's grid and, through the placement, what the placement reads (PlacementStrategy::reads_links); so

@@ -271,16 +271,17 @@ bool side_by_side_ok(const std::vector<const firmware::Image*>& images, const St
          std::none_of(images.begin(), images.end(), [](const firmware::Image* im) { return streams(*im); });
 }
 
-// Per wafer the earlier wafer whose step it is (same_step; itself when none), and the wafers to emulate.
-void plan_wafers(const std::vector<const firmware::Image*>& images, bool reuse_wafers, std::vector<std::size_t>& from,
-                 std::vector<std::size_t>& emulated) {
+// Per wafer the earlier wafer whose step it is (same_step on an equal fabric; itself when none), and the wafers to
+// emulate.
+void plan_wafers(const std::vector<const firmware::Image*>& images, const noc::WaferFabrics& fabrics, bool reuse_wafers,
+                 std::vector<std::size_t>& from, std::vector<std::size_t>& emulated) {
   from.assign(images.size(), 0);
   emulated.clear();
   for (std::size_t k = 0; k < images.size(); ++k) {
     from[k] = k;
     if (reuse_wafers)
       for (std::size_t j = 0; j < k && from[k] == k; ++j)
-        if (from[j] == j && same_step(*images[j], *images[k])) from[k] = j;
+        if (from[j] == j && same_step(*images[j], *images[k]) && fabrics.same(j, k)) from[k] = j;
     if (from[k] == k) emulated.push_back(k);
   }
 }
@@ -562,7 +563,9 @@ WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric&
 // on `mesh0`, the others on a mesh each of their own. Rethrows the first failure in job order. Returns the
 // split of its wall time: the longest building of executors and meshes on one thread, and the rest.
 std::pair<double, double> Simulator::side_by_side(std::size_t jobs, std::size_t threads, noc::Mesh* mesh0,
-                                                  const noc::Fabric& fabric, const StepOptions& opt,
+                                                  const noc::Fabric& fabric0,
+                                                  const std::function<const noc::Fabric&(std::size_t)>& fabric_of,
+                                                  const StepOptions& opt,
                                                   const std::function<void(std::size_t, noc::Mesh*, double&, double&)>& job) {
   const std::size_t n = std::max<std::size_t>(1, std::min(threads, jobs));
   const noc::MeshParams params = mesh0->params();
@@ -574,13 +577,17 @@ std::pair<double, double> Simulator::side_by_side(std::size_t jobs, std::size_t 
   auto work = [&](std::size_t w) {
     std::unique_ptr<noc::Mesh> own_mesh;
     noc::Mesh* m = w == 0 ? mesh0 : nullptr;
+    const noc::Fabric* on = w == 0 ? &fabric0 : nullptr;  // the fabric m was built on
     bool used = false;
     for (std::size_t i = next++; i < jobs && !failed; i = next++) {
       try {
+        const noc::Fabric& fabric = fabric_of(i);
+        if (m && on != &fabric && !(*on == fabric)) m = nullptr;  // (a wafer of its own fabric: a mesh of its own)
         if (!m) {
           const auto t1 = std::chrono::steady_clock::now();
+          own_mesh.reset();
           own_mesh = new_mesh(opt.fidelity, fabric, params);
-          m = own_mesh.get();
+          m = own_mesh.get(), on = &fabric, used = false;
           elab[w] += seconds_since(t1);
         } else if (used) {
           m->reset();
@@ -610,12 +617,12 @@ std::pair<double, double> Simulator::side_by_side(std::size_t jobs, std::size_t 
   return {e, std::max(0.0, wall - e)};
 }
 
-StepResult Simulator::run(const hw::WaferSpec& spec, const noc::Fabric& fabric,
+StepResult Simulator::run(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics,
                           const std::vector<const firmware::Image*>& images, const StepOptions& opt) {
-  return run_step(spec, fabric, images, opt, nullptr);
+  return run_step(spec, fabrics, images, opt, nullptr);
 }
 
-std::vector<StepResult> Simulator::run_batch(const hw::WaferSpec& spec, const noc::Fabric& fabric,
+std::vector<StepResult> Simulator::run_batch(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics,
                                              const std::vector<BatchStep>& steps, std::uint32_t threads) {
   std::vector<StepResult> out;
   std::vector<Ahead> ahead(steps.size());
@@ -624,11 +631,11 @@ std::vector<StepResult> Simulator::run_batch(const hw::WaferSpec& spec, const no
   for (std::size_t s = 0; s < steps.size() && together; ++s) {
     const BatchStep& st = steps[s];
     together = !st.images.empty() && side_by_side_ok(st.images, st.opt) && st.opt.fidelity == steps[0].opt.fidelity;
-    plan_wafers(st.images, st.opt.reuse && !st.opt.keep_tile, ahead[s].from, ahead[s].emulated);
+    plan_wafers(st.images, fabrics, st.opt.reuse && !st.opt.keep_tile, ahead[s].from, ahead[s].emulated);
     for (std::size_t k : ahead[s].emulated) jobs.push_back({s, k});
   }
   if (!together || jobs.size() < 2) {
-    for (const BatchStep& st : steps) out.push_back(run_step(spec, fabric, st.images, st.opt, nullptr));
+    for (const BatchStep& st : steps) out.push_back(run_step(spec, fabrics, st.images, st.opt, nullptr));
     return out;
   }
   for (std::size_t s = 0; s < steps.size(); ++s) {
@@ -639,17 +646,19 @@ std::vector<StepResult> Simulator::run_batch(const hw::WaferSpec& spec, const no
   {
     std::unique_ptr<noc::Mesh> own;
     bool kept = false;
-    noc::Mesh* mesh0 = step_mesh(spec, fabric, steps[0].opt, own, kept);
-    side_by_side(jobs.size(), threads, mesh0, fabric, steps[0].opt,
+    const noc::Fabric& fabric0 = fabrics.of(jobs[0].second);
+    noc::Mesh* mesh0 = step_mesh(spec, fabric0, steps[0].opt, own, kept);
+    side_by_side(jobs.size(), threads, mesh0, fabric0,
+                 [&](std::size_t i) -> const noc::Fabric& { return fabrics.of(jobs[i].second); }, steps[0].opt,
                  [&](std::size_t i, noc::Mesh* m, double& elab, double& emul) {
                    const auto [s, k] = jobs[i];
-                   ahead[s].steps[k] = emulate_wafer(spec, fabric, *steps[s].images[k], k, m, nullptr, 0, steps[s].opt,
-                                               job_elab[i], job_emul[i]);
+                   ahead[s].steps[k] = emulate_wafer(spec, fabrics.of(k), *steps[s].images[k], k, m, nullptr, 0,
+                                                     steps[s].opt, job_elab[i], job_emul[i]);
                    elab += job_elab[i], emul += job_emul[i];
                  });
   }
   for (std::size_t s = 0; s < steps.size(); ++s) {
-    out.push_back(run_step(spec, fabric, steps[s].images, steps[s].opt, &ahead[s]));
+    out.push_back(run_step(spec, fabrics, steps[s].images, steps[s].opt, &ahead[s]));
     for (std::size_t i = 0; i < jobs.size(); ++i)
       if (jobs[i].first == s) out.back().elaboration_s += job_elab[i], out.back().emulation_s += job_emul[i];
     out.back().threads = std::uint32_t(std::min<std::size_t>(threads, jobs.size()));
@@ -657,10 +666,13 @@ std::vector<StepResult> Simulator::run_batch(const hw::WaferSpec& spec, const no
   return out;
 }
 
-StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fabric,
+StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics,
                                const std::vector<const firmware::Image*>& images, const StepOptions& opt,
                                Ahead* ahead) {
   if (images.empty()) throw hw::InputError("nothing to run: no firmware image");
+  if (fabrics.size() != 1 && fabrics.size() != images.size())
+    throw hw::InputError(fmt::format("{} fabrics (defect maps) for {} wafers: give one, or one per wafer", fabrics.size(),
+                                     images.size()));
   if (!ahead)
     for (const auto* im : images) check_sram(spec, *im);
   StepResult res;
@@ -670,7 +682,8 @@ StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fab
   top_->execute([&] {
     auto t0 = std::chrono::steady_clock::now();
     std::unique_ptr<noc::Mesh> own;  // a mesh for this step only (keep_mesh off)
-    noc::Mesh* mesh = step_mesh(spec, fabric, opt, own, res.mesh_kept);
+    noc::Mesh* mesh = step_mesh(spec, fabrics.of(0), opt, own, res.mesh_kept);
+    std::size_t mesh_wafer = 0;  // the wafer whose fabric the mesh was built on
     res.elaboration_s += seconds_since(t0);
     TlmStreamPort port(*top_);
     Cycle start = 0;
@@ -686,7 +699,7 @@ StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fab
     // start; without streamed weights nothing else is shared), so this wafer's result is that one's with
     // every cycle shifted by the difference of the starts. from[k]: that wafer (k: none; wafer k is emulated).
     Ahead mine;
-    if (!ahead) plan_wafers(images, reuse_wafers, mine.from, mine.emulated);
+    if (!ahead) plan_wafers(images, fabrics, reuse_wafers, mine.from, mine.emulated);
     const std::vector<std::size_t>& from = ahead ? ahead->from : mine.from;
     const std::vector<std::size_t>& emulated = ahead ? ahead->emulated : mine.emulated;
     // The wafers emulated side by side (StepOptions::threads): each from cycle 0 on a mesh of its own thread,
@@ -695,11 +708,13 @@ StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fab
     if (!ahead && opt.threads > 1 && emulated.size() > 1 && side_by_side_ok(images, opt)) {
       res.threads = std::uint32_t(std::min<std::size_t>(opt.threads, emulated.size()));
       mine.steps.resize(images.size());
-      const auto [e, r] = side_by_side(emulated.size(), opt.threads, mesh, fabric, opt,
-                                       [&](std::size_t i, noc::Mesh* m, double& elab, double& emul) {
-                                         const std::size_t k = emulated[i];
-                                         mine.steps[k] = emulate_wafer(spec, fabric, *images[k], k, m, nullptr, 0, opt, elab, emul);
-                                       });
+      const auto [e, r] = side_by_side(
+          emulated.size(), opt.threads, mesh, fabrics.of(0),
+          [&](std::size_t i) -> const noc::Fabric& { return fabrics.of(emulated[i]); }, opt,
+          [&](std::size_t i, noc::Mesh* m, double& elab, double& emul) {
+            const std::size_t k = emulated[i];
+            mine.steps[k] = emulate_wafer(spec, fabrics.of(k), *images[k], k, m, nullptr, 0, opt, elab, emul);
+          });
       res.elaboration_s += e;
       res.emulation_s += r;
       ahead = &mine;
@@ -735,10 +750,18 @@ StepResult Simulator::run_step(const hw::WaferSpec& spec, const noc::Fabric& fab
         ws = std::move(ahead->steps[k]);
         shift_step(ws, start);
       } else {
+        if (!fabrics.same(mesh_wafer, k)) {  // a wafer with a fabric of its own runs on a mesh built on it
+          const auto t1 = std::chrono::steady_clock::now();
+          bool kept = false;
+          own.reset();
+          mesh = step_mesh(spec, fabrics.of(k), opt, own, kept);
+          mesh_wafer = k, mesh_used = false;
+          res.elaboration_s += seconds_since(t1);
+        }
         if (mesh_used) mesh->reset();
         mesh_used = true;
-        ws = emulate_wafer(spec, fabric, *images[k], k, mesh, &port, start, opt, res.elaboration_s, res.emulation_s,
-                           opt.core_to_spare);
+        ws = emulate_wafer(spec, fabrics.of(k), *images[k], k, mesh, &port, start, opt, res.elaboration_s,
+                           res.emulation_s, opt.core_to_spare);
       }
       start = ws.step.end;
       res.tasks_executed += ws.step.tasks_executed;

@@ -162,11 +162,11 @@ class Simulator {
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;
 
-  // One decode step: images[k] runs on wafer k (all on `fabric`), wafer k+1 starting when wafer k's
+  // One decode step: images[k] runs on wafer k (on fabrics.of(k)), wafer k+1 starting when wafer k's
   // result has crossed the inter-wafer link. Checks every used tile's SRAM against its capacity first
   // (hw::InputError naming the tile and the bytes).
-  StepResult run(const hw::WaferSpec& spec, const noc::Fabric& fabric, const std::vector<const firmware::Image*>& images,
-                 const StepOptions& opt);
+  StepResult run(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics,
+                 const std::vector<const firmware::Image*>& images, const StepOptions& opt);
 
   // Several independent steps (the mapping search's candidates), each with the result run() gives it: when every
   // step lets its wafers run side by side (no streamed weights, no trace's extras, one fidelity), all their
@@ -177,7 +177,7 @@ class Simulator {
     std::vector<const firmware::Image*> images;
     StepOptions opt;
   };
-  std::vector<StepResult> run_batch(const hw::WaferSpec& spec, const noc::Fabric& fabric,
+  std::vector<StepResult> run_batch(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics,
                                     const std::vector<BatchStep>& steps, std::uint32_t threads);
 
   // Task runs per wafer of the last step, for traces (empty unless StepOptions::keep_task_runs).
@@ -208,14 +208,17 @@ class Simulator {
     std::vector<WaferStep> steps;
   };
   // One step; `ahead`: its SRAM checked and its wafers planned and emulated already (their steps are moved out).
-  StepResult run_step(const hw::WaferSpec& spec, const noc::Fabric& fabric, const std::vector<const firmware::Image*>& images,
-                      const StepOptions& opt, Ahead* ahead);
+  StepResult run_step(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics,
+                      const std::vector<const firmware::Image*>& images, const StepOptions& opt, Ahead* ahead);
   noc::Mesh* step_mesh(const hw::WaferSpec& spec, const noc::Fabric& fabric, const StepOptions& opt,
                        std::unique_ptr<noc::Mesh>& own, bool& kept);
   WaferStep emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric& fabric, const firmware::Image& im, std::size_t k,
                           noc::Mesh* wm, memory::StreamPort* port, Cycle from_cycle, const StepOptions& opt, double& elab,
                           double& emul, bool alone = false);
-  std::pair<double, double> side_by_side(std::size_t jobs, std::size_t threads, noc::Mesh* mesh0, const noc::Fabric& fabric,
+  // (`fabric_of(i)`: the fabric job i runs on; mesh0 is built on `fabric0`)
+  std::pair<double, double> side_by_side(std::size_t jobs, std::size_t threads, noc::Mesh* mesh0,
+                                         const noc::Fabric& fabric0,
+                                         const std::function<const noc::Fabric&(std::size_t)>& fabric_of,
                                          const StepOptions& opt,
                                          const std::function<void(std::size_t, noc::Mesh*, double&, double&)>& job);
 

@@ -1,6 +1,7 @@
 #include "noc/routing/fabric.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "hw/error.h"
 
@@ -26,6 +27,11 @@ bool clear_between(const std::vector<std::vector<std::int32_t>>& cuts, std::int3
 }
 
 }  // namespace
+
+WaferFabrics::WaferFabrics(std::vector<const Fabric*> each) : each_(std::move(each)) {
+  if (each_.empty() || std::find(each_.begin(), each_.end(), nullptr) != each_.end())
+    throw std::logic_error("WaferFabrics: a fabric for every wafer is needed");
+}
 
 Fabric Fabric::perfect(Grid grid) {
   if (grid.width <= 0 || grid.height <= 0)

@@ -82,4 +82,21 @@ class Fabric {
   std::vector<std::uint16_t> hops_south_;
 };
 
+// The fabrics of a pipeline's wafers: one each (wafer k on of(k)), or one every wafer shares (what a single
+// fabric converts to). It points at fabrics the caller keeps alive while it is used.
+class WaferFabrics {
+ public:
+  WaferFabrics(const Fabric& shared) : each_{&shared} {}  // NOLINT: every wafer on `shared`
+  explicit WaferFabrics(std::vector<const Fabric*> each);  // one per wafer, in pipeline order (none null)
+  // Wafer k's fabric (the shared one when there is one).
+  const Fabric& of(std::size_t wafer) const { return *each_[each_.size() == 1 ? 0 : wafer]; }
+  // 1 when every wafer shares one fabric, else the wafers'.
+  std::size_t size() const { return each_.size(); }
+  // Wafers a and b run on equal fabrics (the same object, or equal in all routing and timing read).
+  bool same(std::size_t a, std::size_t b) const { return &of(a) == &of(b) || of(a) == of(b); }
+
+ private:
+  std::vector<const Fabric*> each_;
+};
+
 }  // namespace wafer::noc

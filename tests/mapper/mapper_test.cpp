@@ -697,6 +697,36 @@ TEST(Mapper, DefectAwareMapsAroundAnIncompleteRepair) {
     }
 }
 
+// A pipeline whose wafers have defect maps of their own (noc::WaferFabrics): each wafer is placed on its own
+// fabric, so its image is the one the pipeline mapped on its fabric alone gives that wafer; one fabric for every
+// wafer is the same as that fabric given once per wafer; a count other than one or the wafers' is refused.
+TEST(Mapper, EachWaferOfAPipelineIsPlacedOnItsOwnFabric) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  ModelConfig m = load_model("tiny-llama");
+  MapOptions o;
+  o.context = 64;
+  o.wafers = 2;
+  o.placement = "defect-aware";
+  const noc::Fabric f = perfect(tiny);
+  noc::Fabric dead = f;  // a router repair could not replace, where the perfect fabric's regions lie
+  dead.fail_router(dead.grid().index({1, 1}));
+  const Mapping on_f = map_model(tiny, f, m, o), on_dead = map_model(tiny, dead, m, o);
+  ASSERT_FALSE(on_f.images[1] == on_dead.images[1]);
+  const noc::Fabric* const pf = &f;
+  const noc::Fabric* const pd = &dead;
+  for (const auto& [a, b] : {std::pair{pf, pd}, std::pair{pd, pf}}) {
+    const Mapping both = map_model(tiny, noc::WaferFabrics({a, b}), m, o);
+    const Mapping& first = a == pf ? on_f : on_dead;
+    const Mapping& second = b == pf ? on_f : on_dead;
+    ASSERT_EQ(both.images.size(), 2u);
+    EXPECT_TRUE(both.images[0] == first.images[0]);
+    EXPECT_TRUE(both.images[1] == second.images[1]);
+    EXPECT_TRUE(firmware::validate(both.images[1]).ok());
+  }
+  EXPECT_TRUE(map_model(tiny, noc::WaferFabrics({&f, &f}), m, o).images[1] == on_f.images[1]);
+  EXPECT_THROW(map_model(tiny, noc::WaferFabrics({&f, &f, &f}), m, o), hw::InputError);
+}
+
 TEST(Mapper, AbsurdModelsAreRefusedNotWrappedAround) {
   // 405B resident on the 8 x 8 wafer: gigabytes per tile must be refused, never wrap to something small.
   hw::WaferSpec tiny = hw::preset("tiny");

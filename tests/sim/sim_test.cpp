@@ -300,6 +300,43 @@ TEST(Pipeline, TwoWafersJoinedByALink) {
   EXPECT_EQ(sum(r.breakdown.cause), r.latency);
 }
 
+// Wafers of a pipeline on fabrics of their own (noc::WaferFabrics: each wafer's defect map): wafer k runs on its
+// own, so a wafer's step is the one its fabric gives alone; an earlier wafer's result is reused only for a wafer on
+// an equal fabric (the same object or a copy), never for the same program on another fabric; one fabric per wafer
+// or one for all, any other count refused. Sequential and side by side alike.
+TEST(Pipeline, EachWaferRunsOnItsOwnFabric) {
+  hw::WaferSpec spec = tiny();
+  Image im = mapper::map_gemv(spec, {0, 0, 4, 3}, 24, 16);
+  const noc::Fabric f = noc::Fabric::perfect(im.grid), copy = f;
+  noc::Fabric slow = f;  // the GEMV's row multicasts and reductions cross links of 3 physical hops
+  for (int y = 0; y < 3; ++y)
+    for (int x = 0; x < 3; ++x) slow.set_hops(slow.grid().index({x, y}), hw::Dir::East, 3);
+  const Cycle alone_f = run(spec, im).latency, alone_slow = run(spec, im, noc::Fidelity::Approx, &slow).latency;
+  ASSERT_EQ(alone_f, 136u);
+  ASSERT_GT(alone_slow, alone_f);
+  for (std::uint32_t threads : {1u, 2u}) {
+    StepOptions o;
+    o.interwafer_bytes = 128;
+    o.threads = threads;
+    const StepResult same = simulator().run(spec, noc::WaferFabrics({&f, &copy}), {&im, &im}, o);
+    EXPECT_EQ(same.wafers_reused, 1u) << threads;
+    EXPECT_EQ(same.latency, 2337u + 136u) << threads;
+    const StepResult own = simulator().run(spec, noc::WaferFabrics({&f, &slow}), {&im, &im}, o);
+    EXPECT_EQ(own.wafers_reused, 0u) << threads;
+    ASSERT_EQ(own.wafers.size(), 2u);
+    EXPECT_EQ(own.wafers[0].step.end - own.wafers[0].step.start, alone_f) << threads;
+    EXPECT_EQ(own.wafers[1].step.end - own.wafers[1].step.start, alone_slow) << threads;
+    EXPECT_EQ(own.latency, 2337u + alone_slow) << threads;
+    EXPECT_EQ(sum(own.breakdown.cause), own.latency) << threads;
+    // The other order: the slow wafer first, its result leaving later.
+    const StepResult back = simulator().run(spec, noc::WaferFabrics({&slow, &f}), {&im, &im}, o);
+    EXPECT_EQ(back.wafers[0].step.end - back.wafers[0].step.start, alone_slow) << threads;
+    EXPECT_EQ(back.wafers[1].step.end - back.wafers[1].step.start, alone_f) << threads;
+  }
+  EXPECT_THROW(simulator().run(spec, noc::WaferFabrics({&f, &slow, &f}), {&im, &im}, StepOptions{}), hw::InputError);
+  EXPECT_THROW(noc::WaferFabrics(std::vector<const noc::Fabric*>{}), std::logic_error);
+}
+
 // The check runs before anything is simulated. (It is exercised before this process's first simulation:
 // under AddressSanitizer, an exception thrown after SystemC has switched coroutine stacks is misreported
 // as stack-use-after-scope, since Debian's SystemC does not annotate its stack switches.)
