@@ -272,15 +272,20 @@ int run_decode(const std::vector<std::string>& args) {
       ("group", po::value<int>()->default_value(0)->value_name("G"), "tree allreduce: tiles per group (0: sqrt of the line)")
       ("search-budget", po::value<std::int64_t>()->default_value(SearchBudget{}.task_runs)->value_name("N"),
        "--placement auto: tile task runs the emulated candidates may take together")
-      ("defects", po::value<std::string>()->value_name("FILE"), "defect map (CSV or JSON, physical coordinates; with --wafers N, each wafer's)")
+      ("defects", po::value<std::vector<std::string>>()->value_name("FILE"),
+       "defect map (CSV or JSON, physical coordinates); with --wafers N, given once (every wafer's) or N times (wafer k's "
+       "the k-th)")
       ("density", po::value<double>()->value_name("D"), "generate defects at D per cm^2 instead of a file")
       ("defect-model", po::value<std::string>()->default_value("poisson")->value_name("poisson|negbin"),
        "the generated defects' model: Poisson, or negative binomial (clustered, --alpha): a sweep's defect_model")
       ("alpha", po::value<double>()->value_name("A"),
        "--defect-model negbin: clustering parameter (smaller = more clustered; default 2): a sweep's alpha")
-      ("seed", po::value<std::string>()->default_value("1")->value_name("S"), "seed of the generated defect map")
-      ("defects-out", po::value<std::string>()->value_name("FILE"),
-       "write the defect map used (--defects or --density) as .csv or .json, as read by --defects")
+      ("seed", po::value<std::string>()->default_value("1")->value_name("S"),
+       "seed of the generated defect map (with --wafers N, wafer 0's; each other wafer's map has a seed of its own "
+       "derived from it)")
+      ("defects-out", po::value<std::vector<std::string>>()->value_name("FILE"),
+       "write the defect map used (--defects or --density) as .csv or .json, as read by --defects; with --wafers N "
+       "and maps of their own, N times (wafer k's to the k-th)")
       ("repair", po::value<std::string>()->default_value("row-shift")->value_name("SCHEME"), "repair scheme")
       ("fidelity", po::value<std::string>()->default_value("approx")->value_name("approx|cycle"), "mesh timing model")
       ("weights", po::value<std::string>()->default_value("resident")->value_name("resident|stream"),
@@ -391,10 +396,30 @@ int run_decode(const std::vector<std::string>& args) {
     if (!vm.count("density")) throw hw::InputError("--alpha applies to generated defects: give --density D too");
     gen.alpha = vm["alpha"].as<double>();
   }
-  if (vm.count("defects-out")) {
+  // One defect map for every wafer (a file given once), or one per wafer (N files, or generated: wafer k's from its
+  // own seed, apps::wafer_seed), docs/mapping.md section 5.
+  const std::vector<std::string> defect_files =
+      vm.count("defects") ? vm["defects"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  auto times = [](std::size_t n) { return n == 1 ? std::string("once") : n == 2 ? std::string("twice") : fmt::format("{} times", n); };
+  if (defect_files.size() > 1 && defect_files.size() != std::size_t(mo.wafers))
+    throw hw::InputError(fmt::format("--defects given {} for {} wafer{}: give it once (every wafer's map) or once per "
+                                     "wafer",
+                                     times(defect_files.size()), mo.wafers, mo.wafers == 1 ? "" : "s"));
+  const std::size_t maps_own = vm.count("density") ? std::size_t(mo.wafers) : std::max<std::size_t>(1, defect_files.size());
+  const std::vector<std::string> maps_out =
+      vm.count("defects-out") ? vm["defects-out"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (!maps_out.empty()) {
     if (!vm.count("defects") && !vm.count("density")) throw hw::InputError("--defects-out needs --defects FILE or --density D");
-    check_map_path(vm["defects-out"].as<std::string>(), "--defects-out");
-    traces::check_writable(vm["defects-out"].as<std::string>());
+    if (maps_out.size() != maps_own)
+      throw hw::InputError(
+          maps_own == 1 ? fmt::format("--defects-out given {} for one defect map: give it once", times(maps_out.size()))
+                        : fmt::format("--defects-out given {} for {} wafers with defect maps of their own: give it "
+                                      "once per wafer",
+                                      times(maps_out.size()), maps_own));
+    for (const std::string& out : maps_out) {
+      check_map_path(out, "--defects-out");
+      traces::check_writable(out);
+    }
   }
   if (vm.count("trace")) traces::check_writable(vm["trace"].as<std::string>());
   check_apart(given_paths(vm, {"json", "trace", "defects-out"}), given_paths(vm, {"model", "defects", "wafer"}));
@@ -416,38 +441,42 @@ int run_decode(const std::vector<std::string>& args) {
                                      vm["context"].defaulted() && prefill > 0 ? "--prefill (the context)" : "--context",
                                      mo.context, model.name, model.max_position));
 
-  // Defects -> repair -> the logical fabric routing sees.
+  // Defects -> repair -> the logical fabric routing sees, per wafer (or one for every wafer).
   std::string defects_desc = "none";
-  std::optional<hw::RepairResult> repair;
-  std::optional<hw::DefectMap> defect_map;
-  noc::Fabric fabric;
+  WaferRepairs wr;
   if (vm.count("defects") || vm.count("density")) {
-    hw::DefectMap map;
+    std::vector<std::string> counts;
     if (vm.count("defects")) {
-      map = hw::read_defects(vm["defects"].as<std::string>(), spec);
-      defects_desc = fmt::format("{} ({} defects)", vm["defects"].as<std::string>(), map.size());
+      for (const std::string& f : defect_files) {
+        wr.maps.push_back(hw::read_defects(f, spec));
+        counts.push_back(fmt::format("{} ({} defects)", f, wr.maps.back().size()));
+      }
+      defects_desc = fmt::format("{}", fmt::join(counts, ", "));
+      if (wr.maps.size() == 1 && mo.wafers > 1) defects_desc += fmt::format(", the same on each of the {} wafers", mo.wafers);
     } else {
       gen.density_per_cm2 = vm["density"].as<double>();
       if (!(gen.density_per_cm2 >= 0) || gen.density_per_cm2 > 1e4)
         throw hw::InputError(fmt::format("--density {} must be between 0 and 10000 per cm^2", gen.density_per_cm2));
       const std::uint64_t seed = parse_seed(vm["seed"].as<std::string>());
-      map = hw::generate_defects(spec, gen, seed);
+      for (std::size_t k = 0; k < maps_own; ++k) {
+        wr.maps.push_back(hw::generate_defects(spec, gen, wafer_seed(seed, k)));
+        counts.push_back(fmt::format("{}", wr.maps.back().size()));
+      }
       const std::string clustered =
           gen.model == hw::DefectModel::NegBinomial ? fmt::format(", negative binomial with alpha {}", gen.alpha) : "";
-      defects_desc = fmt::format("generated: {} per cm^2{}, seed {} ({} defects)", gen.density_per_cm2, clustered, seed,
-                                 map.size());
+      defects_desc = maps_own == 1 ? fmt::format("generated: {} per cm^2{}, seed {} ({} defects)", gen.density_per_cm2,
+                                                 clustered, seed, counts[0])
+                                   : fmt::format("generated: {} per cm^2{}, seed {}, a map per wafer ({} defects)",
+                                                 gen.density_per_cm2, clustered, seed, fmt::join(counts, ", "));
     }
     // (before the repair, so that a map the repair refuses can be looked at)
-    if (vm.count("defects-out")) write_defect_map(vm["defects-out"].as<std::string>(), map);
-    repair = hw::repair_scheme(vm["repair"].as<std::string>()).repair(spec, map);
-    defect_map = std::move(map);
-    fabric = noc::Fabric::from_repair(*repair);
-    // (one map for the whole pipeline: every wafer is taken to have it, docs/mapping.md section 5)
-    if (mo.wafers > 1) defects_desc += fmt::format(", the same on each of the {} wafers", mo.wafers);
+    for (std::size_t k = 0; k < maps_out.size(); ++k) write_defect_map(maps_out[k], wr.maps[k]);
+    wr.repair(spec, vm["repair"].as<std::string>());
   } else {
     hw::repair_scheme(vm["repair"].as<std::string>());  // an unknown scheme is an error even without defects
-    fabric = noc::Fabric::perfect(spec.logical());
+    wr.fabrics.push_back(noc::Fabric::perfect(spec.logical()));
   }
+  const noc::WaferFabrics fabrics = wr.view();
 
   // --placement auto: search the mapping space first (apps/search.h), then run the chosen mapping.
   // The steps of this process (the search's candidates, prefill chunks, a pipeline's wafers) share what a
@@ -474,7 +503,7 @@ int run_decode(const std::vector<std::string>& args) {
     SearchBudget budget;
     budget.task_runs = vm["search-budget"].as<std::int64_t>();
     if (budget.task_runs < 0) throw hw::InputError(fmt::format("--search-budget {} must be at least 0", budget.task_runs));
-    searched = search(*simulator, base, fabric, budget, threads > 1);
+    searched = search(*simulator, base, fabrics, budget, threads > 1);
     mo = searched->candidates[std::size_t(searched->chosen)].options;
   }
   DecodePoint point{spec, model, mo, fidelity, vm.count("trace") > 0, {}, false, regions ? kRegionCells : 0, 0,
@@ -493,11 +522,11 @@ int run_decode(const std::vector<std::string>& args) {
   if (prefill > 0 && !vm.count("dump-firmware")) {
     new_simulator();
     point.options.tokens = prefill;
-    pre = run_prefill(*simulator, point, fabric, max_chunk, nullptr, true);
+    pre = run_prefill(*simulator, point, fabrics, max_chunk, nullptr, true);
     mapping = std::move(pre->mapping);
     point.options.tokens = pre->chunks.back().tokens;
   } else if (!step.empty()) {
-    mapping = map_mixed(point, fabric);
+    mapping = map_mixed(point, fabrics);
   } else if (from_search) {
     mapping = std::move(searched->chosen_run->mapping);
   } else {
@@ -508,8 +537,8 @@ int run_decode(const std::vector<std::string>& args) {
     const bool prepare = cache && threads > 1 && !vm.count("dump-firmware");
     if (prepare && !simulator) new_simulator();
     std::optional<MeshPrepare> mesh;
-    if (prepare) mesh.emplace(*simulator, spec, fabric, fidelity, true);
-    mapping = map_point(point, fabric);
+    if (prepare) mesh.emplace(*simulator, spec, fabrics.of(0), fidelity, true);  // (wafer 0 runs first)
+    mapping = map_point(point, fabrics);
   }
   const double mapping_s = since(t_start);
   std::vector<const firmware::Image*> images;
@@ -530,7 +559,7 @@ int run_decode(const std::vector<std::string>& args) {
     TaskProgress progress(mo.wafers > 1 ? fmt::format("decode: emulating {} wafers", mo.wafers) : "decode: emulating",
                           std::uint64_t(mapping.task_runs()));
     point.progress = progress.counter();
-    return emulate_point(*simulator, point, fabric, mapping);
+    return emulate_point(*simulator, point, fabrics, mapping);
   };
   sim::StepResult res = pre            ? std::move(pre->step)
                         : from_search ? std::move(searched->chosen_run->step)
@@ -556,8 +585,15 @@ int run_decode(const std::vector<std::string>& args) {
   cfg.add_int("wafers", mo.wafers, "wafers");
   cfg.add_int("weight_bits", mo.weight_bits, "bits");
   cfg.add_text("defects", defects_desc);
-  cfg.add_text("repair", repair ? fmt::format("{}: {}", repair->scheme, repair->complete ? "complete" : repair->reason)
-                                : std::string("not needed"));
+  {
+    std::string repaired = wr.repairs.empty() ? "not needed" : wr.repairs[0].scheme + ": ";
+    std::vector<std::string> failed;
+    for (std::size_t k = 0; k < wr.repairs.size(); ++k)
+      if (!wr.repairs[k].complete)
+        failed.push_back(wr.repairs.size() == 1 ? wr.repairs[k].reason : fmt::format("wafer {}: {}", k, wr.repairs[k].reason));
+    if (!wr.repairs.empty()) repaired += failed.empty() ? "complete" : fmt::format("{}", fmt::join(failed, "; "));
+    cfg.add_text("repair", repaired);
+  }
   cfg.add("clock", spec.clock_ghz, "GHz");
 
   const double us = res.latency_us;
@@ -639,8 +675,9 @@ int run_decode(const std::vector<std::string>& args) {
   fab.add_int("tiles_used", mapping.tiles_used(), "tiles", "tiles with a program, all wafers");
   {
     std::int64_t working = 0;  // (a tile repair left without a working router holds no program)
-    for (hw::TileIndex t = 0; t < fabric.grid().size(); ++t) working += fabric.router_ok(t);
-    fab.add_int("tiles_available", working * mo.wafers, "tiles", "logical tiles with a working router, all wafers");
+    for (std::size_t k = 0; k < std::size_t(mo.wafers); ++k)
+      for (hw::TileIndex t = 0; t < fabrics.of(k).grid().size(); ++t) working += fabrics.of(k).router_ok(t);
+    fab.add_int("tiles_available", working, "tiles", "logical tiles with a working router, all wafers");
   }
   fab.add_int("colors_used", colors, "colors", "most distinct colors one tile's program uses");
   fab.add_int("programs", std::int64_t(mapping.program_count()), "programs", "distinct tile programs");
@@ -729,7 +766,7 @@ int run_decode(const std::vector<std::string>& args) {
   }
   for (std::size_t i = 0; i < mapping.notes.size(); ++i) rep.add_text(fmt::format("note_{}", i + 1), mapping.notes[i]);
 
-  if (regions) add_regions(rep, spec, fabric, images, res, defect_map ? &*defect_map : nullptr, repair ? &*repair : nullptr);
+  if (regions) add_regions(rep, spec, wr, images, res);
   if (vm.count("trace"))
     write_trace(vm["trace"].as<std::string>(), *simulator, res, images, spec, tile_tracks, pre ? pre->chunks.size() : 0);
   finish(rep, vm);

@@ -479,7 +479,7 @@ int run_table(const std::vector<std::string>& args) {
         dp.options.context = p.context, dp.options.batch = p.batch, dp.options.tokens = p.phase == "decode" ? 1 : p.tokens;
         const auto t = std::chrono::steady_clock::now();
         try {
-          PrefillRun r = run_prefill(points_cache, dp, fabric, 0, &cache);
+          PrefillRun r = run_prefill(points_cache, dp, PointCache::Fabrics{fabric}, 0, &cache);
           p.chunk = r.chunk, p.chunks = std::int64_t(r.chunks.size()), p.latency = r.step.latency;
           p.ops = table_ops(op_cycles(r.step));
           done.push_back(p);

@@ -1,5 +1,7 @@
 #include "apps/decode_point.h"
 
+#include "hw/random.h"
+
 #include "noc/big_array.h"
 
 #include <fmt/format.h>
@@ -149,6 +151,25 @@ MeshPrepare::MeshPrepare(sim::Simulator& simulator, const hw::WaferSpec& spec, c
 
 void MeshPrepare::join() {
   if (thread_) thread_->join(), thread_.reset();
+}
+
+void WaferRepairs::repair(const hw::WaferSpec& spec, const std::string& scheme) {
+  const hw::RepairScheme& rs = hw::repair_scheme(scheme);
+  repairs.clear(), fabrics.clear();
+  for (const hw::DefectMap& m : maps) {
+    repairs.push_back(rs.repair(spec, m));
+    fabrics.push_back(noc::Fabric::from_repair(repairs.back()));
+  }
+}
+
+noc::WaferFabrics WaferRepairs::view() const {
+  std::vector<const noc::Fabric*> each;
+  for (const noc::Fabric& f : fabrics) each.push_back(&f);
+  return noc::WaferFabrics(std::move(each));
+}
+
+std::uint64_t wafer_seed(std::uint64_t seed, std::size_t wafer) {
+  return wafer == 0 ? seed : hw::derive_seed(seed, std::uint64_t(wafer));
 }
 
 mapper::Mapping map_point(const DecodePoint& p, const noc::WaferFabrics& fabrics) {

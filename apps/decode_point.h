@@ -14,6 +14,8 @@
 #include <tuple>
 #include <vector>
 
+#include "hw/defect_map.h"
+#include "hw/repair.h"
 #include "hw/wafer_spec.h"
 #include "mapper/mapper.h"
 #include "mapper/model_config.h"
@@ -40,6 +42,21 @@ struct DecodePoint {
   std::uint32_t threads = 1;
   std::atomic<std::uint64_t>* progress = nullptr;  // sim::StepOptions::progress (a progress line's count)
 };
+
+// The defect maps of a step's wafers, repaired (docs/mapping.md section 5): none (a perfect fabric every wafer
+// shares), one every wafer shares (a file given once), or one per wafer (a pipeline's wafers are distinct
+// wafers: their maps are generated from seeds of their own, wafer_seed, or read from a file each).
+struct WaferRepairs {
+  std::vector<hw::DefectMap> maps;        // empty: no defects given
+  std::vector<hw::RepairResult> repairs;  // one per map
+  std::vector<noc::Fabric> fabrics;       // one per map, or the perfect one
+  // Repairs `maps` with `scheme` (hw::repair_scheme) and builds their fabrics.
+  void repair(const hw::WaferSpec& spec, const std::string& scheme);
+  noc::WaferFabrics view() const;
+};
+// The seed of wafer k's generated defect map: `seed` for wafer 0 (a pipeline's first wafer has the map a single
+// wafer of that seed has), hw::derive_seed(seed, k) for the others.
+std::uint64_t wafer_seed(std::uint64_t seed, std::size_t wafer);
 
 // Maps the point onto `fabrics` (each wafer's repaired logical mesh, or one they share). Throws hw::InputError with the
 // mapper's reason when it refuses.

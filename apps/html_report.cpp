@@ -475,20 +475,15 @@ Output from_decode(const json& r, const std::string& source) {
                          H{"tile_busy", "Tiles busy", "share of the step the cell's cores ran tasks", true},
                          H{"sram_use", "SRAM use", "bytes allocated over the cell's SRAM", true},
                          H{"tiles_used", "Tiles used", "tiles with a program", false},
-                         H{"extra_hops", "Repair detours", "physical hops beyond one of the cell's links", false}}) {
+                         H{"extra_hops", "Repair detours", "physical hops beyond one of the links east and south of the cell's tiles", false}}) {
         const Matrix m = matrix(w, h.key);
         if (!m.ok()) continue;
         b += heatmap(m, h.title, h.what, h.percent);
         out.csv.emplace_back(wk + "." + h.key, csv_of(m));
       }
     }
-    if (reg->contains("repair") && (*reg)["repair"].is_object()) {
-      const json& rp = (*reg)["repair"];
-      const double wafers = value(cfg, "wafers");
-      b += "<h2>Defects and repair</h2>";
-      if (wafers > 1)
-        b += fmt::format("<p class=note>One map is every wafer's (docs/mapping.md section 5): the counts below are "
-                         "each of the {} wafers'.</p>", num(wafers));
+    // One physical wafer's defects and repair (`prefix`: its CSVs' names).
+    auto physical = [&](const json& rp, const std::string& prefix) {
       std::vector<std::vector<std::string>> rows;
       for (const char* k : {"scheme", "complete", "defects", "spare_tiles_used", "displaced_tiles", "links_detoured", "extra_hops"})
         rows.push_back({k, text(rp, k)});
@@ -509,11 +504,30 @@ Output from_decode(const json& r, const std::string& source) {
                          num(value(rp, "cell_side")));
         b += svg_cells(kind, [&](double v) { return std::string(col[std::size_t(std::clamp(int(v), 0, 4))]); }, "defects and repair");
         b += "</figure>";
-        out.csv.emplace_back("repair.defect_map", csv_of(dm));
-        out.csv.emplace_back("repair.spares_used", csv_of(sp));
-        out.csv.emplace_back("repair.displaced", csv_of(mv));
+        out.csv.emplace_back(prefix + "defect_map", csv_of(dm));
+        out.csv.emplace_back(prefix + "spares_used", csv_of(sp));
+        out.csv.emplace_back(prefix + "displaced", csv_of(mv));
       }
-    } else {
+    };
+    // Maps of their own: each wafer's (regions.wafer_K.repair); one map for every wafer: regions.repair.
+    bool own = false;
+    for (int k = 0; reg->contains(fmt::format("wafer_{}", k)); ++k) {
+      const json& w = (*reg)[fmt::format("wafer_{}", k)];
+      if (!w.is_object() || !w.contains("repair") || !w["repair"].is_object()) continue;
+      if (!own) b += "<h2>Defects and repair</h2><p class=note>Each wafer has a defect map of its own.</p>";
+      own = true;
+      b += fmt::format("<h3>Wafer {}</h3>", k);
+      physical(w["repair"], fmt::format("wafer_{}.repair.", k));
+    }
+    if (!own && reg->contains("repair") && (*reg)["repair"].is_object()) {
+      const json& rp = (*reg)["repair"];
+      const double wafers = value(cfg, "wafers");
+      b += "<h2>Defects and repair</h2>";
+      if (wafers > 1)
+        b += fmt::format("<p class=note>One map is every wafer's (docs/mapping.md section 5): the counts below are "
+                         "each of the {} wafers'.</p>", num(wafers));
+      physical(rp, "repair.");
+    } else if (!own) {
       b += "<h2>Defects and repair</h2><p class=note>No defects given: the wafer is perfect, repair was not needed.</p>";
     }
   }

@@ -57,10 +57,13 @@ std::vector<NamedPath> given_paths(const po::variables_map& vm, std::initializer
   std::vector<NamedPath> out;
   for (const char* n : names) {
     if (!vm.count(n)) continue;
-    const std::string v = vm[n].as<std::string>();
-    const bool maybe_name = std::string_view(n) == "wafer" || std::string_view(n) == "model";
-    if (v.empty() || (maybe_name && !hw::names_file(v))) continue;
-    out.push_back({fmt::format("--{}", n), v});
+    // (an option given once per wafer, decode --defects: each of its paths)
+    const auto* many = boost::any_cast<std::vector<std::string>>(&vm[n].value());
+    for (const std::string& v : many ? *many : std::vector<std::string>{vm[n].as<std::string>()}) {
+      const bool maybe_name = std::string_view(n) == "wafer" || std::string_view(n) == "model";
+      if (v.empty() || (maybe_name && !hw::names_file(v))) continue;
+      out.push_back({fmt::format("--{}", n), v});
+    }
   }
   return out;
 }

@@ -43,9 +43,10 @@ PointCache::PointCache(sim::Simulator& simulator, bool enabled) : sim_(simulator
   sim_.keep_mesh(enabled_);
 }
 
-std::shared_ptr<const PointCache::Repaired> PointCache::repaired(const hw::WaferSpec& spec, const hw::DefectGenParams& gen,
-                                                                 std::uint64_t seed, const std::string& scheme, bool* reused) {
-  RepairKey key{spec, gen, seed, scheme};
+std::shared_ptr<const WaferRepairs> PointCache::repaired(const hw::WaferSpec& spec, const hw::DefectGenParams& gen,
+                                                         std::uint64_t seed, const std::string& scheme, std::size_t wafers,
+                                                         bool* reused) {
+  RepairKey key{spec, gen, seed, scheme, wafers};
   if (reused) *reused = false;
   if (enabled_)
     for (const auto& [k, r] : repairs_)
@@ -54,10 +55,9 @@ std::shared_ptr<const PointCache::Repaired> PointCache::repaired(const hw::Wafer
         if (reused) *reused = true;
         return r;
       }
-  auto r = std::make_shared<Repaired>();
-  r->map = hw::generate_defects(spec, gen, seed);
-  r->repair = hw::repair_scheme(scheme).repair(spec, r->map);
-  r->fabric = noc::Fabric::from_repair(r->repair);
+  auto r = std::make_shared<WaferRepairs>();
+  for (std::size_t k = 0; k < wafers; ++k) r->maps.push_back(hw::generate_defects(spec, gen, wafer_seed(seed, k)));
+  r->repair(spec, scheme);
   ++stats_.repairs_built;
   if (enabled_) {
     repairs_.emplace_front(std::move(key), r);
@@ -82,42 +82,53 @@ std::shared_ptr<const noc::Fabric> PointCache::perfect(const hw::WaferSpec& spec
   return f;
 }
 
-std::shared_ptr<const mapper::Mapping> PointCache::map(const DecodePoint& p, std::shared_ptr<const noc::Fabric> fabric,
-                                                       bool* reused) {
+noc::WaferFabrics view(const PointCache::Fabrics& fabrics) {
+  std::vector<const noc::Fabric*> each;
+  for (const auto& f : fabrics) each.push_back(f.get());
+  return noc::WaferFabrics(std::move(each));
+}
+
+std::shared_ptr<const mapper::Mapping> PointCache::map(const DecodePoint& p, Fabrics fabrics, bool* reused) {
   if (reused) *reused = false;
-  // (what the mapping reads of the fabric: all of it, or only its grid and working routers)
+  // (what the mapping reads of a fabric: all of it, or only its grid and working routers)
   const bool links = enabled_ && mapper::mapping_reads_links(p.options);
+  auto same = [&](const Fabrics& a) {
+    if (a.size() != fabrics.size()) return false;
+    for (std::size_t k = 0; k < a.size(); ++k)
+      if (a[k] != fabrics[k] && !(links ? *a[k] == *fabrics[k] : a[k]->same_routers(*fabrics[k]))) return false;
+    return true;
+  };
   if (enabled_)
     for (auto it = maps_.begin(); it != maps_.end(); ++it)
-      if (it->options == p.options && it->spec == p.spec && it->model == p.model &&
-          (it->fabric == fabric || (links ? *it->fabric == *fabric : it->fabric->same_routers(*fabric)))) {
+      if (it->options == p.options && it->spec == p.spec && it->model == p.model && same(it->fabrics)) {
         ++stats_.mappings_reused;
         if (reused) *reused = true;
         if (it != maps_.begin()) std::rotate(maps_.begin(), it, std::next(it));  // most recent first
         return maps_.front().mapping;
       }
-  auto m = std::make_shared<const mapper::Mapping>(map_point(p, *fabric));
+  auto m = std::make_shared<const mapper::Mapping>(map_point(p, view(fabrics)));
   ++stats_.mappings_built;
   if (enabled_) {
-    maps_.push_front(MapEntry{p.spec, p.model, p.options, std::move(fabric), m});
+    maps_.push_front(MapEntry{p.spec, p.model, p.options, std::move(fabrics), m});
     if (maps_.size() > kKeep) maps_.pop_back();
   }
   return m;
 }
 
-sim::StepResult PointCache::emulate(const DecodePoint& p, const noc::Fabric& fabric, const mapper::Mapping& mapping) {
-  sim::StepResult r = emulate_point(sim_, p, fabric, mapping);
+sim::StepResult PointCache::emulate(const DecodePoint& p, const noc::WaferFabrics& fabrics, const mapper::Mapping& mapping) {
+  sim::StepResult r = emulate_point(sim_, p, fabrics, mapping);
   ++stats_.steps;
   if (r.mesh_kept) ++stats_.meshes_reused;
   return r;
 }
 
-PrefillRun run_prefill(PointCache& cache, const DecodePoint& p, std::shared_ptr<const noc::Fabric> fabric,
-                       std::int64_t max_chunk, PrefillCache* chunks) {
+PrefillRun run_prefill(PointCache& cache, const DecodePoint& p, PointCache::Fabrics fabrics, std::int64_t max_chunk,
+                       PrefillCache* chunks) {
   // run_prefill moves the mappings it keeps: a copy of the cache's (only a reused one costs a copy more).
+  const noc::WaferFabrics each = view(fabrics);
   return run_prefill_with(
-      p, max_chunk, chunks, [&](const DecodePoint& q) { return mapper::Mapping(*cache.map(q, fabric)); },
-      [&](const DecodePoint& q, const mapper::Mapping& m) { return cache.emulate(q, *fabric, m); });
+      p, max_chunk, chunks, [&](const DecodePoint& q) { return mapper::Mapping(*cache.map(q, fabrics)); },
+      [&](const DecodePoint& q, const mapper::Mapping& m) { return cache.emulate(q, each, m); });
 }
 
 }  // namespace wafer::apps

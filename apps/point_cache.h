@@ -48,26 +48,27 @@ class PointCache {
   bool enabled() const { return enabled_; }
   sim::Simulator& simulator() { return sim_; }
 
-  // A generated defect map repaired: hw::generate_defects(spec, gen, seed), then the scheme's repair and the
-  // fabric of its logical mesh. `reused` (when given) says whether it was kept from an earlier call.
-  struct Repaired {
-    hw::DefectMap map;
-    hw::RepairResult repair;
-    noc::Fabric fabric;
-  };
-  std::shared_ptr<const Repaired> repaired(const hw::WaferSpec& spec, const hw::DefectGenParams& gen, std::uint64_t seed,
-                                           const std::string& scheme, bool* reused = nullptr);
+  // The generated defect maps of `wafers` wafers repaired, as decode makes them: wafer k's
+  // hw::generate_defects(spec, gen, wafer_seed(seed, k)), then the scheme's repair and the fabric of its logical
+  // mesh. `reused` (when given) says whether they were kept from an earlier call.
+  std::shared_ptr<const WaferRepairs> repaired(const hw::WaferSpec& spec, const hw::DefectGenParams& gen,
+                                               std::uint64_t seed, const std::string& scheme, std::size_t wafers,
+                                               bool* reused = nullptr);
   // The perfect fabric of the wafer's logical size.
   std::shared_ptr<const noc::Fabric> perfect(const hw::WaferSpec& spec, bool* reused = nullptr);
 
-  // map_point(p, *fabric), or the mapping an earlier call made from equal inputs (p.spec, p.model, p.options
-  // and the fabric, each compared whole, the fabric only in what the mapping reads of it: see the list above;
-  // the same fabric object is recognised at once). Nothing is copied:
-  // the cache holds the mapping and the fabric by reference. Refusals are not kept (they throw again).
+  // map_point(p, the fabrics), or the mapping an earlier call made from equal inputs (p.spec, p.model, p.options
+  // and the fabrics, each compared whole, the fabrics only in what the mapping reads of them: see the list above;
+  // the same fabric object is recognised at once). `fabrics`: each wafer's, or one they share. Nothing is copied:
+  // the cache holds the mapping and the fabrics by reference. Refusals are not kept (they throw again).
+  using Fabrics = std::vector<std::shared_ptr<const noc::Fabric>>;
+  std::shared_ptr<const mapper::Mapping> map(const DecodePoint& p, Fabrics fabrics, bool* reused = nullptr);
   std::shared_ptr<const mapper::Mapping> map(const DecodePoint& p, std::shared_ptr<const noc::Fabric> fabric,
-                                             bool* reused = nullptr);
+                                             bool* reused = nullptr) {
+    return map(p, Fabrics{std::move(fabric)}, reused);
+  }
   // emulate_point on the simulator (its StepResult::mesh_kept says whether the mesh model was reused).
-  sim::StepResult emulate(const DecodePoint& p, const noc::Fabric& fabric, const mapper::Mapping& mapping);
+  sim::StepResult emulate(const DecodePoint& p, const noc::WaferFabrics& fabrics, const mapper::Mapping& mapping);
 
   // Gives back what the cache keeps (repairs, fabrics, mappings, the mesh model; the points running now keep
   // theirs) and what the process keeps freed (keep_freed_memory) to the kernel, for another process to use
@@ -89,25 +90,28 @@ class PointCache {
     hw::DefectGenParams gen;
     std::uint64_t seed;
     std::string scheme;
+    std::size_t wafers;
     friend bool operator==(const RepairKey&, const RepairKey&) = default;
   };
   struct MapEntry {
     hw::WaferSpec spec;
     mapper::ModelConfig model;
     mapper::MapOptions options;
-    std::shared_ptr<const noc::Fabric> fabric;
+    Fabrics fabrics;
     std::shared_ptr<const mapper::Mapping> mapping;
   };
   sim::Simulator& sim_;
   bool enabled_;
-  std::deque<std::pair<RepairKey, std::shared_ptr<const Repaired>>> repairs_;  // newest first
+  std::deque<std::pair<RepairKey, std::shared_ptr<const WaferRepairs>>> repairs_;  // newest first
   std::deque<std::shared_ptr<const noc::Fabric>> perfect_;
   std::deque<MapEntry> maps_;
   Stats stats_;
 };
 
 // run_prefill (decode_point.h) with its mappings and emulations through `cache`.
-PrefillRun run_prefill(PointCache& cache, const DecodePoint& p, std::shared_ptr<const noc::Fabric> fabric,
-                       std::int64_t max_chunk = 0, PrefillCache* chunks = nullptr);
+PrefillRun run_prefill(PointCache& cache, const DecodePoint& p, PointCache::Fabrics fabrics, std::int64_t max_chunk = 0,
+                       PrefillCache* chunks = nullptr);
+// The fabrics as the mapper and simulator take them.
+noc::WaferFabrics view(const PointCache::Fabrics& fabrics);
 
 }  // namespace wafer::apps

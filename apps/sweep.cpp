@@ -447,45 +447,58 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
   line["hash"] = hash_text(settings.dump());
   line["settings"] = settings;
 
-  // Defects -> repair -> fabric, as `wafer-emu decode --density D --seed S --repair R` does (kept by the cache
-  // while the wafer, the defect parameters, the seed and the scheme stay the same).
-  std::shared_ptr<const noc::Fabric> fabric_ptr;
-  std::shared_ptr<const PointCache::Repaired> repaired;
+  // Defects -> repair -> fabric, as `wafer-emu decode --density D --seed S --repair R` does: a map per wafer (kept
+  // by the cache while the wafer, the defect parameters, the seed, the scheme and the wafer count stay the same).
+  PointCache::Fabrics fabric_ptrs;
   ojson kept = ojson::array();  // what this point took from an earlier one (wall_s.kept)
   bool reused = false;
   ojson rep;
   std::int64_t usable = spec.logical_tiles();
   const auto t_repair = Clock::now();
   if (r.defects) {
-    repaired = cache.repaired(spec, r.gen, r.seed, r.repair, &reused);
-    fabric_ptr = std::shared_ptr<const noc::Fabric>(repaired, &repaired->fabric);
-    const hw::DefectMap& map = repaired->map;
-    const hw::RepairResult& rr = repaired->repair;
-    usable = rr.usable.area();
-    std::int64_t links = 0, no_path = 0, extra = 0;
-    const hw::Grid& g = rr.logical;
-    for (std::int32_t y = 0; y < g.height; ++y)
-      for (std::int32_t x = 0; x < g.width; ++x) {
-        const std::size_t i = std::size_t(y) * std::size_t(g.width) + std::size_t(x);
-        if (rr.log_to_phys[i] == hw::kNoTile) continue;
-        auto count = [&](std::size_t j, std::uint16_t h) {
-          if (rr.log_to_phys[j] == hw::kNoTile) return;
-          ++links;
-          if (h == 0) ++no_path;
-          else extra += h - 1;
-        };
-        if (x + 1 < g.width) count(i + 1, rr.hops_east[i]);
-        if (y + 1 < g.height) count(i + std::size_t(g.width), rr.hops_south[i]);
-      }
-    rep["defects"] = map.size();
-    rep["failed_tiles"] = map.dead_tiles();
-    rep["scheme"] = rr.scheme;
-    rep["complete"] = rr.complete;
-    if (!rr.complete) rep["reason"] = rr.reason;
+    const std::size_t wafers = std::size_t(r.point.options.wafers);
+    const std::shared_ptr<const WaferRepairs> repaired = cache.repaired(spec, r.gen, r.seed, r.repair, wafers, &reused);
+    // Per wafer, and summed over the wafers (the repair complete when every wafer's is; the usable tiles the fewest
+    // a wafer has, what a pipeline's wafers each need).
+    std::int64_t defects = 0, failed = 0, extra = 0, no_path = 0;
+    bool complete = true;
+    std::string reason;
+    ojson each = ojson::array();
+    for (std::size_t k = 0; k < repaired->maps.size(); ++k) {
+      fabric_ptrs.push_back(std::shared_ptr<const noc::Fabric>(repaired, &repaired->fabrics[k]));
+      const hw::DefectMap& map = repaired->maps[k];
+      const hw::RepairResult& rr = repaired->repairs[k];
+      usable = k == 0 ? rr.usable.area() : std::min(usable, std::int64_t(rr.usable.area()));
+      std::int64_t w_extra = 0, w_no_path = 0;
+      const hw::Grid& g = rr.logical;
+      for (std::int32_t y = 0; y < g.height; ++y)
+        for (std::int32_t x = 0; x < g.width; ++x) {
+          const std::size_t i = std::size_t(y) * std::size_t(g.width) + std::size_t(x);
+          if (rr.log_to_phys[i] == hw::kNoTile) continue;
+          auto count = [&](std::size_t j, std::uint16_t h) {
+            if (rr.log_to_phys[j] == hw::kNoTile) return;
+            if (h == 0) ++w_no_path;
+            else w_extra += h - 1;
+          };
+          if (x + 1 < g.width) count(i + 1, rr.hops_east[i]);
+          if (y + 1 < g.height) count(i + std::size_t(g.width), rr.hops_south[i]);
+        }
+      defects += std::int64_t(map.size()), failed += std::int64_t(map.dead_tiles()), extra += w_extra,
+          no_path += w_no_path;
+      if (!rr.complete && complete) reason = wafers > 1 ? fmt::format("wafer {}: {}", k, rr.reason) : rr.reason;
+      complete = complete && rr.complete;
+      each.push_back({{"defects", map.size()}, {"complete", rr.complete}, {"extra_hops", w_extra}});
+    }
+    rep["defects"] = defects;
+    rep["failed_tiles"] = failed;
+    rep["scheme"] = repaired->repairs.front().scheme;
+    rep["complete"] = complete;
+    if (!complete) rep["reason"] = reason;
     rep["extra_hops"] = extra;
     rep["links_without_path"] = no_path;
+    if (wafers > 1) rep["per_wafer"] = each;
   } else {
-    fabric_ptr = cache.perfect(spec, &reused);
+    fabric_ptrs.push_back(cache.perfect(spec, &reused));
     rep["defects"] = 0;
     rep["scheme"] = "not needed";
     rep["complete"] = true;
@@ -493,7 +506,7 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
     rep["links_without_path"] = 0;
   }
   if (reused && r.defects) kept.push_back("repair");
-  const noc::Fabric& fabric = *fabric_ptr;
+  const noc::WaferFabrics fabrics = view(fabric_ptrs);
   line["repair"] = rep;
   line["usable_tiles"] = usable;
   line["extra_hops"] = rep["extra_hops"];
@@ -513,7 +526,7 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
       // whose emulation is the search's own when it made one.
       DecodePoint base = r.point;
       base.threads = 1;  // (as decode: the candidates one at a time)
-      SearchResult sr = search(cache.simulator(), base, fabric);
+      SearchResult sr = search(cache.simulator(), base, fabrics);
       const SearchCandidate& ch = sr.candidates[std::size_t(sr.chosen)];
       line["search"] = {{"chosen", ch.label}, {"chosen_by", sr.chosen_by_formula ? "closed form" : "emulation"}};
       if (!sr.note.empty()) line["search"]["note"] = sr.note;
@@ -524,20 +537,20 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
         res = std::move(sr.chosen_run->step);
         mapping_s = since(t_map);
       } else {
-        mapping = cache.map(p, fabric_ptr, &reused);
+        mapping = cache.map(p, fabric_ptrs, &reused);
         mapping_s = since(t_map);
         if (reused) kept.push_back("mapping");
         stage = "emulate";
         const auto admission = admit(*mapping, p.threads);
-        res = cache.emulate(p, fabric, *mapping);
+        res = cache.emulate(p, fabrics, *mapping);
       }
     } else {
-      mapping = cache.map(r.point, fabric_ptr, &reused);
+      mapping = cache.map(r.point, fabric_ptrs, &reused);
       mapping_s = since(t_map);
       if (reused) kept.push_back("mapping");
       stage = "emulate";
       const auto admission = admit(*mapping, r.point.threads);
-      res = cache.emulate(r.point, fabric, *mapping);
+      res = cache.emulate(r.point, fabrics, *mapping);
     }
     if (res.mesh_kept) kept.push_back("mesh");
     const double us = res.latency_us;

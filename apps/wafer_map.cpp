@@ -31,9 +31,49 @@ std::vector<int> program_layers(const firmware::Image& image) {
   return out;
 }
 
-void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const noc::Fabric& fabric,
-                 const std::vector<const firmware::Image*>& images, const sim::StepResult& res,
-                 const hw::DefectMap* defects, const hw::RepairResult* repair) {
+namespace {
+// The physical wafer of one defect map: defects, spares used, displaced tiles.
+void add_repair(traces::Report& ph, const hw::DefectMap& defects, const hw::RepairResult& repair,
+                const noc::Fabric& fabric) {
+  const hw::Grid pg = repair.physical;
+  const sim::RegionGrid r = sim::RegionGrid::fit(pg, kRegionCells);
+  ph.add_text("scheme", repair.scheme);
+  ph.add_text("complete", repair.complete ? "yes" : "no: " + repair.reason);
+  ph.add_int("cell_side", r.cell, "tiles", "each cell is cell_side x cell_side physical tiles");
+  ph.add_int("columns", r.cols, "cells");
+  ph.add_int("rows", r.rows, "cells");
+  ph.add_int("physical_width", pg.width, "tiles");
+  ph.add_int("physical_height", pg.height, "tiles");
+  std::vector<double> dm(r.size(), 0), spare(r.size(), 0), moved(r.size(), 0);
+  for (const auto& d : defects.defects())
+    if (pg.inside(d.at)) dm[r.of(d.at)] += 1;
+  std::int64_t spares = 0, displaced = 0;
+  for (hw::TileIndex t = 0; t < repair.log_to_phys.size(); ++t) {
+    const hw::TileIndex p = repair.log_to_phys[t];
+    if (p == hw::kNoTile) continue;
+    const hw::Coord pc = pg.coord(p), lc = repair.logical.coord(t);
+    if (pc.x >= repair.logical.width || pc.y >= repair.logical.height) spare[r.of(pc)] += 1, ++spares;
+    if (pc.x != lc.x || pc.y != lc.y) moved[r.of(pc)] += 1, ++displaced;
+  }
+  // (each link once, from its west or north end, as hw::RepairResult and a study's points count them)
+  std::int64_t extra = 0, detours = 0;
+  for (hw::TileIndex t = 0; t < fabric.grid().size(); ++t)
+    for (hw::Dir d : {hw::Dir::East, hw::Dir::South})
+      if (fabric.link_ok(t, d) && fabric.link_hops(t, d) > 1) extra += fabric.link_hops(t, d) - 1, ++detours;
+  ph.add_int("defects", std::int64_t(defects.size()), "defects");
+  ph.add_int("spare_tiles_used", spares, "tiles", "physical tiles in the spare columns/rows hosting a logical tile");
+  ph.add_int("displaced_tiles", displaced, "tiles", "logical tiles not on the physical tile of the same coordinates");
+  ph.add_int("links_detoured", detours, "links", "logical links (each pair of neighbours once) longer than one physical hop");
+  ph.add_int("extra_hops", extra, "hops", "their physical hops beyond one, summed");
+  ph.add_matrix("defect_map", r.cols, r.rows, std::move(dm), "defects", "defects per cell (any kind)");
+  ph.add_matrix("spares_used", r.cols, r.rows, std::move(spare), "tiles", "spare tiles hosting a logical tile");
+  ph.add_matrix("displaced", r.cols, r.rows, std::move(moved), "tiles", "physical tiles hosting a displaced logical tile");
+}
+}  // namespace
+
+void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const WaferRepairs& wr,
+                 const std::vector<const firmware::Image*>& images, const sim::StepResult& res) {
+  const noc::Fabric& fabric = wr.fabrics.front();
   auto& sec = rep.section("regions", "the wafer as a grid of cells (wafer-emu report; docs/report.md)");
   const sim::RegionGrid g = sim::RegionGrid::fit(fabric.grid(), kRegionCells);
   sec.add_int("cell_side", g.cell, "tiles", "each cell is cell_side x cell_side logical tiles (the last ones may be cut)");
@@ -105,9 +145,15 @@ void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const noc::Fabr
     w.add_matrix("sram_use", g.cols, g.rows, std::move(sram), "%", "bytes allocated / (tiles x SRAM per tile)");
     w.add_matrix("tiles_used", g.cols, g.rows, std::move(used), "tiles", "tiles with a program");
     w.add_matrix("extra_hops", g.cols, g.rows, std::move(extra), "hops",
-                 "physical hops beyond one of the cell's links (repair detours)");
+                 "physical hops beyond one of the links east and south of the cell's tiles (repair detours)");
     w.add_matrix("layer", g.cols, g.rows, std::move(layer), "index",
                  "the layer most of the cell's used tiles hold (layers table; -1 idle, -2 several layers per tile)");
+    // A wafer with a defect map of its own: its physical wafer (one map for every wafer: regions.repair below).
+    if (wr.maps.size() > 1 && k < wr.maps.size())
+      add_repair(w.section("repair", fmt::format("wafer {}'s physical wafer: its defects and what repair did with the "
+                                                 "spares",
+                                                 k)),
+                 wr.maps[k], wr.repairs[k], wr.fabrics[k]);
   }
   auto& lt = sec.add_table("layers", {"index", "layer", "tiles"}, "the layer indexes of the layer matrices");
   if (tiles_per_layer.count(kSeveralLayers)) names.push_back("several layers per tile");
@@ -121,42 +167,10 @@ void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const noc::Fabr
     lt.rows.push_back(std::move(row));
   }
 
-  // The physical wafer: defects, spares used, displaced tiles.
-  if (repair && defects) {
-    auto& ph = sec.section("repair", "the physical wafer: defects and what repair did with the spares");
-    const hw::Grid pg = repair->physical;
-    const sim::RegionGrid r = sim::RegionGrid::fit(pg, kRegionCells);
-    ph.add_text("scheme", repair->scheme);
-    ph.add_text("complete", repair->complete ? "yes" : "no: " + repair->reason);
-    ph.add_int("cell_side", r.cell, "tiles", "each cell is cell_side x cell_side physical tiles");
-    ph.add_int("columns", r.cols, "cells");
-    ph.add_int("rows", r.rows, "cells");
-    ph.add_int("physical_width", pg.width, "tiles");
-    ph.add_int("physical_height", pg.height, "tiles");
-    std::vector<double> dm(r.size(), 0), spare(r.size(), 0), moved(r.size(), 0);
-    for (const auto& d : defects->defects())
-      if (pg.inside(d.at)) dm[r.of(d.at)] += 1;
-    std::int64_t spares = 0, displaced = 0;
-    for (hw::TileIndex t = 0; t < repair->log_to_phys.size(); ++t) {
-      const hw::TileIndex p = repair->log_to_phys[t];
-      if (p == hw::kNoTile) continue;
-      const hw::Coord pc = pg.coord(p), lc = repair->logical.coord(t);
-      if (pc.x >= repair->logical.width || pc.y >= repair->logical.height) spare[r.of(pc)] += 1, ++spares;
-      if (pc.x != lc.x || pc.y != lc.y) moved[r.of(pc)] += 1, ++displaced;
-    }
-    std::int64_t extra = 0, detours = 0;
-    for (hw::TileIndex t = 0; t < fabric.grid().size(); ++t)
-      for (hw::Dir d : hw::kMeshDirs)
-        if (fabric.link_ok(t, d) && fabric.link_hops(t, d) > 1) extra += fabric.link_hops(t, d) - 1, ++detours;
-    ph.add_int("defects", std::int64_t(defects->size()), "defects");
-    ph.add_int("spare_tiles_used", spares, "tiles", "physical tiles in the spare columns/rows hosting a logical tile");
-    ph.add_int("displaced_tiles", displaced, "tiles", "logical tiles not on the physical tile of the same coordinates");
-    ph.add_int("links_detoured", detours, "links", "directed logical links longer than one physical hop");
-    ph.add_int("extra_hops", extra, "hops", "their physical hops beyond one, summed");
-    ph.add_matrix("defect_map", r.cols, r.rows, std::move(dm), "defects", "defects per cell (any kind)");
-    ph.add_matrix("spares_used", r.cols, r.rows, std::move(spare), "tiles", "spare tiles hosting a logical tile");
-    ph.add_matrix("displaced", r.cols, r.rows, std::move(moved), "tiles", "physical tiles hosting a displaced logical tile");
-  }
+  // The physical wafer: defects, spares used, displaced tiles (one map for every wafer).
+  if (wr.maps.size() == 1)
+    add_repair(sec.section("repair", "the physical wafer: defects and what repair did with the spares"), wr.maps[0],
+               wr.repairs[0], wr.fabrics[0]);
 }
 
 }  // namespace wafer::apps

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "apps/decode_point.h"
 #include "firmware/program.h"
 #include "hw/defect_map.h"
 #include "hw/repair.h"
@@ -25,9 +26,9 @@ inline constexpr std::int32_t kSeriesCells = 4;    // trace counters: regions a 
 inline constexpr int kIdleLayer = -1, kSeveralLayers = -2;
 std::vector<int> program_layers(const firmware::Image& image);
 
-// Adds the `regions` section to `rep`. `res` must come from a run with StepOptions::region_cells.
-void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const noc::Fabric& fabric,
-                 const std::vector<const firmware::Image*>& images, const sim::StepResult& res,
-                 const hw::DefectMap* defects, const hw::RepairResult* repair);
+// Adds the `regions` section to `rep`. `res` must come from a run with StepOptions::region_cells on wr's fabrics.
+// The physical wafer of one map every wafer shares is `regions.repair`; of maps of their own, `regions.wafer_K.repair`.
+void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const WaferRepairs& wr,
+                 const std::vector<const firmware::Image*>& images, const sim::StepResult& res);
 
 }  // namespace wafer::apps

@@ -206,7 +206,8 @@ void sum_link_busy(const noc::Mesh& mesh, const hw::Grid& grid, const RegionGrid
     }
   }
 }
-// Per cell of `rg`: healthy links leaving its tiles, their hops beyond one, and its tiles.
+// Per cell of `rg`: healthy links leaving its tiles (each direction), the hops beyond one of those going east and
+// south (each link once, as repair counts them), and its tiles.
 void count_links(const noc::Fabric& fabric, const RegionGrid& rg, std::vector<std::uint32_t>& links,
                  std::vector<std::uint32_t>* extra, std::vector<std::uint32_t>& tiles) {
   const hw::Grid& g = fabric.grid();
@@ -219,7 +220,7 @@ void count_links(const noc::Fabric& fabric, const RegionGrid& rg, std::vector<st
     for (hw::Dir d : hw::kMeshDirs) {
       if (!fabric.link_ok(t, d)) continue;
       ++links[c];
-      if (extra) (*extra)[c] += std::max<std::uint32_t>(1, fabric.link_hops(t, d)) - 1;
+      if (extra && (d == hw::Dir::East || d == hw::Dir::South)) (*extra)[c] += std::max<std::uint32_t>(1, fabric.link_hops(t, d)) - 1;
     }
   }
 }

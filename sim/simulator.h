@@ -54,7 +54,8 @@ struct RegionTotals {
   RegionGrid grid;
   std::vector<std::uint64_t> link_busy;    // cycles the healthy links leaving the cell's tiles carried wavelets
   std::vector<std::uint32_t> links;        // those links (mesh links with a path; the array's edge has none)
-  std::vector<std::uint32_t> extra_hops;   // their physical hops beyond one (repair detours)
+  std::vector<std::uint32_t> extra_hops;   // physical hops beyond one of those going east or south (each link once:
+                                           // repair detours, as hw::RepairResult counts them)
   std::vector<std::uint64_t> task_cycles;  // cycles the cell's cores ran tasks (task_overhead included)
   std::vector<std::uint32_t> tiles;        // tiles in the cell
 };

@@ -7,9 +7,12 @@ wafer_cli_test(decode_tiny --stdout "latency_cycles +[0-9]+ cycles" --stdout "to
   --file ${OUT}/decode_tiny.json --no-file ${OUT}/decode_tiny.json.tmp -- ${WAFER_EMU} decode ${TINY} --json ${OUT}/decode_tiny.json)
 wafer_cli_test(decode_tiny_cycle --stdout "fidelity +cycle" -- ${WAFER_EMU} decode ${TINY} --fidelity cycle)
 wafer_cli_test(decode_tiny_batch --stdout "batch +4 sequences" -- ${WAFER_EMU} decode ${TINY} --batch 4)
-# One defect map is every wafer's (docs/mapping.md section 5), and the configuration says so.
-wafer_cli_test(decode_defects_every_wafer --stdout "defects +generated: 100 per cm.2, seed 1 .5 defects., the same on each of the 2 wafers"
+# A pipeline's wafers have defect maps of their own; a map file given once is every wafer's (docs/mapping.md
+# section 5), and the configuration says which.
+wafer_cli_test(decode_defects_each_wafer --stdout "defects +generated: 100 per cm.2, seed 1, a map per wafer .5, 6 defects."
   -- ${WAFER_EMU} decode ${TINY} --wafers 2 --density 100)
+add_test(NAME cli.decode_wafer_maps COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/wafer_maps_check.py ${WAFER_EMU}
+  ${OUT}/wafer_maps)
 # The tiles available are those repair left with a working router (this map leaves one without: 63 of 64;
 # the count was the logical grid's whatever the repair).
 wafer_cli_test(decode_tiles_available --stdout "tiles_used +48 tiles" --stdout "tiles_available +63 tiles"

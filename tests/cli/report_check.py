@@ -9,7 +9,8 @@ report_check.py WAFER_EMU OUTDIR
   beside it has the matrix of the results' regions section (same shape, same numbers);
 - a latency beyond 10^7 cycles shown whole, one that is not a number refused; a prefill in chunks titled so, with its time to first token and its
   chunks;
-- a pipeline of two wafers: a section and CSVs per wafer, the repair counts said to be each wafer's;
+- a pipeline of two wafers: a section and CSVs per wafer; with one map, the repair counts said to be each wafer's;
+  with maps of their own, a repair section and CSVs per wafer;
 - a study folder (configs/studies/tiny.json): the distribution picture and a row per setting, means to 6 digits;
   its points read as the summary reads them (settings the study's at a line's index, the first line of an index,
   a line of another study or beyond its points refused);
@@ -162,7 +163,9 @@ def main():
         if f"<tr><td>{row[0]}</td><td>{row[1]}</td><td>{row[2]}</td><td>{row[3]}</td>" not in text:
             fail(f"the prefill page has no row for chunk {row}")
 
-    run(tiny + ["--wafers", "2", "--density", "20", "--seed", "3", "--json", p("two.json")])
+    # Two wafers with one map (a file given once): the counts are said to be each wafer's.
+    run(tiny + ["--density", "20", "--seed", "3", "--defects-out", p("map3.csv")])
+    run(tiny + ["--wafers", "2", "--defects", p("map3.csv"), "--json", p("two.json")])
     run(["report", p("two.json"), "--out", p("two.html")])
     check_page(p("two.html"), ["placement", "Link utilisation"])
     if "the counts below are each of the 2 wafers'" not in open(p("two.html"), encoding="utf-8").read():
@@ -171,6 +174,21 @@ def main():
         if not os.path.exists(p(f"two.wafer_{k}.link_utilisation.csv")):
             fail(f"two wafers: no heatmap CSV for wafer {k}")
     print("two wafers: a section and CSVs per wafer")
+    # Two wafers with maps of their own (generated): each wafer's physical wafer, its counts and CSVs.
+    run(tiny + ["--wafers", "2", "--density", "100", "--seed", "1", "--json", p("own.json")])
+    run(["report", p("own.json"), "--out", p("own.html")])
+    own, text = json.load(open(p("own.json"))), open(p("own.html"), encoding="utf-8").read()
+    if "repair" in own["regions"] or "Each wafer has a defect map of its own" not in text:
+        fail("maps of their own: the page or the results speak of one map")
+    for k in (0, 1):
+        rp = own["regions"][f"wafer_{k}"]["repair"]
+        if f"<h3>Wafer {k}</h3>" not in text:
+            fail(f"maps of their own: no repair section for wafer {k}")
+        for key in ("defect_map", "spares_used", "displaced"):
+            check_csv(p(f"own.wafer_{k}.repair.{key}.csv"), rp[key])
+        if f"<tr><td>defects</td><td>{rp['defects']['value']} defects</td></tr>" not in text:
+            fail(f"maps of their own: wafer {k}'s defect count is not on the page")
+    print("two wafers, a map each: a repair section and CSVs per wafer")
 
     run(["sweep", "--spec", os.path.join(ROOT, "configs", "studies", "tiny.json"), "--out", p("study")])
     run(["report", p("study"), "--out", p("study.html")])
