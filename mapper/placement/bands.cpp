@@ -68,17 +68,33 @@ std::vector<std::int32_t> band_heights(const std::vector<StageShape>& stages, st
 
 void require_healthy(const noc::Fabric& fabric, hw::Rect rect, std::string_view strategy) {
   const hw::Grid& g = fabric.grid();
-  std::int64_t dead = 0;
-  hw::Coord first{-1, -1};
+  std::int64_t dead = 0, cut = 0;
+  hw::Coord first{-1, -1}, first_cut{-1, -1};
+  hw::Dir cut_dir = hw::Dir::East;
   for (std::int32_t y = rect.y0; y < rect.y0 + rect.h; ++y)
-    for (std::int32_t x = rect.x0; x < rect.x0 + rect.w; ++x)
-      if (!fabric.router_ok(g.index({x, y}))) {
+    for (std::int32_t x = rect.x0; x < rect.x0 + rect.w; ++x) {
+      const hw::TileIndex t = g.index({x, y});
+      if (!fabric.router_ok(t)) {
         if (dead++ == 0) first = {x, y};
+        continue;
       }
+      // A link inside the rectangle with no healthy path (both routers working): the rows' and columns'
+      // multicasts cross it (largest_healthy_rect keeps such tiles out too).
+      for (hw::Dir d : {hw::Dir::East, hw::Dir::South}) {
+        const hw::Coord n = d == hw::Dir::East ? hw::Coord{x + 1, y} : hw::Coord{x, y + 1};
+        if (n.x >= rect.x0 + rect.w || n.y >= rect.y0 + rect.h || !fabric.router_ok(g.index(n))) continue;
+        if (!fabric.link_ok(t, d) && cut++ == 0) first_cut = {x, y}, cut_dir = d;
+      }
+    }
   if (dead)
     throw hw::InputError(fmt::format("{} needs the whole {} x {} array, but repair left {} logical tile(s) without a "
                                      "working router (first at ({},{})); use --placement defect-aware",
                                      strategy, rect.w, rect.h, dead, first.x, first.y));
+  if (cut)
+    throw hw::InputError(fmt::format("{} needs the whole {} x {} array, but repair left {} logical link(s) without a "
+                                     "healthy path (first ({},{})-({},{})); use --placement defect-aware",
+                                     strategy, rect.w, rect.h, cut, first_cut.x, first_cut.y,
+                                     first_cut.x + (cut_dir == hw::Dir::East), first_cut.y + (cut_dir == hw::Dir::South)));
 }
 
 hw::Rect largest_healthy_rect(const noc::Fabric& fabric) {

@@ -727,6 +727,32 @@ TEST(Mapper, EachWaferOfAPipelineIsPlacedOnItsOwnFabric) {
   EXPECT_THROW(map_model(tiny, noc::WaferFabrics({&f, &f, &f}), m, o), hw::InputError);
 }
 
+// A link repair left without a healthy path (both its routers working) is refused by the placements that need the
+// whole array, naming it, as a dead router is: their rows' multicasts would cross it (it was refused at routing, as
+// "route it as a Plan"); defect-aware maps around it.
+TEST(Mapper, ALinkWithoutAPathIsRefusedByTheWholeArrayPlacements) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  ModelConfig m = load_model("tiny-llama");
+  MapOptions o;
+  o.context = 64;
+  noc::Fabric f = perfect(tiny);
+  f.fail_link(f.grid().index({0, 0}), hw::Dir::East);
+  for (const char* name : {"layer-bands", "serpentine-bands", "whole-wafer"}) {
+    o.placement = name;
+    try {
+      map_model(tiny, f, m, o);
+      ADD_FAILURE() << name << " accepted a link without a path";
+    } catch (const hw::InputError& e) {
+      EXPECT_TRUE(has(e.what(), "1 logical link(s) without a healthy path (first (0,0)-(1,0))")) << e.what();
+      EXPECT_TRUE(has(e.what(), "defect-aware")) << e.what();
+    }
+  }
+  o.placement = "defect-aware";
+  EXPECT_TRUE(firmware::validate(map_model(tiny, f, m, o).images[0]).ok());
+  o.placement = "layer-bands";
+  EXPECT_NO_THROW(map_model(tiny, perfect(tiny), m, o));
+}
+
 TEST(Mapper, AbsurdModelsAreRefusedNotWrappedAround) {
   // 405B resident on the 8 x 8 wafer: gigabytes per tile must be refused, never wrap to something small.
   hw::WaferSpec tiny = hw::preset("tiny");
