@@ -13,8 +13,8 @@
 //   - the defect map, its repair and the fabric, while the wafer, the defect parameters, the seed and the
 //     repair scheme stay the same;
 //   - the mapping, while its inputs (wafer, model, options and fabric) stay the same; the fabric compared whole,
-//     or, for a placement that reads no links (mapper::mapping_reads_links), its grid and working routers
-//     alone, so that the defect maps of a study that repair completely share one mapping.
+//     or, for a placement that reads no link lengths (mapper::mapping_reads_links), its grid and faults alone
+//     (noc::Fabric::same_faults), so that the defect maps of a study that repair completely share one mapping.
 //
 // Off (`--no-cache`), every point is built from scratch as `decode` builds it.
 #include <cstdint>

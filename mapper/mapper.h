@@ -134,7 +134,7 @@ Mapping map_model(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, c
                   const MapOptions& options);
 // Whether map_model's result with these options can depend on the fabric's links. map_model reads the
 // fabric's grid and, through the placement, what the placement reads (PlacementStrategy::reads_links); so
-// when this is false, two fabrics alike in grid and working routers (noc::Fabric::same_routers) get the
+// when this is false, two fabrics alike in grid and faults, lengths aside (noc::Fabric::same_faults), get the
 // same Mapping, as the defect maps of a study that repair completely do. True for a placement map_model
 // does not know.
 bool mapping_reads_links(const MapOptions& options);

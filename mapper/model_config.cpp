@@ -255,14 +255,7 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
 
 ModelConfig load_model_file(const std::filesystem::path& file) {
   std::string text = hw::read_input_file(file, "model config");
-  nlohmann::json j;
-  try {
-    j = hw::parse_input_json<nlohmann::json>(text, file.string());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(fmt::format("{}: malformed JSON at byte {}", file.string(), e.byte));
-  } catch (const nlohmann::json::exception& e) {  // a number beyond a double
-    throw InputError(fmt::format("{}: {}", file.string(), e.what()));
-  }
+  const nlohmann::json j = hw::parse_input_json<nlohmann::json>(text, file.string());
   ModelConfig m = parse_model_config(j, file.string());
   m.name = file.stem().string();
   if (m.name == "config") m.name = file.parent_path().filename().string();

@@ -38,7 +38,8 @@ class PlacementStrategy {
   // (e.g. fewer rows than stages, or a repair that left dead tiles where the strategy needs the whole array).
   virtual std::vector<Region> place(const std::vector<StageShape>& stages, const noc::Fabric& fabric) const = 0;
   // Whether place() reads the fabric's links (their health or lengths). False: it reads only the grid and
-  // which routers work, so two fabrics alike in those (noc::Fabric::same_routers) get the same regions.
+  // its faults (which routers work, which links have no healthy path: require_healthy), not the links' lengths, so two
+  // fabrics alike in those (noc::Fabric::same_faults) get the same regions.
   virtual bool reads_links() const { return true; }
 };
 

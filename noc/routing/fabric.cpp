@@ -85,12 +85,10 @@ Fabric Fabric::from_repair(const hw::RepairResult& r) {
   return f;
 }
 
-bool Fabric::same_routers(const Fabric& other) const {
+bool Fabric::same_faults(const Fabric& other) const {
   if (!(grid_ == other.grid_)) return false;
-  if (fault_free() && other.fault_free()) return true;  // (every router works in both)
-  for (TileIndex t = 0; t < grid_.size(); ++t)
-    if (router_ok(t) != other.router_ok(t)) return false;
-  return true;
+  if (fault_free() && other.fault_free()) return true;  // (every router and link works in both)
+  return fault_ == other.fault_;  // (the grid's edges alike in both)
 }
 
 bool Fabric::rows_alike(std::int32_t y, std::int32_t rows, std::int32_t dy) const {

@@ -64,9 +64,9 @@ class Fabric {
   // The same mesh in every respect routing and timing read (a kept mesh model is reused only on an equal
   // fabric: sim::Simulator::keep_mesh).
   friend bool operator==(const Fabric&, const Fabric&) = default;
-  // The same grid and the same routers working, whatever the links (their health and lengths): what a
-  // placement that reads no links sees (mapper::mapping_reads_links, apps::PointCache).
-  bool same_routers(const Fabric& other) const;
+  // The same grid and the same faults (routers that work, links with a healthy path), whatever the links' lengths:
+  // what a placement that reads no link lengths sees (mapper::mapping_reads_links, apps::PointCache).
+  bool same_faults(const Fabric& other) const;
 
  private:
   void cut(TileIndex t, Dir d);  // marks one undirected link unusable (both ends), updates the index

@@ -152,30 +152,34 @@ TEST(Fabric, FaultsCutBothDirectionsAndNeighbourLinks) {
   EXPECT_EQ(f.link_hops(g.index({1, 2}), Dir::North), 3u);
 }
 
-// What a placement that reads no links sees of a fabric (mapper::mapping_reads_links, apps::PointCache): its
-// grid and which routers work; link health and lengths do not count, a failed router and another grid do.
-TEST(Fabric, SameRoutersComparesTheGridAndTheWorkingRoutersOnly) {
+// What a placement that reads no link lengths sees of a fabric (mapper::mapping_reads_links, apps::PointCache): its
+// grid and its faults (which routers work, which links have a healthy path); link lengths do not count, a failed
+// router, a failed link and another grid do.
+TEST(Fabric, SameFaultsComparesTheGridAndTheFaultsOnly) {
   const Fabric f = Fabric::perfect({6, 5});
   const Grid& g = f.grid();
-  EXPECT_TRUE(f.same_routers(Fabric::perfect({6, 5})));
-  EXPECT_FALSE(f.same_routers(Fabric::perfect({5, 6})));
+  EXPECT_TRUE(f.same_faults(Fabric::perfect({6, 5})));
+  EXPECT_FALSE(f.same_faults(Fabric::perfect({5, 6})));
   Fabric links = f;
   links.set_hops(g.index({1, 1}), Dir::East, 3);
-  links.fail_link(g.index({2, 3}), Dir::South);
   EXPECT_FALSE(links == f);
-  EXPECT_TRUE(links.same_routers(f));
-  EXPECT_TRUE(f.same_routers(links));
+  EXPECT_TRUE(links.same_faults(f));
+  EXPECT_TRUE(f.same_faults(links));
+  Fabric cut = links;
+  cut.fail_link(g.index({2, 3}), Dir::South);
+  EXPECT_FALSE(cut.same_faults(f));
+  EXPECT_FALSE(links.same_faults(cut));
   Fabric router = f;
   router.fail_router(g.index({4, 2}));
-  EXPECT_FALSE(router.same_routers(f));
-  EXPECT_FALSE(links.same_routers(router));
+  EXPECT_FALSE(router.same_faults(f));
+  EXPECT_FALSE(links.same_faults(router));
   Fabric other = f;
   other.fail_router(g.index({4, 3}));  // as many failed routers, another one
-  EXPECT_FALSE(router.same_routers(other));
+  EXPECT_FALSE(router.same_faults(other));
   other = f;
   other.fail_router(g.index({4, 2}));
   other.set_hops(g.index({0, 0}), Dir::South, 2);
-  EXPECT_TRUE(router.same_routers(other));
+  EXPECT_TRUE(router.same_faults(other));
 }
 
 // Reuse in space (core::Executor) copies a band of rows onto the rows below only where the fabric there is
