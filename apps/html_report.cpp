@@ -12,6 +12,7 @@
 
 #include "apps/cli.h"
 #include "apps/sweep.h"
+#include "hw/json_input.h"
 #include "hw/error.h"
 
 namespace wafer::apps::report {
@@ -301,16 +302,7 @@ std::string page(const std::string& title, const std::string& body) {
 // ---- decode ------------------------------------------------------------------------------------------------
 
 json read_decode_json(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw hw::InputError(fmt::format("{}: cannot read results file", file.string()));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json j;
-  try {
-    j = json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    throw hw::InputError(fmt::format("{}: malformed JSON at byte {}", file.string(), e.byte));
-  }
+  const json j = hw::parse_input_json<json>(hw::read_input_file(file, "results file"), file.string());
   if (!j.is_object() || !j.contains("latency_cycles") || !j.contains("breakdown") || !j.contains("config"))
     throw hw::InputError(fmt::format("{}: not the results of wafer-emu decode --json (no latency_cycles, breakdown, config)",
                                      file.string()));

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <system_error>
 #include <charconv>
 #include <boost/program_options.hpp>
 #include <chrono>
@@ -244,7 +245,7 @@ int main(int argc, char** argv) {
     if (it == cmds.end()) it = cmds.begin();
   }
   if (it == cmds.end()) {
-    fmt::print(stderr, "wafer-emu: error: unknown subcommand '{}' (run `wafer-emu --help`)\n", name);
+    fmt::print(stderr, "wafer-emu: error: unknown subcommand '{}' (run `wafer-emu --help`)\n", wafer::hw::one_line(name));
     return 2;
   }
   try {
@@ -255,12 +256,17 @@ int main(int argc, char** argv) {
   } catch (const wafer::hw::InputError& e) {
     fmt::print(stderr, "wafer-emu {}: error: {}\n", it->name, e.what());
   } catch (const boost::program_options::error& e) {
-    fmt::print(stderr, "wafer-emu {}: error: {}\n", it->name, e.what());
+    fmt::print(stderr, "wafer-emu {}: error: {}\n", it->name, wafer::hw::one_line(e.what()));
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "wafer-emu {}: error: out of memory\n", it->name);
     return 3;
+  } catch (const std::system_error& e) {
+    // What the system refused (the standard output full or closed, no thread to be had): not the program's fault.
+    std::fflush(stdout);
+    fmt::print(stderr, "wafer-emu {}: error: {}\n", it->name, wafer::hw::one_line(e.what()));
+    return 3;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "wafer-emu {}: internal error: {}\n", it->name, e.what());
+    fmt::print(stderr, "wafer-emu {}: internal error: {}\n", it->name, wafer::hw::one_line(e.what()));
     return 3;
   }
   return 2;

@@ -95,7 +95,7 @@ std::shared_ptr<const mapper::Mapping> PointCache::map(const DecodePoint& p, Fab
   auto same = [&](const Fabrics& a) {
     if (a.size() != fabrics.size()) return false;
     for (std::size_t k = 0; k < a.size(); ++k)
-      if (a[k] != fabrics[k] && !(links ? *a[k] == *fabrics[k] : a[k]->same_routers(*fabrics[k]))) return false;
+      if (a[k] != fabrics[k] && !(links ? *a[k] == *fabrics[k] : a[k]->same_faults(*fabrics[k]))) return false;
     return true;
   };
   if (enabled_)

@@ -417,14 +417,7 @@ void check_study(const Study& study) {
 
 Study load_study(const std::filesystem::path& file) {
   const std::string f = file.string();
-  ojson j;
-  try {
-    j = hw::parse_input_json<ojson>(hw::read_input_file(file, "study file"), f);
-  } catch (const ojson::parse_error& e) {
-    throw InputError(fmt::format("{}: malformed JSON at byte {}", f, e.byte));
-  } catch (const ojson::exception& e) {  // a number beyond a double
-    throw InputError(fmt::format("{}: {}", f, e.what()));
-  }
+  const ojson j = hw::parse_input_json<ojson>(hw::read_input_file(file, "study file"), f);
   Study st = parse_study(j, f, file.parent_path());
   check_study(st);
   return st;
@@ -712,14 +705,8 @@ void write_shared(const std::filesystem::path& path, const std::string& text) {
 
 Study read_dir_study(const std::filesystem::path& dir) {
   const std::filesystem::path f = dir / "spec.json";
-  ojson j;
-  try {
-    j = ojson::parse(hw::read_input_file(f, "study directory's spec (is it a sweep --out directory?)"));
-  } catch (const ojson::parse_error& e) {
-    throw InputError(fmt::format("{}: malformed JSON at byte {}", f.string(), e.byte));
-  } catch (const ojson::exception& e) {
-    throw InputError(fmt::format("{}: {}", f.string(), e.what()));
-  }
+  const ojson j =
+      hw::parse_input_json<ojson>(hw::read_input_file(f, "study directory's spec (is it a sweep --out directory?)"), f.string());
   if (!j.is_object() || !j.contains("schema") || j["schema"] != kSchema || !j.contains("spec") || !j.contains("study"))
     throw InputError(fmt::format("{}: not a spec.json of this build's studies (schema {})", f.string(), kSchema));
   Study st = parse_study(j["spec"], f.string(), dir);

@@ -270,14 +270,7 @@ CaseFile load_case_file(const std::filesystem::path& file) {
   CaseFile out;
   out.path = file.string();
   const std::string& f = out.path;
-  json j;
-  try {
-    j = hw::parse_input_json<json>(hw::read_input_file(file, "case file"), f);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: malformed JSON at byte {}", f, e.byte));
-  } catch (const json::exception& e) {  // a number beyond a double
-    throw InputError(fmt::format("{}: {}", f, e.what()));
-  }
+  const json j = hw::parse_input_json<json>(hw::read_input_file(file, "case file"), f);
   if (!j.is_object()) throw InputError(fmt::format("{}: a case file is a JSON object {{\"schema\": 1, \"cases\": [...]}}", f));
   Obj top(j, f);
   top.only({"schema", "cases", "note"});

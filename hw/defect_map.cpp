@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -233,19 +234,29 @@ std::string read_all(const std::filesystem::path& file) {
   if (!ec && bytes > kMaxDefectFileBytes)
     throw InputError(fmt::format("{}: {} bytes is more than a defect map can hold (limit {} MiB)", file.string(), bytes,
                                  kMaxDefectFileBytes >> 20));
-  return read_input_file(file, "defect map");
+  return read_input_file(file, "defect map", kMaxDefectFileBytes);
 }
 
 DefectMap read_csv(const std::filesystem::path& file, const WaferSpec& spec) {
   const std::string f = file.string();
   const std::string text = read_all(file);
+  // (a map without defects is its header line: an empty file is more likely one cut short)
+  if (text.empty())
+    throw InputError(fmt::format("{}: the file is empty (a map without defects has its header line 'kind,x,y,dir')", f));
   DefectMap map(spec.physical());
+  const Grid g = spec.physical();
   std::istringstream in(text);
   std::string raw;
   bool seen_content = false;
   for (int line = 1; std::getline(in, raw); ++line) {
     const std::string where = fmt::format("{}:{}", f, line);
     std::string s = trim(raw);
+    // The comment format_defects writes names the physical grid the map is of: another wafer's map is refused,
+    // as a JSON map's "grid" is.
+    if (int w = 0, h = 0; std::sscanf(s.c_str(), "# wafer-emu defect map: physical grid %d x %d", &w, &h) == 2 &&
+                          (w != g.width || h != g.height))
+      throw InputError(fmt::format("{}: the map is of a physical grid {} x {}, the wafer's is {} x {}", where, w, h,
+                                   g.width, g.height));
     if (s.empty() || s[0] == '#') continue;
     std::vector<std::string> fields;
     std::size_t start = 0;
@@ -284,12 +295,7 @@ DefectMap read_csv(const std::filesystem::path& file, const WaferSpec& spec) {
 
 DefectMap read_json(const std::filesystem::path& file, const WaferSpec& spec) {
   const std::string f = file.string();
-  nlohmann::json j;
-  try {
-    j = parse_input_json<nlohmann::json>(read_all(file), f);
-  } catch (const nlohmann::json::exception& e) {  // malformed, or a number beyond a double
-    throw InputError(fmt::format("{}: malformed JSON: {}", f, e.what()));
-  }
+  const nlohmann::json j = parse_input_json<nlohmann::json>(read_all(file), f);
   if (!j.is_object()) throw InputError(fmt::format("{}: a defect map is a JSON object with a 'defects' array", f));
   for (const auto& [k, v] : j.items())
     if (k != "defects" && k != "grid") throw InputError(fmt::format("{}: unknown key '{}' (known: defects, grid)", f, k));
@@ -297,7 +303,9 @@ DefectMap read_json(const std::filesystem::path& file, const WaferSpec& spec) {
   if (j.contains("grid")) {
     const auto& gj = j["grid"];
     if (!gj.is_object() || !gj.contains("width") || !gj.contains("height") || !gj["width"].is_number_integer() ||
-        !gj["height"].is_number_integer() || gj.size() != 2)
+        !gj["height"].is_number_integer() || gj.size() != 2 ||
+        (gj["width"].is_number_unsigned() && gj["width"].get<std::uint64_t>() > (1ull << 30)) ||
+        (gj["height"].is_number_unsigned() && gj["height"].get<std::uint64_t>() > (1ull << 30)))
       throw InputError(fmt::format("{}: 'grid' must be {{\"width\": integer, \"height\": integer}}", f));
     if (gj["width"].get<std::int64_t>() != g.width || gj["height"].get<std::int64_t>() != g.height)
       throw InputError(fmt::format("{}: grid {} x {} does not match the wafer's physical grid {} x {}", f,
@@ -321,7 +329,9 @@ DefectMap read_json(const std::filesystem::path& file, const WaferSpec& spec) {
       throw InputError(fmt::format("{}: unknown defect kind {} (known: core, router, sram, link)", where, e["kind"].dump()));
     for (const char* k : {"x", "y"}) {
       const auto& v = e[k];
-      if (!v.is_number_integer() || v.get<std::int64_t>() < -(1ll << 30) || v.get<std::int64_t>() > (1ll << 30))
+      // (an unsigned beyond int64's range reads as a negative int64: 2^64 - 1 as -1)
+      if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > (1ull << 30)) ||
+          v.get<std::int64_t>() < -(1ll << 30) || v.get<std::int64_t>() > (1ll << 30))
         throw InputError(fmt::format("{}: '{}' must be an integer, got {}", where, k, v.dump()));
     }
     d.at = {std::int32_t(e["x"].get<std::int64_t>()), std::int32_t(e["y"].get<std::int64_t>())};

@@ -175,12 +175,7 @@ void validate(const WaferSpec& w, std::string_view where) {
 WaferSpec load_wafer_file(const std::filesystem::path& file) {
   const std::string f = file.string();
   const std::string text = read_input_file(file, "wafer file");
-  nlohmann::json j;
-  try {
-    j = parse_input_json<nlohmann::json>(text, f);
-  } catch (const nlohmann::json::exception& e) {  // malformed, or a number beyond a double
-    throw InputError(fmt::format("{}: malformed JSON: {}", f, e.what()));
-  }
+  const nlohmann::json j = parse_input_json<nlohmann::json>(text, f);
   return wafer_from_json(j, f, file.stem().string());
 }
 
