@@ -23,6 +23,12 @@ wafer_cli_test(decode_tiny_defects --stdout "defects +generated" -- ${WAFER_EMU}
 # --defects-out: the generated map written out and read back decodes the same; bad input.
 add_test(NAME cli.decode_defects_out COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/defects_out_check.py ${WAFER_EMU}
   ${OUT}/defects_out -- ${TINY} --density 100 --seed 3)
+# An input that never ends (or is huge) is refused once it passes 256 MiB, before it fills the memory (it was read
+# until the kernel killed the process); a value holding a newline keeps the error on one line.
+wafer_cli_test(decode_model_endless --exit 2 --one-line-error --stderr "/dev/zero: more than 256 MiB: too large for a model config"
+  -- ${WAFER_EMU} decode --wafer tiny --context 64 --model /dev/zero)
+wafer_cli_test(decode_value_with_newline --exit 2 --one-line-error --stderr "unknown placement 'a.nb'"
+  -- ${WAFER_EMU} decode ${TINY} "--placement=a\nb")
 wafer_cli_test(decode_defects_out_alone --exit 2 --one-line-error --stderr "--defects-out needs --defects FILE or --density D"
   --no-file ${OUT}/do_alone.csv -- ${WAFER_EMU} decode ${TINY} --defects-out ${OUT}/do_alone.csv)
 wafer_cli_test(decode_defects_out_ext --exit 2 --one-line-error --stderr "--defects-out .*do.txt: a defect map file ends in .csv or .json"

@@ -327,6 +327,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadFile{"entry_link.json", "{\"defects\": [{\"kind\": \"link\", \"x\": 0, \"y\": 8, \"dir\": \"S\"}]}", "defects[0]: link defect .* leaves"},
         BadFile{"entry_garbage.json", "{\"defects\": [\"core,1,1\"]}", "defects[0]: an entry is an object"},
         BadFile{"grid_mismatch.json", "{\"grid\": {\"width\": 10, \"height\": 9}, \"defects\": []}", "grid 10 x 9 does not match"},
+        // (2^64 - 1 read as an int64 is -1: the message named (-1, 1))
+        BadFile{"entry_huge.json", "{\"defects\": [{\"kind\": \"core\", \"x\": 18446744073709551615, \"y\": 1}]}",
+                "defects[0]: 'x' must be an integer, got 18446744073709551615"},
+        BadFile{"grid_huge.json", "{\"grid\": {\"width\": 18446744073709551615, \"height\": 9}, \"defects\": []}",
+                "'grid' must be"},
+        BadFile{"too_deep.json", std::string(300, '[') + std::string(300, ']'), "nested deeper than 256 levels"},
+        BadFile{"huge_number.json", "{\"defects\": [], \"grid\": 1e400}", "malformed JSON: a number beyond"},
+        // A map of another wafer: the grid line format_defects writes (a CSV map's "grid", as a JSON map's).
+        BadFile{"other_grid.csv", "# wafer-emu defect map: physical grid 66 x 66, 0 defects\nkind,x,y,dir\n",
+                ":1: the map is of a physical grid 66 x 66, the wafer's is 9 x 9"},
+        BadFile{"cut_short.csv", "", "the file is empty"},
+        BadFile{"nul.csv", std::string("core,1,1\0\n", 10), ":1: y '1\\0' is not an integer"},
         BadFile{"wrong.txt", "core,1,1\n", "ends in .csv or .json"}),
     [](const ::testing::TestParamInfo<BadFile>& param_info) {
       std::string n = param_info.param.name;
@@ -334,3 +346,12 @@ INSTANTIATE_TEST_SUITE_P(
         if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
       return n;
     });
+
+// Every InputError is one line holding its whole text: a value an input gave with a newline or a NUL byte in it
+// (a model_type, a defect line) is written as an escape (it split the message over lines, or cut it short).
+TEST(InputErrors, KeepOneLineAndTheirWholeText) {
+  const std::string raw = std::string("model_type 'llama\nsecond\r\tx\x01") + '\0' + "tail'\x7f";
+  const InputError e(raw);
+  EXPECT_EQ(std::string(e.what()), "model_type 'llama\\nsecond\\r\\tx\\x01\\0tail'\\x7f");
+  EXPECT_EQ(one_line("plain text, \xc2\xb5s and all"), "plain text, \xc2\xb5s and all");  // (UTF-8 is kept)
+}
