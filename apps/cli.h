@@ -60,6 +60,10 @@ void check_apart(const std::vector<NamedPath>& outputs, const std::vector<NamedP
                  const std::vector<NamedPath>& folders = {});
 // The files of study folder `dir` (sweep --out) a run reads, named by `option`: its spec.json and points.jsonl.
 std::vector<NamedPath> study_files(const std::filesystem::path& dir, const std::string& option);
+// The files sweep writes in study folder `dir` once the study is complete (summary.csv, summary.json,
+// placements.csv, sensitivity.csv), named by `option`: outputs for check_apart, listed before the run's own, so
+// that no other output is written over them (a report's page named summary.csv replaced the study's summary).
+std::vector<NamedPath> study_outputs(const std::filesystem::path& dir, const std::string& option);
 
 // A defect map file to write (`option` PATH): refused unless it ends in .csv or .json (hw::format_defects).
 void check_map_path(const std::string& path, const char* option);

@@ -38,7 +38,11 @@ int run_report(const std::vector<std::string>& args) {
   if (!std::filesystem::exists(in, ec)) throw hw::InputError(fmt::format("{}: no such file or folder", in.string()));
   traces::check_writable(out);
   const bool study = std::filesystem::is_directory(in, ec);
-  check_apart(given_paths(vm, {"out", "json"}), study ? study_files(in, "--in") : given_paths(vm, {"in"}));
+  // (a study's summary files are sweep's outputs: none of the report's is written over them)
+  std::vector<NamedPath> outputs = study ? study_outputs(in, "the study's sweep") : std::vector<NamedPath>{};
+  for (NamedPath& p : given_paths(vm, {"out", "json"})) outputs.push_back(std::move(p));
+  const std::vector<NamedPath> inputs = study ? study_files(in, "--in") : given_paths(vm, {"in"});
+  check_apart(outputs, inputs);
 
   report::Output o = study ? report::from_study(in) : report::from_decode(report::read_decode_json(in), in.string());
   // The CSVs first, the page last: the page names them. (None beside a page sent to a stream, /dev/stdout or a
@@ -47,13 +51,24 @@ int run_report(const std::vector<std::string>& args) {
   stem.replace_extension();
   std::vector<std::string> written;
   const bool stream = traces::output_path(out).stream();
+  std::vector<std::filesystem::path> csvs;
+  for (const auto& [name, text] : o.csv) {
+    if (stream) break;
+    std::filesystem::path p = stem;
+    p += "." + name + ".csv";
+    csvs.push_back(p);
+  }
+  {
+    // (the CSVs' names are known once the page is drawn: --json named like one of them was written over it)
+    std::vector<NamedPath> all;
+    for (const auto& p : csvs) all.push_back({"--out (a CSV beside the page)", p.string()});
+    for (NamedPath& p : outputs) all.push_back(std::move(p));
+    check_apart(all, inputs);
+  }
   try {
-    for (const auto& [name, text] : o.csv) {
-      if (stream) break;
-      std::filesystem::path p = stem;
-      p += "." + name + ".csv";
-      traces::write_text_atomic(p, text);
-      written.push_back(p.string());
+    for (std::size_t i = 0; i < csvs.size(); ++i) {
+      traces::write_text_atomic(csvs[i], o.csv[i].second);
+      written.push_back(csvs[i].string());
     }
     traces::write_text_atomic(out, o.html);
   } catch (const hw::InputError&) {

@@ -198,7 +198,9 @@ int run_sweep(const std::vector<std::string>& args) {
     for (const char* o : {"jobs", "no-cache"})
       if (vm.count(o) && !vm[o].defaulted())
         throw hw::InputError(fmt::format("--summarize DIR reads DIR only; --{} does not apply", o));
-    check_apart(given_paths(vm, {"json"}), study_files(dir, "--summarize"));
+    std::vector<NamedPath> outputs = study_outputs(dir, "--summarize");
+    for (NamedPath& p : given_paths(vm, {"json"})) outputs.push_back(std::move(p));
+    check_apart(outputs, study_files(dir, "--summarize"));
     const Study study = read_dir_study(dir);
     PointsFile pf(dir, study.hash, study.points());
     const auto lines = pf.read_all();
@@ -236,7 +238,9 @@ int run_sweep(const std::vector<std::string>& args) {
   {
     std::vector<NamedPath> inputs = study_files(out, "--out");
     inputs.push_back({"--spec", spec_arg});
-    check_apart(given_paths(vm, {"json"}), inputs);
+    std::vector<NamedPath> outputs = study_outputs(out, "--out");
+    for (NamedPath& p : given_paths(vm, {"json"})) outputs.push_back(std::move(p));
+    check_apart(outputs, inputs);
   }
 
   const std::filesystem::path dir = out;

@@ -23,6 +23,7 @@
 #include "apps/sweep.h"
 #include "apps/table_jobs.h"
 #include "hw/error.h"
+#include "hw/input_files.h"
 #include "hw/wafer_spec.h"
 #include "mapper/mapper.h"
 #include "mapper/model_config.h"
@@ -95,7 +96,7 @@ std::string num(double v) { return fmt::format("{:.6g}", v); }
 
 class Writer {
  public:
-  Writer(const fs::path& p) : path_(p), f_(p) {
+  Writer(const fs::path& p) : path_(p), f_((hw::refuse_overwriting_input(p), p)) {
     if (!f_) throw hw::InputError(fmt::format("--out: cannot write {}", p.string()));
   }
   std::ofstream& operator*() { return f_; }

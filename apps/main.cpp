@@ -15,6 +15,7 @@
 #include "apps/cli.h"
 #include "hw/error.h"
 #include "hw/json_input.h"
+#include "mapper/model_config.h"
 #include "noc/big_array.h"
 
 namespace wafer::apps {
@@ -61,9 +62,10 @@ std::vector<NamedPath> given_paths(const po::variables_map& vm, std::initializer
     // (an option given once per wafer, decode --defects: each of its paths)
     const auto* many = boost::any_cast<std::vector<std::string>>(&vm[n].value());
     for (const std::string& v : many ? *many : std::vector<std::string>{vm[n].as<std::string>()}) {
-      const bool maybe_name = std::string_view(n) == "wafer" || std::string_view(n) == "model";
-      if (v.empty() || (maybe_name && !hw::names_file(v))) continue;
-      out.push_back({fmt::format("--{}", n), v});
+      // (a shipped model's name: its config file; a wafer preset is no file)
+      const std::string path = std::string_view(n) == "model" ? mapper::model_file(v).string() : v;
+      if (path.empty() || (std::string_view(n) == "wafer" && !hw::names_file(v))) continue;
+      out.push_back({fmt::format("--{}", n), path});
     }
   }
   return out;
@@ -73,10 +75,19 @@ namespace {
 // The file a path names, for comparing: through links and "..", as an absolute path (what does not exist yet, as
 // written).
 std::filesystem::path identity(const std::filesystem::path& p) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  const std::filesystem::path a = std::filesystem::absolute(p, ec).lexically_normal();
+  fs::path a = fs::absolute(p, ec).lexically_normal();
+  // A link whose target does not exist yet: the target's identity (weakly_canonical keeps the link's own name,
+  // so an output through it and one to its target looked like two files; the output is written through the
+  // link, traces::output_path). A few links deep at most (a loop ends there).
+  for (int depth = 0; depth < 8 && fs::is_symlink(fs::symlink_status(a, ec)) && !fs::exists(a, ec); ++depth) {
+    const fs::path target = fs::read_symlink(a, ec);
+    if (ec) break;
+    a = (target.is_absolute() ? target : a.parent_path() / target).lexically_normal();
+  }
   // (absolute first: a relative name whose first part does not exist is otherwise kept relative)
-  std::filesystem::path c = std::filesystem::weakly_canonical(a, ec);
+  fs::path c = fs::weakly_canonical(a, ec);
   return ec ? a : c;
 }
 // Whether `file` is `folder` or lies in it (both identities).
@@ -124,6 +135,13 @@ void check_apart(const std::vector<NamedPath>& outputs, const std::vector<NamedP
 
 std::vector<NamedPath> study_files(const std::filesystem::path& dir, const std::string& option) {
   return {{option, (dir / "spec.json").string()}, {option, (dir / "points.jsonl").string()}};
+}
+
+std::vector<NamedPath> study_outputs(const std::filesystem::path& dir, const std::string& option) {
+  std::vector<NamedPath> out;
+  for (const char* f : {"summary.csv", "summary.json", "placements.csv", "sensitivity.csv"})
+    out.push_back({option, (dir / f).string()});
+  return out;
 }
 
 void finish(const traces::Report& report, const po::variables_map& vm) {

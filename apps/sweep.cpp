@@ -18,6 +18,7 @@
 #include "apps/file_lock.h"
 #include "apps/search.h"
 #include "hw/error.h"
+#include "hw/input_files.h"
 #include "hw/json_input.h"
 #include "hw/repair.h"
 #include "mapper/placement.h"
@@ -690,6 +691,7 @@ void prepare_dir(const std::filesystem::path& dir, const Study& study) {
 }
 
 void write_shared(const std::filesystem::path& path, const std::string& text) {
+  hw::refuse_overwriting_input(path);
   std::filesystem::path tmp = path;
   tmp += fmt::format(".tmp.{}", ::getpid());
   {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "hw/error.h"
+#include "hw/input_files.h"
 
 namespace wafer::hw {
 
@@ -46,6 +47,7 @@ inline std::string read_input_file(const std::filesystem::path& file, std::strin
       throw InputError(fmt::format("{}: more than {} MiB: too large for a {} (refused)", file.string(), limit >> 20, what));
   }
   if (in.bad()) throw InputError(fmt::format("{}: cannot read {}", file.string(), what));
+  note_input_file(file, what);
   return text;
 }
 

@@ -302,6 +302,17 @@ std::filesystem::path configs_dir() {
       "--model path/to/config.json");
 }
 
+std::filesystem::path model_file(std::string_view arg) {
+  if (hw::names_file(arg)) return std::string(arg);
+  for (const ShippedModel& s : shipped_models())
+    if (s.name == arg) try {
+        return configs_dir() / s.path;
+      } catch (const InputError&) {
+        return {};
+      }
+  return {};
+}
+
 ModelConfig load_model(std::string_view arg) {
   if (hw::names_file(arg)) return load_model_file(std::string(arg));
   for (const ShippedModel& s : shipped_models()) {

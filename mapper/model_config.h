@@ -74,5 +74,8 @@ std::filesystem::path configs_dir();
 // `--model`: a shipped name, or a path to a config.json (anything with '/' or ending in .json).
 // Unknown names list the known ones.
 ModelConfig load_model(std::string_view name_or_path);
+// The file load_model reads for `name_or_path` (the path itself, or a shipped model's config file); empty for a name
+// no shipped model has, or when the configs folder cannot be found.
+std::filesystem::path model_file(std::string_view name_or_path);
 
 }  // namespace wafer::mapper

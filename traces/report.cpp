@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "hw/error.h"
+#include "hw/input_files.h"
 
 namespace wafer::traces {
 
@@ -289,6 +290,7 @@ std::FILE* open_output(const OutputPath& out, const std::filesystem::path& path)
     f = copy < 0 ? nullptr : ::fdopen(copy, "ab");
     if (!f && copy >= 0) ::close(copy);
   } else {
+    if (!out.stream()) hw::refuse_overwriting_input(out.target);
     f = std::fopen(out.stream() ? out.target.c_str() : out.tmp.c_str(), out.stream() ? "ab" : "wb");
   }
   if (!f) throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));

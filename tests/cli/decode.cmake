@@ -13,6 +13,9 @@ wafer_cli_test(decode_defects_each_wafer --stdout "defects +generated: 100 per c
   -- ${WAFER_EMU} decode ${TINY} --wafers 2 --density 100)
 add_test(NAME cli.decode_wafer_maps COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/wafer_maps_check.py ${WAFER_EMU}
   ${OUT}/wafer_maps)
+# No output written over an input or another output, however named (docs/architecture.md, outputs).
+add_test(NAME cli.outputs_over_inputs COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/outputs_over_inputs_check.py ${WAFER_EMU}
+  ${OUT}/outputs_over_inputs ${PROJECT_SOURCE_DIR}/configs)
 # The tiles available are those repair left with a working router (this map leaves one without: 63 of 64;
 # the count was the logical grid's whatever the repair).
 wafer_cli_test(decode_tiles_available --stdout "tiles_used +48 tiles" --stdout "tiles_available +63 tiles"
