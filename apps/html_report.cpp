@@ -569,6 +569,7 @@ Output from_study(const std::filesystem::path& dir) {
       throw hw::InputError(fmt::format("{}:{}: point {} is outside the study's {} points", pf.string(), n,
                                        j.contains("index") ? j["index"].dump() : std::string("(none)"), st.points()));
     if (!seen.insert(j["index"].get<std::int64_t>()).second) continue;
+    sweep::check_point_line(sweep::ojson::parse(j.dump()), st, j["index"].get<std::int64_t>(), fmt::format("{}:{}", pf.string(), n));
     json settings = json::parse(st.settings(j["index"].get<std::int64_t>()).dump());
     kept.emplace_back(std::move(j), std::move(settings));
   }

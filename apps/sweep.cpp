@@ -642,6 +642,28 @@ void PointsFile::append(const ojson& line) {
   if (::fsync(fd_) != 0) throw std::runtime_error(fmt::format("{}: fsync: {}", path_.string(), std::strerror(errno)));
 }
 
+void check_point_line(const ojson& p, const Study& study, std::int64_t index, const std::string& where) {
+  auto bad = [&](const std::string& what) {
+    throw InputError(fmt::format("{}: point {} {} (edited?)", where, index, what));
+  };
+  const std::string status = p.contains("status") && p["status"].is_string() ? p["status"].get<std::string>() : "";
+  if (status != "ok" && status != "failed") bad(fmt::format("has status {} (a run writes ok or failed)", p.value("status", ojson()).dump()));
+  if (!p.contains("hash") || p["hash"] != hash_text(study.settings(index).dump()))
+    bad("does not hold the hash of the study's settings at its index");
+  if (p.contains("repair") && !(p["repair"].is_object() && p["repair"].contains("complete") && p["repair"]["complete"].is_boolean()))
+    bad("holds a repair without a true or false 'complete'");
+  for (const char* k : {"usable_tiles", "extra_hops"})
+    if (p.contains(k) && !(p[k].is_number_integer() && p[k].get<std::int64_t>() >= 0))
+      bad(fmt::format("holds {} {}, no count", k, p[k].dump()));
+  if (status == "ok") {
+    if (!(p.contains("latency_cycles") && p["latency_cycles"].is_number_integer() && p["latency_cycles"].get<std::int64_t>() > 0))
+      bad("is ok but holds no whole latency in cycles a step could have");
+    if (!(p.contains("latency_us") && p["latency_us"].is_number() && std::isfinite(p["latency_us"].get<double>()) &&
+          p["latency_us"].get<double>() > 0))
+      bad("is ok but holds no latency a step could have");
+  }
+}
+
 std::map<std::int64_t, ojson> PointsFile::read_all() {
   FileLock lock(fd_);
   refresh_locked();

@@ -140,6 +140,12 @@ double percentile(const std::vector<double>& sorted, double p);
 // "3 rows, 12 tiles" -> "# rows, # tiles": failures that differ only in numbers are counted together.
 std::string reason_class(const std::string& reason);
 
+// Refuses ("WHERE: ... (edited?)") a point line of study `study` at `index` whose content no run writes: a status
+// other than ok or failed, a hash other than its settings' (the study's at its index), a repair whose `complete`
+// is no boolean, usable tiles or extra hops that are no count, an ok point without a whole latency in cycles and a
+// positive one in µs. What summarize and report read (a line edited in place was summarised as it stood).
+void check_point_line(const ojson& line, const Study& study, std::int64_t index, const std::string& where);
+
 // The summary of the points in `lines` (apps/sweep_summary.cpp, docs/studies.md "The summary"): per setting over
 // the seeds; with a placement axis, the placements side by side and the best; per wafer-parameter axis, the
 // latency's sensitivity. Writes DIR/summary.csv, summary.json, and placements.csv / sensitivity.csv when they apply.

@@ -120,13 +120,9 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
     if (l == lines.end()) continue;
     ++g.done, ++done;
     const ojson& p = l->second;
-    // (a point ok without a latency a step could have, edited or damaged in place, is not summarised as one: a
-    // string was counted a failure "? : ?", -1e308 went into the mean)
-    if (p.value("status", std::string()) == "ok" &&
-        !(p.contains("latency_us") && p["latency_us"].is_number() && std::isfinite(p["latency_us"].get<double>()) &&
-          p["latency_us"].get<double>() > 0))
-      throw hw::InputError(fmt::format("{}: point {} is ok but holds no latency a step could have (edited?)",
-                                   (dir / "points.jsonl").string(), i));
+    // (a line edited or damaged in place is not summarised: a latency string was counted a failure "? : ?",
+    // -1e308 went into the mean, a status "weird" was a failure, a negative usable tile count went into the mean)
+    check_point_line(p, study, i, (dir / "points.jsonl").string());
     // The repair happens before mapping: its outcome counts for failed points too.
     if (auto r = p.find("repair"); r != p.end() && r->is_object() && r->contains("complete") && (*r)["complete"].is_boolean()) {
       ++g.with_repair;

@@ -231,7 +231,20 @@ def main():
         r = page_of(orig[:2] + [json.dumps(bad) + "\n"] + orig[2:], name)
         if r.returncode != 2 or want not in r.stderr or r.stderr.count("\n") != 1:
             fail(f"{name}: exit {r.returncode}, {r.stderr!r}")
-    print("study page: points read as the summary reads them")
+    # A line edited in place is refused by both, in one line (each was summarised as it stood: a status "weird" a
+    # failure, a hash not its settings', a negative usable tile count into the mean, repair ok "yes" a success).
+    ok_first = next(json.loads(l) for l in orig if json.loads(l)["status"] == "ok")
+    for name, bad in (("weird", dict(ok_first, status="weird")), ("hash", dict(ok_first, hash="0")),
+                      ("usable", dict(ok_first, usable_tiles=-5)),
+                      ("complete", dict(ok_first, repair=dict(ok_first["repair"], complete="yes"))),
+                      ("cycles", dict(ok_first, latency_cycles=12.5))):
+        lines = [json.dumps(bad) + "\n" if json.loads(l)["index"] == ok_first["index"] else l for l in orig]
+        r = page_of(lines, "study_" + name)
+        s = subprocess.run([exe, "sweep", "--summarize", p("study_" + name)], capture_output=True, text=True, timeout=300)
+        for what, res in (("report", r), ("sweep --summarize", s)):
+            if res.returncode != 2 or "(edited?)" not in res.stderr or res.stderr.count("\n") != 1:
+                fail(f"{what} of a line edited ({name}): exit {res.returncode}, {res.stderr!r}")
+    print("study page: points read as the summary reads them; lines edited in place refused")
 
     # A study with a joint axis (each placement with its kernel): the kernel is swept, so it is in the labels.
     run(["sweep", "--spec", os.path.join(ROOT, "tests", "cli", "data", "sweep_joint_tiny.json"), "--out", p("joint")])

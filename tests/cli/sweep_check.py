@@ -316,14 +316,14 @@ def mode_stats(exe, study, out):
     # reasons that differ only in numbers (counted together), and the points of the last setting, which are left out.
     lines, expect = [], {}
     for i in range(total - 3):
-        s = {"index": i, "study": sid, "hash": "x", "settings": {}}
+        s = {"index": i, "study": sid, "hash": point_hash(json.load(open(study)), i), "settings": {}}
         key = i // 3
         if i % 4 == 3:
             s.update(status="failed", failure={"stage": "map", "reason": f"needs {i} rows, has {i + 1}"})
             expect.setdefault(key, {"us": [], "fail": 0})["fail"] += 1
         else:
             us = 1 + i * i / 7
-            s.update(status="ok", latency_us=us)
+            s.update(status="ok", latency_us=us, latency_cycles=round(us * 1100))
             expect.setdefault(key, {"us": [], "fail": 0})["us"].append(us)
         lines.append(json.dumps(s))
     open(os.path.join(d, "points.jsonl"), "w").write("\n".join(lines) + "\n")
@@ -385,6 +385,18 @@ def settings_at(axes, i):
         picks[k] = vs[i % len(vs)]
         i //= len(vs)
     return picks
+
+
+def point_hash(spec_in, i):
+    """The hash a run writes for point i: of the study's settings at i, the fixed ones first, then the axes in file
+    order (a joint axis's object flattened), as compact JSON."""
+    s, picks = dict(spec_in.get("fixed", {})), settings_at(axes_of(spec_in), i)
+    for k, _ in axes_of(spec_in):
+        if isinstance(picks[k], dict):
+            s.update(picks[k])
+        else:
+            s[k] = picks[k]
+    return fnv1a(compact(s))
 
 
 def cell(v):
@@ -571,11 +583,11 @@ def mode_summary(exe, study, out):
                 us = 11 + h / 2 + e1[k]
             else:
                 fail = f"needs {seed + 8} rows, has {seed}"
-        l = {"study": spec["study"], "index": i, "hash": fnv1a(compact(dict(spec_in["fixed"], **s))), "settings": s,
+        l = {"study": spec["study"], "index": i, "hash": point_hash(spec_in, i), "settings": s,
              "repair": {"defects": seed, "complete": not (den == 200 and seed == 4)},
              "usable_tiles": 64 - seed if den == 100 else 60 - 2 * seed, "extra_hops": seed * (1 if den == 100 else 3)}
         if us is not None:
-            l.update(status="ok", latency_us=us)
+            l.update(status="ok", latency_us=us, latency_cycles=round(us * 1100))
         else:
             l.update(status="failed", failure={"stage": "map", "reason": fail})
         lines.append(json.dumps(l))
