@@ -338,8 +338,13 @@ int run_decode(const std::vector<std::string>& args) {
   if (!vm["seed"].defaulted() && !vm.count("density"))
     throw hw::InputError("--seed applies to generated defects: give --density D too");
   if (vm.count("dump-firmware"))
-    for (const char* o : {"json", "trace"})
-      if (vm.count(o)) throw hw::InputError(fmt::format("--dump-firmware prints one tile's program and stops: --{} does not apply", o));
+    for (const char* o : {"json", "trace", "fidelity", "no-reuse", "no-cache", "threads"})
+      if (vm.count(o) && !vm[o].defaulted())
+        throw hw::InputError(fmt::format("--dump-firmware prints one tile's program and stops: --{} does not apply", o));
+  if (!vm["repair"].defaulted() && !vm.count("defects") && !vm.count("density")) {
+    hw::repair_scheme(vm["repair"].as<std::string>());  // (an unknown scheme named as such first)
+    throw hw::InputError("--repair applies to defects: give --defects FILE or --density D too");
+  }
   if (mo.batch < 1) throw hw::InputError(fmt::format("--batch {} must be at least 1", mo.batch));
   if (mo.context < 1) throw hw::InputError(fmt::format("--context {} must be at least 1", mo.context));
   std::uint32_t threads = cpus_available();
@@ -401,6 +406,8 @@ int run_decode(const std::vector<std::string>& args) {
   const std::vector<std::string> defect_files =
       vm.count("defects") ? vm["defects"].as<std::vector<std::string>>() : std::vector<std::string>{};
   auto times = [](std::size_t n) { return n == 1 ? std::string("once") : n == 2 ? std::string("twice") : fmt::format("{} times", n); };
+  for (const std::string& f : defect_files)
+    if (f.empty()) throw hw::InputError("--defects: an empty path; give a defect map file (.csv or .json)");
   if (defect_files.size() > 1 && defect_files.size() != std::size_t(mo.wafers))
     throw hw::InputError(fmt::format("--defects given {} for {} wafer{}: give it once (every wafer's map) or once per "
                                      "wafer",
@@ -418,10 +425,10 @@ int run_decode(const std::vector<std::string>& args) {
                                       times(maps_out.size()), maps_own));
     for (const std::string& out : maps_out) {
       check_map_path(out, "--defects-out");
-      traces::check_writable(out);
+      traces::check_writable(out, "--defects-out");
     }
   }
-  if (vm.count("trace")) traces::check_writable(vm["trace"].as<std::string>());
+  if (vm.count("trace")) traces::check_writable(vm["trace"].as<std::string>(), "--trace");
   check_apart(given_paths(vm, {"json", "trace", "defects-out"}), given_paths(vm, {"model", "defects", "wafer"}));
   TileTracks tile_tracks;
   tile_tracks.grid = spec.logical();

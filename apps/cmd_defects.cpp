@@ -162,7 +162,11 @@ int run_defects(const std::vector<std::string>& args) {
   gen.model = hw::parse_defect_model(vm["model"].as<std::string>());
   gen.density_per_cm2 = vm["density"].as<double>();
   gen.alpha = vm["alpha"].as<double>();
-  hw::validate(gen, spec);
+  try {
+    hw::validate(gen, spec);
+  } catch (const hw::InputError& e) {  // (the option that gave the value: the generator's words name the parameter)
+    throw hw::InputError(fmt::format("{}: {}", std::string_view(e.what()).find("alpha") != std::string_view::npos ? "--alpha" : "--density", e.what()));
+  }
   if (!vm["alpha"].defaulted() && gen.model != hw::DefectModel::NegBinomial && !vm.count("in"))
     throw hw::InputError("--alpha applies to --model negbin (clustered defects)");
   const std::int64_t maps = vm["maps"].as<std::int64_t>();
@@ -179,7 +183,7 @@ int run_defects(const std::vector<std::string>& args) {
         throw hw::InputError(fmt::format("--{} does not apply with --in (the given map is repaired as it is)", o));
   if (vm.count("out")) {
     check_map_path(vm["out"].as<std::string>(), "--out");
-    traces::check_writable(vm["out"].as<std::string>());
+    traces::check_writable(vm["out"].as<std::string>(), "--out");
   }
   check_apart(given_paths(vm, {"out", "json"}), given_paths(vm, {"in", "wafer"}));
 

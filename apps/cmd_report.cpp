@@ -36,7 +36,7 @@ int run_report(const std::vector<std::string>& args) {
   if (out.empty()) throw hw::InputError("--out: empty path");
   std::error_code ec;
   if (!std::filesystem::exists(in, ec)) throw hw::InputError(fmt::format("{}: no such file or folder", in.string()));
-  traces::check_writable(out);
+  traces::check_writable(out, "--out");
   const bool study = std::filesystem::is_directory(in, ec);
   // (a study's summary files are sweep's outputs: none of the report's is written over them)
   std::vector<NamedPath> outputs = study ? study_outputs(in, "the study's sweep") : std::vector<NamedPath>{};

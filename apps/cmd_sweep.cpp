@@ -220,6 +220,7 @@ int run_sweep(const std::vector<std::string>& args) {
                               : "--jobs spreads a whole study; it does not apply with --point or --shard");
 
   const std::string spec_arg = vm["spec"].as<std::string>(), out = vm["out"].as<std::string>();
+  if (out.empty()) throw hw::InputError("--out: an empty path; give the study's folder");
   const Study study = load_study(spec_arg);
   const std::int64_t total = study.points();
   std::vector<std::int64_t> mine;
@@ -234,7 +235,7 @@ int run_sweep(const std::vector<std::string>& args) {
     if (rank) std::tie(k, n) = *rank;
     for (std::int64_t i = k; i < total; i += n) mine.push_back(i);
   }
-  if (vm.count("json")) traces::check_writable(vm["json"].as<std::string>());
+  if (vm.count("json")) traces::check_writable(vm["json"].as<std::string>(), "--json");
   {
     std::vector<NamedPath> inputs = study_files(out, "--out");
     inputs.push_back({"--spec", spec_arg});

@@ -68,8 +68,11 @@ std::vector<const Case*> select(const CaseFile& file, const std::string& only) {
     if (!pat.empty() && pat.back() == '*') return name.starts_with(pat.substr(0, pat.size() - 1));
     return name == pat;
   };
-  for (const auto& p : pats) {
+  for (std::size_t i = 0; i < pats.size(); ++i) {
+    const std::string& p = pats[i];
     if (p.empty()) throw hw::InputError(fmt::format("--only '{}': an empty name", only));
+    if (std::find(pats.begin(), pats.begin() + std::ptrdiff_t(i), p) != pats.begin() + std::ptrdiff_t(i))
+      throw hw::InputError(fmt::format("--only '{}': names '{}' twice", only, p));
     bool any = false;
     for (const auto& c : file.cases) any = any || match(p, c.name);
     if (!any) throw hw::InputError(fmt::format("--only '{}': no case of {} is named so", p, file.path));
@@ -109,8 +112,9 @@ int run_validate(const std::vector<std::string>& args) {
     throw hw::InputError(fmt::format("--max-iterations {} is outside [1, 1000]", max_iterations));
   if (vm.count("wafer-out") && !vm.count("fit")) throw hw::InputError("--wafer-out needs --fit (it writes the fitted values)");
   if (check && vm.count("fit")) throw hw::InputError("--check emulates nothing, so it cannot --fit");
+  if (check && vm.count("no-cache")) throw hw::InputError("--check emulates nothing: --no-cache does not apply");
   if (!vm["max-iterations"].defaulted() && !vm.count("fit")) throw hw::InputError("--max-iterations applies to --fit");
-  if (vm.count("wafer-out")) traces::check_writable(vm["wafer-out"].as<std::string>());
+  if (vm.count("wafer-out")) traces::check_writable(vm["wafer-out"].as<std::string>(), "--wafer-out");
   check_apart(given_paths(vm, {"json", "wafer-out"}), given_paths(vm, {"cases"}));
 
   const CaseFile file = load_case_file(vm["cases"].as<std::string>());

@@ -51,7 +51,7 @@ bool parse(const std::vector<std::string>& args, po::options_description& opts, 
     return false;
   }
   po::notify(vm);
-  if (vm.count("json")) traces::check_writable(vm["json"].as<std::string>());
+  if (vm.count("json")) traces::check_writable(vm["json"].as<std::string>(), "--json");
   return true;
 }
 

@@ -256,10 +256,12 @@ OutputPath output_path(const std::filesystem::path& path) {
   return {target, tmp};
 }
 
-void check_writable(const std::filesystem::path& path) {
+void check_writable(const std::filesystem::path& path, std::string_view option) {
   // (a folder would pass the probe below, PATH.tmp beside it, and fail only at the end, at the rename)
   std::error_code dir_ec;
-  if (path.empty()) throw hw::InputError("an output path is empty; give the path of a file to write");
+  if (path.empty())
+    throw hw::InputError(fmt::format("{}an output path is empty; give the path of a file to write",
+                                     option.empty() ? std::string() : std::string(option) + ": "));
   if (!path.has_filename() || std::filesystem::is_directory(path, dir_ec))
     throw hw::InputError(fmt::format("{}: is a folder; give the path of a file to write", path.string()));
   const OutputPath out = output_path(path);
@@ -276,7 +278,13 @@ void check_writable(const std::filesystem::path& path) {
     return;
   }
   std::ofstream f(out.tmp, std::ios::trunc);
-  if (!f) throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
+  if (!f) {
+    const std::filesystem::path folder = out.target.parent_path();
+    if (!folder.empty() && !std::filesystem::is_directory(folder, dir_ec))
+      throw hw::InputError(fmt::format("{}: cannot write output file: its folder {} does not exist", path.string(),
+                                       folder.string()));
+    throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
+  }
   f.close();
   std::error_code ec;
   std::filesystem::remove(out.tmp, ec);

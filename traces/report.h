@@ -109,7 +109,8 @@ std::FILE* open_output(const OutputPath& out, const std::filesystem::path& path)
 void close_output(std::FILE* f, bool ok, const OutputPath& out, const std::filesystem::path& path);
 // Fails with hw::InputError (one line naming the path) when `path` cannot be created or is a folder. Call before
 // long work so a bad --json path is refused up front.
-void check_writable(const std::filesystem::path& path);
+// `option` (e.g. "--json"), when given, names the option in the message of an empty path.
+void check_writable(const std::filesystem::path& path, std::string_view option = {});
 // Renames a finished `tmp` to `path`; when that fails, removes `tmp` and throws hw::InputError naming `path`.
 void rename_into_place(const std::filesystem::path& tmp, const std::filesystem::path& path);
 // Writes `text` to `path` as output_path says: a file by a temporary file renamed over it, a stream directly.

@@ -109,7 +109,15 @@ wafer_cli_test(decode_model_unknown --exit 2 --one-line-error --stderr "--defect
 wafer_cli_test(decode_alpha_zero --exit 2 --one-line-error --stderr "alpha = 0 must be finite and > 0"
   -- ${WAFER_EMU} decode ${TINY} --density 1 --defect-model negbin --alpha 0)
 wafer_cli_test(decode_repair --exit 2 --one-line-error --stderr "unknown repair scheme 'glue'" -- ${WAFER_EMU} decode ${TINY} --repair glue)
-wafer_cli_test(decode_trace_unwritable --exit 2 --one-line-error --stderr "cannot write output file" -- ${WAFER_EMU} decode ${TINY} --trace ${OUT}/no-such-dir/t.json)
+# Options that change nothing are refused rather than ignored: a repair scheme without defects, a run's settings
+# where only one tile's program is printed; validate's --no-cache with --check, a case named twice.
+wafer_cli_test(decode_repair_alone --exit 2 --one-line-error --stderr "--repair applies to defects: give --defects FILE or --density D too"
+  -- ${WAFER_EMU} decode ${TINY} --repair spare-rows-cols)
+wafer_cli_test(decode_dump_no_reuse --exit 2 --one-line-error --stderr "--dump-firmware prints one tile's program and stops: --no-reuse does not apply"
+  -- ${WAFER_EMU} decode ${TINY} --dump-firmware 0,0 --no-reuse)
+wafer_cli_test(decode_dump_fidelity --exit 2 --one-line-error --stderr "--fidelity does not apply"
+  -- ${WAFER_EMU} decode ${TINY} --dump-firmware 0,0 --fidelity cycle)
+wafer_cli_test(decode_trace_unwritable --exit 2 --one-line-error --stderr "cannot write output file: its folder .*no-such-dir does not exist" -- ${WAFER_EMU} decode ${TINY} --trace ${OUT}/no-such-dir/t.json)
 
 # Streamed weights on a mesh where they matter: finishes (the fabric leg of each StreamIn is analytic,
 # docs/streaming.md) and reports a non-zero weight-streaming share of the step.

@@ -5,7 +5,8 @@ the file as it was):
   WAFER_EMU_CONFIGS, so that a failure cannot touch the repository's);
 - sweep --json over a model config the study names by a path relative to it, and over the study's summary.csv;
 - report --out over a study's summary.csv, report --json over a CSV the report writes beside its page;
-- two outputs through a link whose target does not exist yet.
+- two outputs through a link whose target does not exist yet;
+- an empty path, refused naming its option.
 
 Usage: outputs_over_inputs_check.py WAFER_EMU OUTDIR CONFIGS_DIR
 """
@@ -57,6 +58,13 @@ if os.listdir(p("rr")):
 
 os.symlink("o.json", p("olink.json"))
 refused(["decode"] + tiny + ["--json", "o.json", "--trace", "olink.json"], p("o.json"), "names the file --json writes")
+# An empty path names its option (CMake cannot pass an empty argument, so these are here).
+for args, words in ((["decode"] + tiny + ["--json", ""], "--json: an output path is empty"),
+                    (["decode"] + tiny + ["--defects", ""], "--defects: an empty path"),
+                    (["sweep", "--spec", "s.json", "--out", ""], "--out: an empty path")):
+    r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=300, env=env, cwd=out)
+    if r.returncode != 2 or words not in r.stderr or r.stderr.count("\n") != 1:
+        fails.append(f"{args}: exit {r.returncode}, {r.stderr!r} (expected '{words}')")
 for f in fails:
     print("FAIL:", f)
 if fails:

@@ -17,6 +17,10 @@ wafer_cli_test(validate_tiny ${VROWS} --stdout "tiny-step +step_cycles +[0-9]+ +
 wafer_cli_test(validate_tiny_cycle ${VROWS} --stdout "fidelity +cycle" -- ${WAFER_EMU} validate --cases ${VCASES} --fidelity cycle)
 wafer_cli_test(validate_only --stdout "2 case\\(s\\)" --stdout "chain-8x4" --stdout "hop +hop_cycles"
   -- ${WAFER_EMU} validate --cases ${VCASES} --only "chain*,hop")
+wafer_cli_test(validate_only_twice --exit 2 --one-line-error --stderr "--only 'hop,hop': names 'hop' twice"
+  -- ${WAFER_EMU} validate --cases ${VCASES} --only "hop,hop")
+wafer_cli_test(validate_check_no_cache --exit 2 --one-line-error --stderr "--check emulates nothing: --no-cache does not apply"
+  -- ${WAFER_EMU} validate --cases ${VCASES} --check --no-cache)
 wafer_cli_test(validate_help --stdout "[-]-cases" --stdout "[-]-fit" --stdout "[-]-wafer-out" -- ${WAFER_EMU} validate --help)
 # The predictions equal what `decode` reports for the same points; the error column is what it says.
 add_test(NAME cli.validate_matches_decode COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/validate_check.py ${WAFER_EMU} ${VCASES} ${OUT}/validate_check)
