@@ -25,12 +25,14 @@ int run_describe(const std::vector<std::string>& args) {
   traces::Report report("wafer parameters");
   std::vector<std::string> cols{"parameter", "unit"};
   for (const auto& w : wafers) cols.push_back(w.name);
-  cols.insert(cols.end(), {"meaning", "source of the default"});
+  cols.insert(cols.end(), {"range", "meaning", "source of the default"});
   auto& t = report.add_table("parameters", cols);
   for (const auto& p : hw::wafer_params()) {
     std::vector<std::variant<double, std::int64_t, std::string>> row{std::string(p.key), std::string(p.unit)};
     for (const auto& w : wafers)
       row.push_back(std::visit([&](auto m) -> std::variant<double, std::int64_t, std::string> { return w.*m; }, p.member));
+    // (the values a wafer file, a study's axis or validate --fit may give it, both ends included)
+    row.emplace_back(fmt::format("[{}, {}]", p.min, p.max));
     row.emplace_back(std::string(p.meaning));
     row.emplace_back(std::string(p.source));
     t.rows.push_back(std::move(row));

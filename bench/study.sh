@@ -48,3 +48,22 @@ print(f"per point, --jobs 1: CPU {cpu['1'] / points * 1e3:.2f} ms, waiting {(med
 print(f"peak RSS of one rank (shard 0/2): {rank_rss / 1024:.0f} MiB")
 PY
 done
+
+# The check of a study of the most points allowed (docs/studies.md: "about 3 µs a point"): 100,000 points of the
+# tiny study's kind, checked and not run, STUDY_RUNS times.
+python3 - "$tmp/check.json" <<'PY'
+import json, sys
+json.dump({"schema": 1, "name": "check-100k", "fixed": {"wafer": "tiny", "model": "tiny-llama", "context": 64},
+           "axes": {"hop_latency": [1, 2], "density": [100, 200], "seed": {"from": 1, "count": 25000}}},
+          open(sys.argv[1], "w"))
+PY
+: >"$tmp/check_times"
+for r in $(seq "$runs"); do
+  /usr/bin/time -f "%e" -o "$tmp/t" "$WAFER_EMU" sweep --check --spec "$tmp/check.json" >/dev/null
+  cat "$tmp/t" >>"$tmp/check_times"
+done
+python3 - "$tmp/check_times" <<'PY'
+import statistics, sys
+t = [float(l) for l in open(sys.argv[1])]
+print(f"-- sweep --check of 100,000 points: median {statistics.median(t):.3f} s ({statistics.median(t) / 1e5 * 1e6:.1f} us a point)")
+PY
