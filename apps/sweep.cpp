@@ -21,6 +21,7 @@
 #include "hw/input_files.h"
 #include "hw/json_input.h"
 #include "hw/repair.h"
+#include "mapper/model_config.h"
 #include "mapper/placement.h"
 #include "noc/routing/fabric.h"
 
@@ -681,6 +682,31 @@ std::map<std::int64_t, ojson> PointsFile::read_all() {
 
 // ---- DIR ---------------------------------------------------------------------------------------------------
 
+ojson input_digests(const Study& study) {
+  ojson out = ojson::object();
+  auto note = [&](const std::string& key, const ojson& v) {
+    if ((key != "model" && key != "wafer") || !v.is_string()) return;
+    const std::string arg = v.get<std::string>();
+    std::filesystem::path file;
+    if (hw::names_file(arg)) file = std::filesystem::path(arg).is_relative() ? study.dir / arg : std::filesystem::path(arg);
+    else if (key == "model") file = mapper::model_file(arg);  // (a shipped model's config; a wafer preset is no file)
+    if (file.empty() || out.contains(key + " " + arg)) return;
+    try {
+      out[key + " " + arg] = hash_text(hw::read_input_file(file, key == "model" ? "model config" : "wafer file"));
+    } catch (const InputError&) {  // (the point that names it fails, saying why)
+    }
+  };
+  for (const auto& [k, v] : study.fixed) note(k, v);
+  for (const auto& [k, vs] : study.axes)
+    for (const ojson& v : vs) {
+      if (v.is_object() && Study::joint(k))
+        for (auto it = v.begin(); it != v.end(); ++it) note(it.key(), it.value());
+      else
+        note(k, v);
+    }
+  return out;
+}
+
 void prepare_dir(const std::filesystem::path& dir, const Study& study) {
   namespace fs = std::filesystem;
   const fs::path spec = dir / "spec.json";
@@ -690,6 +716,16 @@ void prepare_dir(const std::filesystem::path& dir, const Study& study) {
     if (old.hash != study.hash)
       throw InputError(fmt::format("{}: holds study {} ({}), not this one ({}: {}); never mixed (use another --out)",
                                    dir.string(), old.hash, old.path, study.path, study.hash));
+    // The files the study names, as they were when its first points ran (a folder of an older build has none):
+    // a model config edited since would mix points of two models in one study.
+    const ojson was = hw::parse_input_json<ojson>(hw::read_input_file(spec, "study directory's spec"), spec.string());
+    if (!was.contains("inputs") || !was["inputs"].is_object()) return;
+    const ojson now = input_digests(study);
+    for (auto it = was["inputs"].begin(); it != was["inputs"].end(); ++it)
+      if (now.contains(it.key()) && now[it.key()] != it.value())
+        throw InputError(fmt::format("{}: its points ran with {} of other content (hash {}, now {}); never mixed (restore "
+                                     "the file, or use another --out)",
+                                     dir.string(), it.key(), it.value().dump(), now[it.key()].dump()));
   };
   if (fs::exists(spec, ec)) return same_study();
   // (a rank of the same study may have written spec.json and its first points since the test above: the
@@ -708,6 +744,7 @@ void prepare_dir(const std::filesystem::path& dir, const Study& study) {
   out["study"] = study.hash;
   out["source"] = study.path;
   out["points"] = study.points();
+  out["inputs"] = input_digests(study);  // (hash_text of each model and wafer file the study names)
   out["spec"] = study.spec;
   write_shared(spec, out.dump(2) + "\n");
 }
@@ -735,6 +772,9 @@ Study read_dir_study(const std::filesystem::path& dir) {
     throw InputError(fmt::format("{}: not a spec.json of this build's studies (schema {})", f.string(), kSchema));
   Study st = parse_study(j["spec"], f.string(), dir);
   if (st.hash != j["study"]) throw InputError(fmt::format("{}: its spec does not match its hash (edited?)", f.string()));
+  if (j.contains("points") && j["points"] != st.points())
+    throw InputError(fmt::format("{}: says {} points where its spec has {} (edited?)", f.string(), j["points"].dump(),
+                                 st.points()));
   st.path = j.value("source", f.string());
   return st;
 }

@@ -126,9 +126,14 @@ class PointsFile {
   std::int64_t failed_ = 0;
 };
 
-// Prepares DIR for the study: creates it (its parent must exist) and writes DIR/spec.json, or checks that
-// the DIR/spec.json there is this study's. InputError when DIR holds another study.
+// Prepares DIR for the study: creates it (its parent must exist) and writes DIR/spec.json (the study, its hash and
+// point count, and `inputs`: the hash of each model config and wafer file the study names, input_digests), or
+// checks that the DIR/spec.json there is this study's and that the files it names still have the content they had.
+// InputError when DIR holds another study, or points run with other files: never mixed.
 void prepare_dir(const std::filesystem::path& dir, const Study& study);
+// "model NAME" / "wafer PATH" -> hash_text of the file's content, for every model (shipped or a file) and wafer file
+// the study names; a file that cannot be read is left out (the point naming it fails, saying why).
+ojson input_digests(const Study& study);
 // Writes PATH through a temporary file of this process's own (PATH.tmp.PID) and a rename: processes of one
 // study may write the same file at once, and a reader never sees a partial one.
 void write_shared(const std::filesystem::path& path, const std::string& text);

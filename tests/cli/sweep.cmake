@@ -147,3 +147,6 @@ add_test(NAME cli.sweep_cache_seeds_decode COMMAND ${SWEEP_CHECK} decode ${WAFER
 # Pipelines in a study: a whole run gives each point's wafers the CPUs (side by side, as decode does), --point
 # one thread; the same lines either way, and decode's numbers (data/sweep_wafers_tiny.json).
 add_test(NAME cli.sweep_wafers_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${DATA}/sweep_wafers_tiny.json ${OUT}/sweep_wafers)
+# A study resumed after a model file it names was edited is refused (spec.json's `inputs`); restored, it runs.
+add_test(NAME cli.sweep_inputs COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/sweep_inputs_check.py ${WAFER_EMU}
+  ${OUT}/sweep_inputs ${PROJECT_SOURCE_DIR}/configs)
