@@ -301,6 +301,60 @@ std::string page(const std::string& title, const std::string& body) {
 
 // ---- decode ------------------------------------------------------------------------------------------------
 
+namespace {
+// The form of decode's results (docs/results.md), so that a file edited or cut by hand is refused in one line rather
+// than drawn: every table's rows as long as its columns, every matrix rectangular with numbers or nulls, the
+// regions' counts whole and within the grid's bounds, their matrices of their section's rows x columns.
+void check_form(const json& j, const std::string& where, const std::string& file) {
+  auto bad = [&](const std::string& what) {
+    throw hw::InputError(fmt::format("{}: {} {} (edited?)", file, where.empty() ? "the results" : where, what));
+  };
+  if (!j.is_object()) return;
+  if (j.contains("columns") && j["columns"].is_array()) {  // (a table; the regions' "columns" is a count)
+    if (!j.contains("rows") || !j["rows"].is_array()) bad("is a table without a list of rows");
+    for (const json& row : j["rows"])
+      if (!row.is_array() || row.size() != j["columns"].size())
+        bad(fmt::format("has a row of other than its {} columns", j["columns"].size()));
+    return;
+  }
+  if (j.contains("value") && j["value"].is_array()) {
+    const json& m = j["value"];
+    if (m.empty() || !m[0].is_array() || m[0].empty()) bad("is a matrix without rows");
+    for (const json& row : m) {
+      if (!row.is_array() || row.size() != m[0].size()) bad("is a matrix whose rows differ in length");
+      for (const json& c : row)
+        if (!c.is_number() && !c.is_null()) bad("is a matrix holding other than numbers");
+    }
+    return;
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) check_form(it.value(), where.empty() ? it.key() : where + "." + it.key(), file);
+}
+
+// The cells of a regions section (regions, or a physical wafer's repair section): whole counts within bounds, and
+// every matrix in `sections` of `rows` x `columns`.
+void check_cells(const json& sec, const std::string& where, const std::string& file,
+                 std::initializer_list<const char*> matrices) {
+  auto count = [&](const char* k, std::int64_t most) {
+    const json* v = sec.contains(k) && sec[k].is_object() && sec[k].contains("value") ? &sec[k]["value"] : nullptr;
+    if (!v || !v->is_number_integer() || v->get<std::int64_t>() < 1 || v->get<std::int64_t>() > most)
+      throw hw::InputError(fmt::format("{}: {}.{} is no whole count from 1 to {} (edited?)", file, where, k, most));
+    return v->get<std::int64_t>();
+  };
+  const std::int64_t cols = count("columns", 4096), rows = count("rows", 4096);
+  count("cell_side", 1 << 20);
+  for (auto it = sec.begin(); it != sec.end(); ++it) {
+    const json& m = it.value();
+    const bool named = std::find(matrices.begin(), matrices.end(), it.key()) != matrices.end();
+    if (named && !(m.is_object() && m.contains("value") && m["value"].is_array()))
+      throw hw::InputError(fmt::format("{}: {}.{} is no matrix (edited?)", file, where, it.key()));
+    if (!m.is_object() || !m.contains("value") || !m["value"].is_array()) continue;
+    if (std::int64_t(m["value"].size()) != rows || std::int64_t(m["value"][0].size()) != cols)
+      throw hw::InputError(fmt::format("{}: {}.{} is not {} x {} cells as the section says (edited?)", file, where, it.key(),
+                                       cols, rows));
+  }
+}
+}  // namespace
+
 json read_decode_json(const std::filesystem::path& file) {
   const json j = hw::parse_input_json<json>(hw::read_input_file(file, "results file"), file.string());
   if (!j.is_object() || !j.contains("latency_cycles") || !j.contains("breakdown") || !j.contains("config"))
@@ -316,6 +370,28 @@ json read_decode_json(const std::filesystem::path& file) {
     throw hw::InputError(fmt::format("{}: latency_cycles is not {{\"value\": a whole number of cycles}}, or breakdown "
                                      "or config not an object: not decode's results",
                                      file.string()));
+  if (const json* l = j.contains("latency_us") && j["latency_us"].is_object() ? &j["latency_us"] : nullptr;
+      !l || !l->contains("value") || !(*l)["value"].is_number() || !std::isfinite((*l)["value"].get<double>()) ||
+      (*l)["value"].get<double>() < 0)
+    throw hw::InputError(fmt::format("{}: latency_us is not {{\"value\": a time of 0 µs or more}} (edited?)", file.string()));
+  check_form(j, "", file.string());
+  if (j.contains("regions")) {
+    const json& reg = j["regions"];
+    if (!reg.is_object()) throw hw::InputError(fmt::format("{}: regions is not a section (edited?)", file.string()));
+    check_cells(reg, "regions", file.string(), {});
+    for (auto it = reg.begin(); it != reg.end(); ++it) {
+      if (!it.value().is_object() || !it.key().starts_with("wafer_")) continue;
+      // (a wafer's matrices are the regions' cells; its physical wafer, when it has its own map, has its own)
+      json cells = it.value();
+      cells.erase("repair");
+      for (const char* k : {"columns", "rows", "cell_side"}) cells[k] = reg[k];
+      check_cells(cells, "regions." + it.key(), file.string(),
+                  {"link_utilisation", "tile_busy", "sram_use", "tiles_used", "extra_hops", "layer"});
+      if (it.value().contains("repair"))
+        check_cells(it.value()["repair"], "regions." + it.key() + ".repair", file.string(), {"defect_map", "spares_used", "displaced"});
+    }
+    if (reg.contains("repair")) check_cells(reg["repair"], "regions.repair", file.string(), {"defect_map", "spares_used", "displaced"});
+  }
   return j;
 }
 

@@ -150,6 +150,25 @@ def main():
     if r.returncode != 2 or "latency_cycles is not" not in r.stderr or r.stderr.count("\n") != 1 or os.path.exists(p("bad.html")):
         fail(f"a string latency: exit {r.returncode}, {r.stderr!r}")
 
+    # Results edited by hand into a form decode never writes are refused in one line (each was drawn: a latency of
+    # "fast" as "-", -5 µs, a 1 x 1 heatmap where the regions are 8 x 8, a string cell, a count of -1 rows, a short
+    # table row).
+    def edited(name, change):
+        e = json.loads(json.dumps(res))
+        change(e)
+        json.dump(e, open(p(name + ".json"), "w"))
+        r = subprocess.run([exe, "report", p(name + ".json"), "--out", p(name + ".html")], capture_output=True, text=True,
+                           timeout=300)
+        if r.returncode != 2 or "(edited?)" not in r.stderr or r.stderr.count("\n") != 1 or os.path.exists(p(name + ".html")):
+            fail(f"results edited ({name}): exit {r.returncode}, {r.stderr!r}")
+    edited("e_latency", lambda e: e["latency_us"].update(value="fast"))
+    edited("e_negative", lambda e: e["latency_us"].update(value=-5))
+    edited("e_shape", lambda e: e["regions"]["wafer_0"]["tile_busy"].update(value=[[1]]))
+    edited("e_cell", lambda e: e["regions"]["wafer_0"]["sram_use"]["value"][0].__setitem__(0, "x"))
+    edited("e_rows", lambda e: e["regions"]["rows"].update(value=-1))
+    edited("e_row", lambda e: e["breakdown"]["per_layer"]["rows"][0].pop())
+    edited("e_physical", lambda e: e["regions"]["repair"]["defect_map"].update(value=[[0, 1], [1, 0]]))
+
     # A prefill in chunks: named so, its time to first token and its chunks as the results give them.
     run(tiny + ["--prefill", "64", "--chunk", "16", "--json", p("pf.json")])
     run(["report", p("pf.json"), "--out", p("pf.html")])
