@@ -408,6 +408,11 @@ int run_decode(const std::vector<std::string>& args) {
   auto times = [](std::size_t n) { return n == 1 ? std::string("once") : n == 2 ? std::string("twice") : fmt::format("{} times", n); };
   for (const std::string& f : defect_files)
     if (f.empty()) throw hw::InputError("--defects: an empty path; give a defect map file (.csv or .json)");
+  hw::repair_scheme(vm["repair"].as<std::string>());  // (an unknown scheme refused before any map is written)
+  if (vm.count("dump-firmware"))
+    if (const hw::Coord c = parse_tile(vm["dump-firmware"].as<std::string>()); !spec.logical().inside(c))
+      throw hw::InputError(fmt::format("--dump-firmware {},{} is outside the {}x{} array", c.x, c.y, spec.logical().width,
+                                       spec.logical().height));
   if (defect_files.size() > 1 && defect_files.size() != std::size_t(mo.wafers))
     throw hw::InputError(fmt::format("--defects given {} for {} wafer{}: give it once (every wafer's map) or once per "
                                      "wafer",
@@ -423,6 +428,12 @@ int run_decode(const std::vector<std::string>& args) {
                         : fmt::format("--defects-out given {} for {} wafers with defect maps of their own: give it "
                                       "once per wafer",
                                       times(maps_out.size()), maps_own));
+    for (std::size_t k = 0; k < maps_out.size(); ++k)
+      for (std::size_t j = 0; j < k; ++j)
+        if (maps_out[j] == maps_out[k])
+          throw hw::InputError(fmt::format("--defects-out {} is given for wafers {} and {}: give each wafer's map a file of "
+                                           "its own",
+                                           maps_out[k], j, k));
     for (const std::string& out : maps_out) {
       check_map_path(out, "--defects-out");
       traces::check_writable(out, "--defects-out");
@@ -454,8 +465,14 @@ int run_decode(const std::vector<std::string>& args) {
   if (vm.count("defects") || vm.count("density")) {
     std::vector<std::string> counts;
     if (vm.count("defects")) {
-      for (const std::string& f : defect_files) {
-        wr.maps.push_back(hw::read_defects(f, spec));
+      for (std::size_t k = 0; k < defect_files.size(); ++k) {
+        const std::string& f = defect_files[k];
+        try {
+          wr.maps.push_back(hw::read_defects(f, spec));
+        } catch (const hw::InputError& e) {
+          throw hw::InputError(defect_files.size() == 1 ? fmt::format("--defects: {}", e.what())
+                                                        : fmt::format("--defects (wafer {}'s map): {}", k, e.what()));
+        }
         counts.push_back(fmt::format("{} ({} defects)", f, wr.maps.back().size()));
       }
       defects_desc = fmt::format("{}", fmt::join(counts, ", "));
@@ -465,16 +482,20 @@ int run_decode(const std::vector<std::string>& args) {
       if (!(gen.density_per_cm2 >= 0) || gen.density_per_cm2 > 1e4)
         throw hw::InputError(fmt::format("--density {} must be between 0 and 10000 per cm^2", gen.density_per_cm2));
       const std::uint64_t seed = parse_seed(vm["seed"].as<std::string>());
+      std::vector<std::string> seeds;
       for (std::size_t k = 0; k < maps_own; ++k) {
         wr.maps.push_back(hw::generate_defects(spec, gen, wafer_seed(seed, k)));
         counts.push_back(fmt::format("{}", wr.maps.back().size()));
+        seeds.push_back(fmt::format("{}", wafer_seed(seed, k)));
       }
       const std::string clustered =
           gen.model == hw::DefectModel::NegBinomial ? fmt::format(", negative binomial with alpha {}", gen.alpha) : "";
+      // (each wafer's own seed, so that its map alone is decode --density D --seed THAT)
       defects_desc = maps_own == 1 ? fmt::format("generated: {} per cm^2{}, seed {} ({} defects)", gen.density_per_cm2,
                                                  clustered, seed, counts[0])
-                                   : fmt::format("generated: {} per cm^2{}, seed {}, a map per wafer ({} defects)",
-                                                 gen.density_per_cm2, clustered, seed, fmt::join(counts, ", "));
+                                   : fmt::format("generated: {} per cm^2{}, seed {}, a map per wafer (seeds {}; {} defects)",
+                                                 gen.density_per_cm2, clustered, seed, fmt::join(seeds, ", "),
+                                                 fmt::join(counts, ", "));
     }
     // (before the repair, so that a map the repair refuses can be looked at)
     for (std::size_t k = 0; k < maps_out.size(); ++k) write_defect_map(maps_out[k], wr.maps[k]);
@@ -597,7 +618,8 @@ int run_decode(const std::vector<std::string>& args) {
     std::vector<std::string> failed;
     for (std::size_t k = 0; k < wr.repairs.size(); ++k)
       if (!wr.repairs[k].complete)
-        failed.push_back(wr.repairs.size() == 1 ? wr.repairs[k].reason : fmt::format("wafer {}: {}", k, wr.repairs[k].reason));
+        failed.push_back(wr.repairs.size() == 1 ? wr.repairs[k].reason
+                                                : fmt::format("incomplete on wafer {}: {}", k, wr.repairs[k].reason));
     if (!wr.repairs.empty()) repaired += failed.empty() ? "complete" : fmt::format("{}", fmt::join(failed, "; "));
     cfg.add_text("repair", repaired);
   }

@@ -553,7 +553,8 @@ Output from_decode(const json& r, const std::string& source) {
     // One physical wafer's defects and repair (`prefix`: its CSVs' names).
     auto physical = [&](const json& rp, const std::string& prefix) {
       std::vector<std::vector<std::string>> rows;
-      for (const char* k : {"scheme", "complete", "defects", "spare_tiles_used", "displaced_tiles", "links_detoured", "extra_hops"})
+      for (const char* k : {"scheme", "complete", "defects", "failed_tiles", "usable_tiles", "spare_tiles_used", "displaced_tiles",
+                            "links_detoured", "extra_hops", "links_without_path"})
         rows.push_back({k, text(rp, k)});
       b += table({"", "value"}, rows);
       const Matrix dm = matrix(rp, "defect_map"), sp = matrix(rp, "spares_used"), mv = matrix(rp, "displaced");

@@ -482,7 +482,8 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
           no_path += w_no_path;
       if (!rr.complete && complete) reason = wafers > 1 ? fmt::format("wafer {}: {}", k, rr.reason) : rr.reason;
       complete = complete && rr.complete;
-      each.push_back({{"defects", map.size()}, {"complete", rr.complete}, {"extra_hops", w_extra}});
+      each.push_back({{"defects", map.size()}, {"failed_tiles", map.dead_tiles()}, {"complete", rr.complete},
+                      {"usable_tiles", rr.usable.area()}, {"extra_hops", w_extra}, {"links_without_path", w_no_path}});
     }
     rep["defects"] = defects;
     rep["failed_tiles"] = failed;

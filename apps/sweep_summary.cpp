@@ -160,7 +160,9 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
     cols.emplace_back(c);
   auto& t = rep.add_table("settings", cols,
                           "latency per token over the seeds' good points (percentiles linear between closest ranks); "
-                          "repair ok, usable tiles and extra hops (means) over every done point; failures by stage and "
+                          "repair ok, usable tiles and extra hops (means) over every done point (a pipeline's point: "
+                          "repair ok when every wafer's is, usable tiles its fewest wafer's, extra hops summed over its "
+                          "wafers); failures by stage and "
                           "reason, numbers as #");
   for (const auto& g : groups) {
     std::string reasons;

@@ -388,7 +388,13 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
     std::vector<StageShape> shapes;
     for (std::size_t i = s0; i < s1; ++i)
       shapes.push_back({plans[i].name, plans[i].weight_bytes + plans[i].kv_bytes, plans[i].kind == StageKind::Layer});
-    std::vector<Region> regions = strategy.place(shapes, fabric);
+    std::vector<Region> regions;
+    try {
+      regions = strategy.place(shapes, fabric);
+    } catch (const InputError& e) {  // (wafers on maps of their own: which wafer's map refused it)
+      if (fabrics.size() == 1) throw;
+      throw InputError(fmt::format("wafer {}: {}", w, e.what()));
+    }
     if (regions.size() != shapes.size())
       throw std::logic_error(fmt::format("placement {} returned {} regions for {} stages", strategy.name(),
                                          regions.size(), shapes.size()));

@@ -10,6 +10,9 @@
   file given once per wafer;
 - a study's point of two wafers at that density and seed has decode's latency, the two maps' defects and detours
   summed (each link once, as decode's repair sections count them), and each wafer's;
+- each wafer's seed is given (config.defects), and wafer 1's map is a single decode's of that seed;
+- a refusal one wafer's map causes names the wafer, a bad map file names --defects and the wafer, one --defects-out
+  path for two wafers and an unknown repair scheme are refused before any map is written;
 - bad counts of --defects and --defects-out are refused in one line.
 
 Usage: wafer_maps_check.py WAFER_EMU OUTDIR
@@ -42,7 +45,7 @@ if maps_text(p("m0.csv")) != maps_text(p("single.csv")):
     fails.append("wafer 0's map is not the map a single wafer of the same seed has")
 if maps_text(p("m0.csv")) == maps_text(p("m1.csv")):
     fails.append("the two wafers have the same map")
-if not re.search(r"a map per wafer \(\d+, \d+ defects\)", a["config"]["defects"]):
+if not re.search(r"a map per wafer \(seeds \d+, \d+; \d+, \d+ defects\)", a["config"]["defects"]):
     fails.append(f"config.defects does not give a map per wafer: {a['config']['defects']!r}")
 if "repair" in a["regions"]:
     fails.append("maps of their own, yet a repair section for every wafer")
@@ -105,6 +108,33 @@ else:
     each = [(w["defects"], w["extra_hops"]) for w in rep.get("per_wafer", [])]
     if each != [(counts[k], extra[k]) for k in (0, 1)]:
         fails.append(f"the study's point per wafer: {each}")
+
+# Each wafer's own seed is given: wafer 1's map alone is a single decode of that seed.
+m = re.search(r"seeds (\d+), (\d+);", a["config"]["defects"])
+if not m or m.group(1) != "1":
+    fails.append(f"config.defects does not give each wafer's seed: {a['config']['defects']!r}")
+else:
+    run(exe, tiny + ["--density", "100", "--seed", m.group(2), "--defects-out", p("alone1.csv")], p("alone1.json"), None)
+    if maps_text(p("alone1.csv")) != maps_text(p("m1.csv")):
+        fails.append(f"wafer 1's map is not the map of its seed {m.group(2)} alone")
+
+# A refusal that one wafer's map causes names the wafer; a map file's error names the option and the wafer.
+refusals = [(tiny + ["--wafers", "2", "--defects", p("m0.csv"), "--defects", p("dead.csv")], "wafer 1: layer-bands needs"),
+            (tiny + ["--wafers", "2", "--defects", p("m0.csv"), "--defects", p("empty.csv")], "--defects (wafer 1's map): "),
+            (tiny + ["--wafers", "2"] + gen + ["--defects-out", p("d.csv"), "--defects-out", p("d.csv")],
+             "--defects-out " + p("d.csv") + " is given for wafers 0 and 1"),
+            (tiny + ["--wafers", "2"] + gen + ["--repair", "glue", "--defects-out", p("g0.csv"), "--defects-out", p("g1.csv")],
+             "unknown repair scheme 'glue'")]
+# (two rows of three dead routers: more rows to shift than tiny's one spare row)
+open(p("dead.csv"), "w").write("kind,x,y,dir\n" + "".join(f"router,{x},{y}\n" for x in range(3) for y in (0, 2)))
+open(p("empty.csv"), "w").write("")
+for args, msg in refusals:
+    r = subprocess.run([exe, "decode"] + args, capture_output=True, text=True, timeout=300)
+    if r.returncode != 2 or msg not in r.stderr or r.stderr.count("\n") != 1:
+        fails.append(f"{' '.join(args)}: exit {r.returncode}, {r.stderr!r} (expected '{msg}')")
+for f in ("d.csv", "g0.csv", "g1.csv"):
+    if os.path.exists(p(f)):
+        fails.append(f"a refused decode wrote {f}")
 
 # Bad counts.
 for args, msg in [(["--defects", p("m0.csv")] * 3, "--defects given 3 times for 2 wafers"),
