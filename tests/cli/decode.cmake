@@ -9,7 +9,7 @@ wafer_cli_test(decode_tiny_cycle --stdout "fidelity +cycle" -- ${WAFER_EMU} deco
 wafer_cli_test(decode_tiny_batch --stdout "batch +4 sequences" -- ${WAFER_EMU} decode ${TINY} --batch 4)
 # A pipeline's wafers have defect maps of their own; a map file given once is every wafer's (docs/mapping.md
 # section 5), and the configuration says which.
-wafer_cli_test(decode_defects_each_wafer --stdout "defects +generated: 100 per cm.2, seed 1, a map per wafer .seeds 1, [0-9]+; 5, 6 defects."
+wafer_cli_test(decode_defects_each_wafer --stdout "defects +generated: 100 per cm.2, seed 1, a map per wafer .seeds 1, [0-9]+. 5, 6 defects."
   -- ${WAFER_EMU} decode ${TINY} --wafers 2 --density 100)
 add_test(NAME cli.decode_wafer_maps COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/wafer_maps_check.py ${WAFER_EMU}
   ${OUT}/wafer_maps)
