@@ -725,8 +725,11 @@ int run_decode(const std::vector<std::string>& args) {
   auto& io = rep.section("io", "weight streaming and wafer links");
   // (a prefill in chunks: the mapping is the last chunk's, which may stream less than the others; what the port
   // carried is summed over every chunk, as the requests and the busy time are)
+  // (named per token for the decode step of one sequence they were first written for: a step's tokens share one
+  // stream of the weights, and one hand-off carries them all)
   io.add_int("streamed_bytes_per_token", mapping.streamed_bytes_per_token(), "bytes",
-             pre && pre->chunks.size() > 1 ? "the last chunk's mapping, per step of it" : "");
+             pre && pre->chunks.size() > 1 ? "the last chunk's mapping, per step of it"
+                                           : "per step (all its tokens share the weights streamed once)");
   io.add_int("memoryx_bytes", std::int64_t(res.memoryx_bytes), "bytes", "the MemoryX port carried, the whole step");
   io.add_int("memoryx_requests", std::int64_t(res.memoryx_requests), "requests");
   io.add("memoryx_busy", res.memoryx_busy_us, "us", "time the MemoryX port carried bytes");
@@ -734,7 +737,8 @@ int run_decode(const std::vector<std::string>& args) {
          fmt::format("per channel: min(share {:.2f}, {} lanes x {:.2f}) (docs/streaming.md)", res.channel_rule.share_gbs,
                      res.channel_rule.lanes, res.channel_rule.lane_gbs));
   io.add("edge_channel_busy_max", res.channel_busy_max_us, "us", "time the busiest edge channel carried bytes");
-  io.add_int("interwafer_bytes_per_token", mapping.interwafer_bytes_per_token(), "bytes", "per link");
+  io.add_int("interwafer_bytes_per_token", mapping.interwafer_bytes_per_token(), "bytes",
+             "per link and step: every new token's hidden vector (batch x tokens x hidden x 2 bytes)");
   io.add_int("interwafer_links", std::int64_t(res.link_cycles.size()), "links");
 
   if (searched) {

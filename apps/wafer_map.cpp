@@ -151,7 +151,9 @@ void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const WaferRepa
     }
     w.add_matrix("link_utilisation", g.cols, g.rows, std::move(link), "%",
                  "busy cycles of the links leaving the cell's tiles / (links x this wafer's step); null: no link");
-    w.add_matrix("tile_busy", g.cols, g.rows, std::move(busy), "%", "cycles the cell's cores ran tasks / (tiles x step)");
+    w.add_matrix("tile_busy", g.cols, g.rows, std::move(busy), "%",
+                 "cycles the cell's cores ran tasks / (tiles x step) (a streaming task's setup, done while it waits "
+                 "armed for its input, not counted: docs/report.md)");
     w.add_matrix("sram_use", g.cols, g.rows, std::move(sram), "%", "bytes allocated / (tiles x SRAM per tile)");
     w.add_matrix("tiles_used", g.cols, g.rows, std::move(used), "tiles", "tiles with a program");
     w.add_matrix("extra_hops", g.cols, g.rows, std::move(extra), "hops",
