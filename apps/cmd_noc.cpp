@@ -151,7 +151,14 @@ int run_noc(const std::vector<std::string>& args) {
   r.add_int("bursts_delivered", std::int64_t(n), "bursts");
   // (no burst delivered, no latency: not a figure of 0 cycles; nan, null in the JSON)
   const double none = std::numeric_limits<double>::quiet_NaN();
-  const std::string why = n ? "" : "no burst delivered";
+  // (none injected at all: each tile's first burst is due, on average, after burst / rate cycles)
+  const std::string why =
+      n ? ""
+      : rate <= 0
+          ? std::string("no burst delivered: at rate 0 no tile injects")
+          : fmt::format("no burst delivered: a tile injects a burst of {} wavelets every {:.0f} cycles on average at rate "
+                        "{}, beyond the {} cycles injected (raise --rate or --cycles, or lower --burst-wavelets)",
+                        burst, double(burst) / rate, rate, cycles);
   r.add("mean_latency", n ? sum / double(n) : none, "cycles", n ? "creation to tail arrival, source queueing included" : why);
   if (n) {
     r.add_int("p99_latency", std::int64_t(lat[(99 * n + 99) / 100 - 1]), "cycles");

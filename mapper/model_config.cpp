@@ -225,7 +225,8 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
     if (!it->is_string()) throw InputError(fmt::format("{}: 'torch_dtype' = {} must be a string", where, it->dump()));
     m.dtype = it->get<std::string>();
   }
-  m.max_position = get_int(j, "max_position_embeddings", where, false, 0, 0, kMaxPositions);
+  // (absent: no limit known; given, at least one position: 0 had turned the limit off)
+  m.max_position = get_int(j, "max_position_embeddings", where, false, 0, 1, kMaxPositions);
   m.rms_norm_eps = get_real(j, "rms_norm_eps", where, 1e-5);
   m.rope_theta = get_real(j, "rope_theta", where, 10000.0);
   // Absurd sizes are refused before anything sizes buffers from them (and before int64 products overflow).

@@ -40,3 +40,6 @@ wafer_cli_test(noc_nothing_delivered --stdout "bursts_delivered +0 bursts" --std
 # The progress line's total drawn once while the mesh drains (it was drawn at every tick of the drain).
 wafer_cli_test(noc_progress_total_once --stderr "^(?![\\s\\S]*\\(100%\\)[\\s\\S]*\\(100%\\))[\\s\\S]*\\(100%\\)"
   -- ${WAFER_EMU} noc --wafer tiny --fidelity cycle --cycles 20000 --rate 0.9)
+# A run that injects nothing says why (a tile's first burst is due after burst / rate cycles), not only nan.
+wafer_cli_test(noc_nothing_injected --stdout "no burst delivered: a tile injects a burst of 1000000 wavelets every 100000000 cycles"
+  -- ${WAFER_EMU} noc --wafer tiny --burst-wavelets 1000000)

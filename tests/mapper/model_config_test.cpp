@@ -155,6 +155,14 @@ nlohmann::json moe(const nlohmann::json& extra) {
 }
 }  // namespace
 
+// max_position_embeddings absent is no limit known; given, it is at least one position (0 turned the limit off).
+TEST(ModelConfig, APositionLimitIsAtLeastOnePosition) {
+  EXPECT_EQ(parsed({}).max_position, 0);
+  EXPECT_EQ(parsed({{"max_position_embeddings", 1}}).max_position, 1);
+  const std::string e = parse_error({{"max_position_embeddings", 0}});
+  EXPECT_TRUE(has(e, "max_position_embeddings") && has(e, "outside [1,")) << e;
+}
+
 TEST(ModelConfig, AFamilyOutsideTheGraphIsRefusedNamingIt) {
   for (const char* t : {"llama", "mistral", "qwen2", "qwen3"}) EXPECT_EQ(parse_error({{"model_type", t}}), "") << t;
   EXPECT_EQ(parse_error({{"model_type", "mixtral"}, {"num_local_experts", 4}, {"num_experts_per_tok", 2}}), "");
