@@ -33,18 +33,25 @@ using Clock = std::chrono::steady_clock;
 using hw::Cycle;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-hw::Coord parse_tile(const std::string& s) {
-  hw::Coord c{};
-  char comma = 0;
+// --dump-firmware X,Y or X,Y@K: a tile and the wafer of the pipeline it is on (0 when not given).
+struct DumpedTile {
+  hw::Coord at;
+  int wafer = 0;
+};
+DumpedTile parse_tile(const std::string& s) {
+  char comma = 0, sign = 0;
   int used = 0;
-  long long x = 0, y = 0;
-  if (std::sscanf(s.c_str(), "%lld%c%lld%n", &x, &comma, &y, &used) != 3 || comma != ',' || std::size_t(used) != s.size())
-    throw hw::InputError(fmt::format("--dump-firmware '{}': expected X,Y", s));
+  long long x = 0, y = 0, k = 0;
+  const bool plain = std::sscanf(s.c_str(), "%lld%c%lld%n", &x, &comma, &y, &used) == 3 && std::size_t(used) == s.size();
+  const bool with_wafer = !plain && std::sscanf(s.c_str(), "%lld%c%lld%c%lld%n", &x, &comma, &y, &sign, &k, &used) == 5 &&
+                          sign == '@' && std::size_t(used) == s.size();
+  if ((!plain && !with_wafer) || comma != ',')
+    throw hw::InputError(fmt::format("--dump-firmware '{}': expected X,Y or X,Y@WAFER", s));
   // (beyond an int, or a long long that sscanf clamped: outside any array, said as given)
   if (x < 0 || y < 0 || x > 1 << 30 || y > 1 << 30)
     throw hw::InputError(fmt::format("--dump-firmware {}: outside the array", s));
-  c = {int(x), int(y)};
-  return c;
+  if (k < 0 || k > 1 << 20) throw hw::InputError(fmt::format("--dump-firmware {}: no such wafer", s));
+  return {{int(x), int(y)}, int(k)};
 }
 
 void add_causes(traces::Table& t, const std::string& name, const core::CauseCycles& c, double total, const hw::WaferSpec& spec) {
@@ -292,7 +299,8 @@ int run_decode(const std::vector<std::string>& args) {
        "keep weights in SRAM, or stream what does not fit through MemoryX")
       ("wafers", po::value<int>()->default_value(1)->value_name("N"), "wafers in a pipeline")
       ("weight-bits", po::value<int>()->default_value(16)->value_name("16|8"), "weight precision")
-      ("dump-firmware", po::value<std::string>()->value_name("X,Y"), "print that tile's program (wafer 0) and stop")
+      ("dump-firmware", po::value<std::string>()->value_name("X,Y[@K]"),
+       "print that tile's program (of wafer K of a pipeline, default 0) and stop")
       ("trace", po::value<std::string>()->value_name("PATH"), "write a Chrome Trace Event JSON (Perfetto)")
       ("trace-window", po::value<std::string>()->value_name("X0:X1,Y0:Y1"),
        "--trace: per-tile tracks for these tiles only (inclusive; default every tile, capped)")
@@ -409,10 +417,15 @@ int run_decode(const std::vector<std::string>& args) {
   for (const std::string& f : defect_files)
     if (f.empty()) throw hw::InputError("--defects: an empty path; give a defect map file (.csv or .json)");
   hw::repair_scheme(vm["repair"].as<std::string>());  // (an unknown scheme refused before any map is written)
-  if (vm.count("dump-firmware"))
-    if (const hw::Coord c = parse_tile(vm["dump-firmware"].as<std::string>()); !spec.logical().inside(c))
-      throw hw::InputError(fmt::format("--dump-firmware {},{} is outside the {}x{} array", c.x, c.y, spec.logical().width,
-                                       spec.logical().height));
+  if (vm.count("dump-firmware")) {
+    const DumpedTile d = parse_tile(vm["dump-firmware"].as<std::string>());
+    if (!spec.logical().inside(d.at))
+      throw hw::InputError(fmt::format("--dump-firmware {},{} is outside the {}x{} array", d.at.x, d.at.y,
+                                       spec.logical().width, spec.logical().height));
+    if (d.wafer >= mo.wafers)
+      throw hw::InputError(fmt::format("--dump-firmware {}: wafer {} of a pipeline of {} (wafers 0 to {})",
+                                       vm["dump-firmware"].as<std::string>(), d.wafer, mo.wafers, mo.wafers - 1));
+  }
   if (defect_files.size() > 1 && defect_files.size() != std::size_t(mo.wafers))
     throw hw::InputError(fmt::format("--defects given {} for {} wafer{}: give it once (every wafer's map) or once per "
                                      "wafer",
@@ -573,11 +586,9 @@ int run_decode(const std::vector<std::string>& args) {
   for (const auto& im : mapping.images) images.push_back(&im);
 
   if (vm.count("dump-firmware")) {
-    hw::Coord c = parse_tile(vm["dump-firmware"].as<std::string>());
-    if (!images[0]->grid.inside(c))
-      throw hw::InputError(fmt::format("--dump-firmware {},{} is outside the {}x{} array", c.x, c.y, images[0]->grid.width,
-                                       images[0]->grid.height));
-    fmt::print("{}", firmware::dump(*images[0], c));
+    const DumpedTile d = parse_tile(vm["dump-firmware"].as<std::string>());  // (checked against the wafer above)
+    if (mo.wafers > 1) fmt::print("wafer {} of {}: ", d.wafer, mo.wafers);
+    fmt::print("{}", firmware::dump(*images[std::size_t(d.wafer)], d.at));
     return 0;
   }
 

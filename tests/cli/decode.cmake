@@ -115,6 +115,11 @@ wafer_cli_test(decode_repair_alone --exit 2 --one-line-error --stderr "--repair 
   -- ${WAFER_EMU} decode ${TINY} --repair spare-rows-cols)
 wafer_cli_test(decode_dump_no_reuse --exit 2 --one-line-error --stderr "--dump-firmware prints one tile's program and stops: --no-reuse does not apply"
   -- ${WAFER_EMU} decode ${TINY} --dump-firmware 0,0 --no-reuse)
+# A pipeline's wafer K's tile (its wafers differ in stages and, with defects, in maps).
+wafer_cli_test(decode_dump_wafer --stdout "^wafer 1 of 2: tile .0,0.: program" --stdout "layer 1 / "
+  -- ${WAFER_EMU} decode ${TINY} --wafers 2 --dump-firmware 0,0@1)
+wafer_cli_test(decode_dump_no_such_wafer --exit 2 --one-line-error --stderr "--dump-firmware 0,0@2: wafer 2 of a pipeline of 2"
+  -- ${WAFER_EMU} decode ${TINY} --wafers 2 --dump-firmware 0,0@2)
 wafer_cli_test(decode_dump_fidelity --exit 2 --one-line-error --stderr "--fidelity does not apply"
   -- ${WAFER_EMU} decode ${TINY} --dump-firmware 0,0 --fidelity cycle)
 wafer_cli_test(decode_trace_unwritable --exit 2 --one-line-error --stderr "cannot write output file: its folder .*no-such-dir does not exist" -- ${WAFER_EMU} decode ${TINY} --trace ${OUT}/no-such-dir/t.json)
