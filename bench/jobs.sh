@@ -66,6 +66,9 @@ job "RUNS=$long_runs" whole_wafer decode --placement whole-wafer
 job "RUNS=$long_runs" whole_square decode --placement square --kernel meshgemv
 job defects_50 decode --density 0.1 --seed 1
 job defects_1000 decode --density 2 --seed 1
+# A pipeline at 0.1 defects/cm^2: each wafer has a map of its own (docs/mapping.md section 5), so no wafer is
+# another's and each is emulated with every task of its defective bands.
+job 70b_defects decode --model llama-3.1-70b --wafers 4 --density 0.1 --seed 1
 # The default decode with every task emulated: what the 50-defect run costs (it emulates every task too).
 job no_reuse decode --no-reuse
 # The whole square's kind of step in seconds rather than minutes: Llama-3.2-1B's square on a 300 x 300 wse3
