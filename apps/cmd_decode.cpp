@@ -514,7 +514,6 @@ int run_decode(const std::vector<std::string>& args) {
     for (std::size_t k = 0; k < maps_out.size(); ++k) write_defect_map(maps_out[k], wr.maps[k]);
     wr.repair(spec, vm["repair"].as<std::string>());
   } else {
-    hw::repair_scheme(vm["repair"].as<std::string>());  // an unknown scheme is an error even without defects
     wr.fabrics.push_back(noc::Fabric::perfect(spec.logical()));
   }
   const noc::WaferFabrics fabrics = wr.view();

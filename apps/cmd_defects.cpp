@@ -46,26 +46,8 @@ MapFigures measure(const hw::DefectMap& map, const hw::RepairResult& r) {
   f.dead_tiles = std::int64_t(map.dead_tiles());
   f.complete = r.complete;
   f.usable_tiles = r.usable.area();
-  const hw::Grid& g = r.logical;
-  for (std::int32_t y = 0; y < g.height; ++y) {
-    const std::size_t row = std::size_t(y) * std::size_t(g.width);
-    for (std::int32_t x = 0; x < g.width; ++x) {
-      const std::size_t i = row + std::size_t(x);
-      if (r.log_to_phys[i] == hw::kNoTile) continue;
-      auto count = [&](std::size_t j, std::uint16_t h) {
-        if (r.log_to_phys[j] == hw::kNoTile) return;
-        ++f.links;
-        if (h == 0) {
-          ++f.links_no_path;
-          return;
-        }
-        f.extra_hops += h - 1;
-        f.max_extra = std::max<std::int64_t>(f.max_extra, h - 1);
-      };
-      if (x + 1 < g.width) count(i + 1, r.hops_east[i]);
-      if (y + 1 < g.height) count(i + std::size_t(g.width), r.hops_south[i]);
-    }
-  }
+  const hw::RepairLinks l = hw::repair_links(r);
+  f.links = l.links, f.links_no_path = l.no_path, f.extra_hops = l.extra_hops, f.max_extra = l.max_extra;
   return f;
 }
 

@@ -464,20 +464,8 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
       const hw::DefectMap& map = repaired->maps[k];
       const hw::RepairResult& rr = repaired->repairs[k];
       usable = k == 0 ? rr.usable.area() : std::min(usable, std::int64_t(rr.usable.area()));
-      std::int64_t w_extra = 0, w_no_path = 0;
-      const hw::Grid& g = rr.logical;
-      for (std::int32_t y = 0; y < g.height; ++y)
-        for (std::int32_t x = 0; x < g.width; ++x) {
-          const std::size_t i = std::size_t(y) * std::size_t(g.width) + std::size_t(x);
-          if (rr.log_to_phys[i] == hw::kNoTile) continue;
-          auto count = [&](std::size_t j, std::uint16_t h) {
-            if (rr.log_to_phys[j] == hw::kNoTile) return;
-            if (h == 0) ++w_no_path;
-            else w_extra += h - 1;
-          };
-          if (x + 1 < g.width) count(i + 1, rr.hops_east[i]);
-          if (y + 1 < g.height) count(i + std::size_t(g.width), rr.hops_south[i]);
-        }
+      const hw::RepairLinks links = hw::repair_links(rr);
+      const std::int64_t w_extra = links.extra_hops, w_no_path = links.no_path;
       defects += std::int64_t(map.size()), failed += std::int64_t(map.dead_tiles()), extra += w_extra,
           no_path += w_no_path;
       if (!rr.complete && complete) reason = wafers > 1 ? fmt::format("wafer {}: {}", k, rr.reason) : rr.reason;

@@ -33,8 +33,7 @@ std::vector<int> program_layers(const firmware::Image& image) {
 
 namespace {
 // The physical wafer of one defect map: defects, spares used, displaced tiles.
-void add_repair(traces::Report& ph, const hw::DefectMap& defects, const hw::RepairResult& repair,
-                const noc::Fabric& fabric) {
+void add_repair(traces::Report& ph, const hw::DefectMap& defects, const hw::RepairResult& repair) {
   const hw::Grid pg = repair.physical;
   const sim::RegionGrid r = sim::RegionGrid::fit(pg, kRegionCells);
   ph.add_text("scheme", repair.scheme);
@@ -55,26 +54,15 @@ void add_repair(traces::Report& ph, const hw::DefectMap& defects, const hw::Repa
     if (pc.x >= repair.logical.width || pc.y >= repair.logical.height) spare[r.of(pc)] += 1, ++spares;
     if (pc.x != lc.x || pc.y != lc.y) moved[r.of(pc)] += 1, ++displaced;
   }
-  // (each link once, from its west or north end, as hw::RepairResult and a study's points count them)
-  std::int64_t extra = 0, detours = 0, no_path = 0;
-  for (hw::TileIndex t = 0; t < fabric.grid().size(); ++t)
-    for (hw::Dir d : {hw::Dir::East, hw::Dir::South}) {
-      const hw::Coord c = fabric.grid().coord(t), n = d == hw::Dir::East ? hw::Coord{c.x + 1, c.y} : hw::Coord{c.x, c.y + 1};
-      if (!fabric.grid().inside(n)) continue;
-      if (fabric.link_ok(t, d)) {
-        if (fabric.link_hops(t, d) > 1) extra += fabric.link_hops(t, d) - 1, ++detours;
-      } else if (fabric.router_ok(t) && fabric.router_ok(fabric.grid().index(n))) {
-        ++no_path;
-      }
-    }
+  const hw::RepairLinks links = hw::repair_links(repair);  // (each link once, as `defects` and a study's points count)
   ph.add_int("defects", std::int64_t(defects.size()), "defects");
   ph.add_int("failed_tiles", std::int64_t(defects.dead_tiles()), "tiles", "physical tiles with a core, SRAM or router defect");
   ph.add_int("usable_tiles", repair.usable.area(), "tiles", "the largest usable logical rectangle");
   ph.add_int("spare_tiles_used", spares, "tiles", "physical tiles in the spare columns/rows hosting a logical tile");
   ph.add_int("displaced_tiles", displaced, "tiles", "logical tiles not on the physical tile of the same coordinates");
-  ph.add_int("links_detoured", detours, "links", "logical links (each pair of neighbours once) longer than one physical hop");
-  ph.add_int("extra_hops", extra, "hops", "their physical hops beyond one, summed");
-  ph.add_int("links_without_path", no_path, "links", "logical links between working tiles that repair left without a path");
+  ph.add_int("links_detoured", links.detoured, "links", "logical links (each pair of neighbours once) longer than one physical hop");
+  ph.add_int("extra_hops", links.extra_hops, "hops", "their physical hops beyond one, summed");
+  ph.add_int("links_without_path", links.no_path, "links", "logical links between working tiles that repair left without a path");
   ph.add_matrix("defect_map", r.cols, r.rows, std::move(dm), "defects", "defects per cell (any kind)");
   ph.add_matrix("spares_used", r.cols, r.rows, std::move(spare), "tiles", "spare tiles hosting a logical tile");
   ph.add_matrix("displaced", r.cols, r.rows, std::move(moved), "tiles", "physical tiles hosting a displaced logical tile");
@@ -165,7 +153,7 @@ void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const WaferRepa
       add_repair(w.section("repair", fmt::format("wafer {}'s physical wafer: its defects and what repair did with the "
                                                  "spares",
                                                  k)),
-                 wr.maps[k], wr.repairs[k], wr.fabrics[k]);
+                 wr.maps[k], wr.repairs[k]);
   }
   auto& lt = sec.add_table("layers", {"index", "layer", "tiles"}, "the layer indexes of the layer matrices");
   if (tiles_per_layer.count(kSeveralLayers)) names.push_back("several layers per tile");
@@ -186,7 +174,7 @@ void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const WaferRepa
                                                        "wafer's): defects and what repair did with the spares",
                                                        images.size())
                                          : std::string("the physical wafer: defects and what repair did with the spares")),
-               wr.maps[0], wr.repairs[0], wr.fabrics[0]);
+               wr.maps[0], wr.repairs[0]);
 }
 
 }  // namespace wafer::apps

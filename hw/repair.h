@@ -41,6 +41,14 @@ class RepairScheme {
   virtual RepairResult repair(const WaferSpec& spec, const DefectMap& defects) const = 0;
 };
 
+// The logical links of a repair, each pair of mapped neighbours once (east and south): how many, how many have no
+// healthy physical path, their physical hops beyond one summed over those with a path, the most on one link, and
+// how many are longer than one hop. What `defects`, a study's points and decode's regions count.
+struct RepairLinks {
+  std::int64_t links = 0, no_path = 0, extra_hops = 0, max_extra = 0, detoured = 0;
+};
+RepairLinks repair_links(const RepairResult& r);
+
 // Every registered scheme; a test lists the names so none silently drops out of the build.
 std::vector<std::string> repair_scheme_names();
 // Throws InputError naming the scheme and the known ones.

@@ -264,6 +264,45 @@ TEST(Repair, RowShiftKnownCases) {
   EXPECT_TRUE(rs.repair(s, DefectMap{}).complete);
 }
 
+// repair_links counts each pair of mapped logical neighbours once: 8 x 8 has 2 x 8 x 7 = 112 links.
+TEST(Repair, LinksAreCountedOncePerPairOfMappedNeighbours) {
+  const WaferSpec s = preset("tiny");
+  const auto& rs = repair_scheme("row-shift");
+  const Grid P = s.physical();
+  {
+    const RepairLinks l = repair_links(rs.repair(s, DefectMap{}));
+    EXPECT_EQ(l.links, 112);
+    EXPECT_EQ(l.no_path + l.extra_hops + l.max_extra + l.detoured, 0);
+  }
+  {  // One failed link, 3 hops around: one detoured link, 2 extra hops (not 4: the reverse is the same link).
+    DefectMap m(P);
+    m.add({DefectKind::Link, {4, 4}, Dir::East});
+    const RepairLinks l = repair_links(rs.repair(s, m));
+    EXPECT_EQ(l.links, 112);
+    EXPECT_EQ(l.detoured, 1);
+    EXPECT_EQ(l.extra_hops, 2);
+    EXPECT_EQ(l.max_extra, 2);
+    EXPECT_EQ(l.no_path, 0);
+  }
+  {  // A tile cut off by two failed links: two links without a path, counted as links, with no hops.
+    DefectMap m(P);
+    m.add({DefectKind::Link, {0, 0}, Dir::East});
+    m.add({DefectKind::Link, {0, 0}, Dir::South});
+    const RepairLinks l = repair_links(rs.repair(s, m));
+    EXPECT_EQ(l.links, 112);
+    EXPECT_EQ(l.no_path, 2);
+    EXPECT_EQ(l.detoured, 0);
+  }
+  {  // Logical (7, 5) left unmapped: its west, north and south links are not links at all (112 - 3).
+    DefectMap m(P);
+    for (int x : {0, 1, 2}) m.add({DefectKind::Core, {x, 1}});
+    for (int x : {3, 4}) m.add({DefectKind::Core, {x, 6}});
+    const RepairResult r = rs.repair(s, m);
+    ASSERT_EQ(r.physical_of({7, 5}), (Coord{-1, -1}));
+    EXPECT_EQ(repair_links(r).links, 109);
+  }
+}
+
 TEST(Repair, SpareRowsColsKnownCases) {
   const WaferSpec s = custom_wafer(6, 5, 2, 1);  // physical 8 x 6
   const auto& sc = repair_scheme("spare-rows-cols");
