@@ -468,7 +468,9 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
       const std::int64_t w_extra = links.extra_hops, w_no_path = links.no_path;
       defects += std::int64_t(map.size()), failed += std::int64_t(map.dead_tiles()), extra += w_extra,
           no_path += w_no_path;
-      if (!rr.complete && complete) reason = wafers > 1 ? fmt::format("wafer {}: {}", k, rr.reason) : rr.reason;
+      // (every wafer whose repair failed, as decode's config line names them)
+      if (!rr.complete)
+        reason += (reason.empty() ? "" : "; ") + (wafers > 1 ? fmt::format("wafer {}: {}", k, rr.reason) : rr.reason);
       complete = complete && rr.complete;
       each.push_back({{"defects", map.size()}, {"failed_tiles", map.dead_tiles()}, {"complete", rr.complete},
                       {"usable_tiles", rr.usable.area()}, {"extra_hops", w_extra}, {"links_without_path", w_no_path}});

@@ -109,6 +109,18 @@ else:
     if each != [(counts[k], extra[k]) for k in (0, 1)]:
         fails.append(f"the study's point per wafer: {each}")
 
+# A point whose repair fails on every wafer names each of them in its reason, not the first alone.
+spec = {"schema": 1, "name": "three dense wafers",
+        "fixed": {"wafer": "tiny", "model": "tiny-llama", "context": 64, "wafers": 3, "density": 1000, "seed": 1}}
+json.dump(spec, open(p("dense.json"), "w"))
+r = subprocess.run([exe, "sweep", "--spec", p("dense.json"), "--out", p("dense")], capture_output=True, text=True, timeout=300)
+line = json.loads(open(p("dense/points.jsonl")).readline()) if os.path.exists(p("dense/points.jsonl")) else {}
+rep = line.get("repair", {})
+if [w["complete"] for w in rep.get("per_wafer", [])] != [False] * 3:
+    fails.append(f"the dense study's point: per_wafer {rep.get('per_wafer')} (every wafer's repair should fail)")
+elif [rep.get("reason", "").count(f"wafer {k}: ") for k in range(3)] != [1, 1, 1]:
+    fails.append(f"the dense study's point's reason does not name each failed wafer once: {rep.get('reason')!r}")
+
 # Each wafer's own seed is given: wafer 1's map alone is a single decode of that seed.
 m = re.search(r"seeds (\d+), (\d+);", a["config"]["defects"])
 if not m or m.group(1) != "1":
