@@ -32,9 +32,11 @@ struct Registrar {
 const std::vector<Command>& commands();
 
 // Parses a subcommand's arguments (every subcommand gets --help and --json PATH). Returns false when
-// --help was printed. Bad options throw po::error, reported by main as a one-line error.
+// --help was printed. Bad options throw po::error, reported by main as a one-line error. `check_json`: whether
+// --json's path is checked writable here (traces::check_writable); false for a command that checks it itself, after
+// what would refuse it for a better reason (table: --json inside --out).
 bool parse(const std::vector<std::string>& args, po::options_description& opts, std::string_view command,
-           std::string_view usage, po::variables_map& vm);
+           std::string_view usage, po::variables_map& vm, bool check_json = true);
 
 // Prints the report's human summary on stdout and writes --json if given (atomically).
 // The version of the results' JSON (`--json` of every subcommand: its top-level `schema_version`); raised

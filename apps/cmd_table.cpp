@@ -49,11 +49,16 @@ std::vector<std::int64_t> parse_list(const std::string& opt, const std::string& 
     const std::string item = s.substr(i, j - i);
     std::size_t used = 0;
     long long v = 0;
+    bool range = false;
     try {
       v = std::stoll(item, &used);
+    } catch (const std::out_of_range&) {
+      range = true;
     } catch (...) {
       used = 0;
     }
+    if (range)
+      throw hw::InputError(fmt::format("--{} '{}': {} is out of range (a 64-bit integer)", opt, s, item));
     if (item.empty() || used != item.size())
       throw hw::InputError(fmt::format("--{} '{}': '{}' is not an integer", opt, s, item));
     if (v < 1) throw hw::InputError(fmt::format("--{} '{}': {} must be at least 1", opt, s, v));
@@ -349,7 +354,9 @@ int run_table(const std::vector<std::string>& args) {
        "worker processes sharing the grid's steps (decode steps, prefill chunks); the files are the same")
       ("no-cache", "build every point from scratch (no mapping, mesh or memory kept from earlier points); the files are the same");
   po::variables_map vm;
-  if (!parse(args, opts, "table", "--wafer W --model M --contexts L --batches L --prefill-tokens L --out DIR", vm)) return 0;
+  if (!parse(args, opts, "table", "--wafer W --model M --contexts L --batches L --prefill-tokens L --out DIR", vm,
+             false))
+    return 0;
   const auto t0 = std::chrono::steady_clock::now();
   if (!vm.count("out")) throw hw::InputError("--out DIR is required");
   const std::int64_t jobs = vm["jobs"].as<std::int64_t>();
@@ -380,7 +387,6 @@ int run_table(const std::vector<std::string>& args) {
   if (base.placement == "auto") throw hw::InputError("--placement auto is not taken by table: name a placement");
   mapper::placement(base.placement);  // (an unknown name: one line now, not one per point)
   if (vm["out"].as<std::string>().empty()) throw hw::InputError("--out: empty path");
-  check_apart(given_paths(vm, {"json"}), given_paths(vm, {"model", "wafer"}), given_paths(vm, {"out"}));
 
   // The output folder: a temporary sibling, renamed at the end (no partial folder is ever left at --out).
   fs::path out = fs::path(vm["out"].as<std::string>());
@@ -389,6 +395,16 @@ int run_table(const std::vector<std::string>& args) {
   if (!out.has_filename() && out.has_parent_path()) out = out.parent_path();
   if (out.filename() == "." || out.filename() == "..") out = fs::weakly_canonical(fs::absolute(out));
   std::error_code ec;
+  // A link to a folder: the folder it names (the rename at the end replaced the link with a folder of its own).
+  if (fs::is_symlink(fs::symlink_status(out, ec))) {
+    if (!fs::exists(out, ec)) throw hw::InputError(fmt::format("--out {}: a link to nothing", out.string()));
+    out = fs::canonical(out, ec);
+  }
+  // (the journal beside --out is an output too: --json over it was written and broke the next run's resume)
+  std::vector<NamedPath> outputs{{"--out (its journal)", Journal::beside(out).string()}};
+  for (NamedPath& j : given_paths(vm, {"json"})) outputs.push_back(std::move(j));
+  check_apart(outputs, given_paths(vm, {"model", "wafer"}), {{"--out", out.string()}});
+  if (vm.count("json")) traces::check_writable(vm["json"].as<std::string>(), "--json");
   if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec)))
     throw hw::InputError(fmt::format("--out {}: exists and is not an empty folder", out.string()));
   const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
@@ -514,6 +530,14 @@ int run_table(const std::vector<std::string>& args) {
     journal.remove();
     throw hw::InputError(fmt::format("no point of the grid maps: {}", skipped.front()));
   }
+  // (the serving simulators' tables need decode rows: prefill rows alone made an empty per_sequence.csv and
+  // max_num_seqs 0, without a word)
+  if (std::none_of(done.begin(), done.end(), [](const Point& p) { return p.phase == "decode"; })) {
+    journal.remove();
+    const auto first = std::find_if(skipped.begin(), skipped.end(), [](const std::string& s) { return s.starts_with("decode "); });
+    throw hw::InputError(fmt::format("no decode point of the grid maps (only prefill points do): {}",
+                                     first == skipped.end() ? std::string("none") : *first));
+  }
   auto us = [&](Cycle c) { return spec.cycles_to_us(double(c)); };
   const double L = double(model.layers);
   // One decoder layer's time of an operator (one norm for `layernorm`: a layer has two).
@@ -559,7 +583,8 @@ int run_table(const std::vector<std::string>& args) {
   // config.json.)
   std::string org, hf_name;
   {
-    fs::path cfg = fs::path(model.source);
+    // (the path as the file lies, not as typed: config.json given from inside ORG/NAME, or ../config.json)
+    fs::path cfg = model.source.empty() ? fs::path() : fs::absolute(fs::path(model.source)).lexically_normal();
     if (cfg.stem() == "config") cfg = cfg.parent_path();
     else cfg.replace_extension();
     hf_name = cfg.filename().string();

@@ -133,7 +133,12 @@ std::string kb(double bytes) {
   if (bytes >= double(detail::kSramSaturate)) return "more than 1 GB";  // SRAM figures saturate there
   return fmt::format("{:.1f} KB", bytes / 1024.0);
 }
-std::string gb(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
+// (in MB or KB below 0.1 GB: a small wafer's SRAM and a test model's weights said "0.0 GB")
+std::string gb(double bytes) {
+  if (bytes >= 1e8) return fmt::format("{:.1f} GB", bytes / 1e9);
+  if (bytes >= 1e5) return fmt::format("{:.1f} MB", bytes / 1e6);
+  return fmt::format("{:.1f} KB", bytes / 1e3);
+}
 
 // Destinations from one stage's residual column to the next one's, row by row (global frame), and the
 // bursts each destination row receives. Equal heights give one burst per row at a constant offset.

@@ -259,31 +259,33 @@ OutputPath output_path(const std::filesystem::path& path) {
 void check_writable(const std::filesystem::path& path, std::string_view option) {
   // (a folder would pass the probe below, PATH.tmp beside it, and fail only at the end, at the rename)
   std::error_code dir_ec;
+  // (what the errors name: the option and its path, or the path alone)
+  const std::string who = option.empty() ? path.string() : fmt::format("{} {}", option, path.string());
   if (path.empty())
     throw hw::InputError(fmt::format("{}an output path is empty; give the path of a file to write",
                                      option.empty() ? std::string() : std::string(option) + ": "));
   if (!path.has_filename() || std::filesystem::is_directory(path, dir_ec))
-    throw hw::InputError(fmt::format("{}: is a folder; give the path of a file to write", path.string()));
+    throw hw::InputError(fmt::format("{}: is a folder; give the path of a file to write", who));
   const OutputPath out = output_path(path);
   if (out.fd >= 0) {
     const int flags = ::fcntl(out.fd, F_GETFL);
     if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
-      throw hw::InputError(fmt::format("{}: cannot write output file (descriptor {} is {})", path.string(), out.fd,
+      throw hw::InputError(fmt::format("{}: cannot write output file (descriptor {} is {})", who, out.fd,
                                        flags < 0 ? "not open" : "open for reading only"));
     return;
   }
   if (out.stream()) {  // (not opened: opening would truncate what a redirected /dev/stdout already holds)
     if (::access(out.target.c_str(), W_OK) != 0)
-      throw hw::InputError(fmt::format("{}: cannot write output file ({})", path.string(), std::strerror(errno)));
+      throw hw::InputError(fmt::format("{}: cannot write output file ({})", who, std::strerror(errno)));
     return;
   }
   std::ofstream f(out.tmp, std::ios::trunc);
   if (!f) {
     const std::filesystem::path folder = out.target.parent_path();
     if (!folder.empty() && !std::filesystem::is_directory(folder, dir_ec))
-      throw hw::InputError(fmt::format("{}: cannot write output file: its folder {} does not exist", path.string(),
+      throw hw::InputError(fmt::format("{}: cannot write output file: its folder {} does not exist", who,
                                        folder.string()));
-    throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));
+    throw hw::InputError(fmt::format("{}: cannot write output file", who));
   }
   f.close();
   std::error_code ec;

@@ -19,6 +19,19 @@ wafer_cli_test(table_unwritable --exit 2 --one-line-error --stderr "--out /dev/n
 # (checked before the points: it was one "not mapped" line per point, then the error)
 wafer_cli_test(table_placement_unknown --exit 2 --one-line-error --stderr "unknown placement 'bogus'" --no-file ${OUT}/tbad9
   -- ${WAFER_EMU} table ${TT} --contexts 32,64 --batches 1,2 --prefill-tokens 4 --placement bogus --out ${OUT}/tbad9)
+wafer_cli_test(table_out_huge --exit 2 --one-line-error --stderr "99999999999999999999 is out of range" --no-file ${OUT}/tbad10
+  -- ${WAFER_EMU} table ${TT} --contexts 99999999999999999999 --out ${OUT}/tbad10)
+# Prefill rows alone make no serving table (per_sequence.csv was empty, max_num_seqs 0, exit 0); the points' progress
+# lines come first.
+wafer_cli_test(table_no_decode_maps --exit 2 --stderr "error: no decode point of the grid maps .only prefill points do.: decode tokens 65536"
+  --no-file ${OUT}/tbad11 -- ${WAFER_EMU} table ${TT} --contexts 32 --batches 65536 --prefill-tokens 4 --out ${OUT}/tbad11)
+# --json over the journal beside --out (it broke the next run's resume), --json inside an --out not made yet (its
+# reason, not a missing folder), --out a link to nothing.
+wafer_cli_test(table_json_journal --exit 2 --one-line-error --stderr "names the file --out .its journal. writes"
+  --no-file ${OUT}/tbad12 -- ${WAFER_EMU} table ${TT} --contexts 32 --batches 1 --prefill-tokens 4 --out ${OUT}/tbad12
+  --json ${OUT}/.tbad12.partial.jsonl)
+wafer_cli_test(table_json_inside_new_out --exit 2 --one-line-error --stderr "lies in --out" --no-file ${OUT}/tbad13
+  -- ${WAFER_EMU} table ${TT} --contexts 32 --batches 1 --prefill-tokens 4 --out ${OUT}/tbad13 --json ${OUT}/tbad13/s.json)
 wafer_cli_test(table_out_missing --exit 2 --one-line-error --stderr "--out DIR is required" -- ${WAFER_EMU} table ${TT})
 # The same files with and without --no-cache (apps/point_cache.h: the mesh model and memory kept between points).
 add_test(NAME cli.table_cache COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cache_check.py table ${WAFER_EMU} ${OUT}/table_cache)

@@ -220,4 +220,22 @@ check(os.path.isdir(os.path.join(nb, "tp1")), f"a downloaded model's folder ORG/
 check("model: acme/Tiny-Model\n" in open(os.path.join(nb, "meta.yaml")).read() if os.path.isdir(nb) else False,
       "meta.yaml's model is acme/Tiny-Model")
 
+# ... from where the file lies, not as typed: config.json from inside its folder, ../config.json from below it
+# (they gave local/ and local/.. as the model).
+os.makedirs(os.path.join(hf, "sub"), exist_ok=True)
+for where, arg, name in [(hf, "config.json", "named_here"), (os.path.join(hf, "sub"), "../config.json", "named_below")]:
+    r = subprocess.run([exe, "table", "--wafer", "tiny", "--model", arg, "--contexts", "32", "--batches", "1",
+                        "--prefill-tokens", "4", "--out", os.path.join(out, name)], capture_output=True, text=True,
+                       timeout=300, cwd=where)
+    meta = os.path.join(out, name, "llmservingsim", "wafer-emu-tiny", "acme", "Tiny-Model", "default", "meta.yaml")
+    check(r.returncode == 0 and os.path.isfile(meta), f"--model {arg} run in {where}: no bundle at {meta}: {r.stderr}")
+
+# --out a link to an empty folder: the files land in the folder, the link is kept (it was replaced by a folder).
+os.makedirs(os.path.join(out, "empty_target"))
+os.symlink("empty_target", os.path.join(out, "via_link"))
+run(["table", "--wafer", "tiny", "--model", "tiny-llama", "--contexts", "32", "--batches", "1", "--prefill-tokens", "4",
+     "--out", os.path.join(out, "via_link")])
+check(os.path.islink(os.path.join(out, "via_link")), "--out through a link: the link is kept")
+check(os.path.isfile(os.path.join(out, "empty_target", "table.csv")), "--out through a link: the files are in its folder")
+
 check.done("table formats agree with the steps they came from")

@@ -109,4 +109,14 @@ TEST(WaferSpec, ANameIsOneLineOfText) {
       EXPECT_NE(std::string(e.what()).find("must be a non-empty line of text"), std::string::npos) << e.what();
     }
   }
+  // It names a folder of table's outputs: a path in it is refused ("../x" wrote outside --out), dots in a name taken.
+  EXPECT_EQ(named("wse3.v2").name, "wse3.v2");
+  for (const char* bad : {"../../x", "a/b", "a\\b", "..", "."}) {
+    try {
+      named(bad);
+      ADD_FAILURE() << "name " << bad << " taken";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("names a folder in outputs"), std::string::npos) << e.what();
+    }
+  }
 }
