@@ -60,10 +60,12 @@ std::vector<NamedPath> given_paths(const po::variables_map& vm, std::initializer
 // refused too.
 void check_apart(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs,
                  const std::vector<NamedPath>& folders = {});
-// The files of study folder `dir` (sweep --out) a run reads, named by `option`: its spec.json and points.jsonl.
+// The files of study folder `dir` (sweep --out) a run reads, named by `option`: its spec.json and points.jsonl, and
+// (when spec.json reads) the study file it was made from and the model and wafer files that names (sweep::input_files).
 std::vector<NamedPath> study_files(const std::filesystem::path& dir, const std::string& option);
 // The files sweep writes in study folder `dir` once the study is complete (summary.csv, summary.json,
-// placements.csv, sensitivity.csv), named by `option`: outputs for check_apart, listed before the run's own, so
+// placements.csv, sensitivity.csv) and its workers' memory table, named by `option`: outputs for check_apart,
+// listed before the run's own, so
 // that no other output is written over them (a report's page named summary.csv replaced the study's summary).
 std::vector<NamedPath> study_outputs(const std::filesystem::path& dir, const std::string& option);
 

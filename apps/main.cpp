@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "apps/cli.h"
+#include "apps/memory_gate.h"
+#include "apps/sweep.h"
 #include "hw/error.h"
 #include "hw/json_input.h"
 #include "mapper/model_config.h"
@@ -134,13 +136,26 @@ void check_apart(const std::vector<NamedPath>& outputs, const std::vector<NamedP
 }
 
 std::vector<NamedPath> study_files(const std::filesystem::path& dir, const std::string& option) {
-  return {{option, (dir / "spec.json").string()}, {option, (dir / "points.jsonl").string()}};
+  std::vector<NamedPath> out{{option, (dir / "spec.json").string()}, {option, (dir / "points.jsonl").string()}};
+  // The study file the folder was made from and the model and wafer files it names, as its spec.json records them
+  // (sweep --summarize --json and report --out wrote over them); a folder whose spec.json does not read has none
+  // here, and is refused when read.
+  try {
+    sweep::Study study = sweep::read_dir_study(dir);
+    study.dir = std::filesystem::path(study.path).parent_path();  // (its relative paths start at the study file's folder)
+    out.push_back({fmt::format("{} (the study file)", option), study.path});
+    for (const auto& [key, file] : sweep::input_files(study))
+      out.push_back({fmt::format("{} (the study's {})", option, key), file.string()});
+  } catch (const std::exception&) {
+  }
+  return out;
 }
 
 std::vector<NamedPath> study_outputs(const std::filesystem::path& dir, const std::string& option) {
   std::vector<NamedPath> out;
   for (const char* f : {"summary.csv", "summary.json", "placements.csv", "sensitivity.csv"})
     out.push_back({option, (dir / f).string()});
+  out.push_back({option, MemoryGate::table(dir).string()});  // (the workers' memory table)
   return out;
 }
 

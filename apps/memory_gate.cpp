@@ -107,8 +107,10 @@ void save(int fd, const std::vector<Entry>& es, const std::filesystem::path& pat
 
 }  // namespace
 
+std::filesystem::path MemoryGate::table(const std::filesystem::path& dir) { return dir / (".memory-" + host_name()); }
+
 std::int64_t MemoryGate::waiting(const std::filesystem::path& dir) {
-  const std::filesystem::path path = dir / (".memory-" + host_name());
+  const std::filesystem::path path = table(dir);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   std::int64_t n = 0;
@@ -124,7 +126,7 @@ std::int64_t MemoryGate::waiting(const std::filesystem::path& dir) {
 }
 
 MemoryGate::MemoryGate(const std::filesystem::path& dir, std::function<void()> release)
-    : path_(dir / (".memory-" + host_name())),
+    : path_(table(dir)),
       release_(std::move(release)),
       pid_(long(::getpid())),
       start_(start_time(pid_).value_or(0)) {

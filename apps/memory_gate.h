@@ -55,6 +55,8 @@ class MemoryGate {
   // How many live processes wait for memory in the table of `dir` on this host (0 when there is none): the
   // progress line of `sweep --jobs N` shows it.
   static std::int64_t waiting(const std::filesystem::path& dir);
+  // The memory table of the study folder `dir` on this host (.memory-HOST), which the gates of its workers share.
+  static std::filesystem::path table(const std::filesystem::path& dir);
 
  private:
   void set_idle();

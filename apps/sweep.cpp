@@ -673,19 +673,17 @@ std::map<std::int64_t, ojson> PointsFile::read_all() {
 
 // ---- DIR ---------------------------------------------------------------------------------------------------
 
-ojson input_digests(const Study& study) {
-  ojson out = ojson::object();
+std::vector<std::pair<std::string, std::filesystem::path>> input_files(const Study& study) {
+  std::vector<std::pair<std::string, std::filesystem::path>> out;
   auto note = [&](const std::string& key, const ojson& v) {
     if ((key != "model" && key != "wafer") || !v.is_string()) return;
     const std::string arg = v.get<std::string>();
     std::filesystem::path file;
     if (hw::names_file(arg)) file = std::filesystem::path(arg).is_relative() ? study.dir / arg : std::filesystem::path(arg);
     else if (key == "model") file = mapper::model_file(arg);  // (a shipped model's config; a wafer preset is no file)
-    if (file.empty() || out.contains(key + " " + arg)) return;
-    try {
-      out[key + " " + arg] = hash_text(hw::read_input_file(file, key == "model" ? "model config" : "wafer file"));
-    } catch (const InputError&) {  // (the point that names it fails, saying why)
-    }
+    if (file.empty() || std::any_of(out.begin(), out.end(), [&](const auto& f) { return f.first == key + " " + arg; }))
+      return;
+    out.push_back({key + " " + arg, file});
   };
   for (const auto& [k, v] : study.fixed) note(k, v);
   for (const auto& [k, vs] : study.axes)
@@ -694,6 +692,15 @@ ojson input_digests(const Study& study) {
         for (auto it = v.begin(); it != v.end(); ++it) note(it.key(), it.value());
       else
         note(k, v);
+    }
+  return out;
+}
+
+ojson input_digests(const Study& study) {
+  ojson out = ojson::object();
+  for (const auto& [key, file] : input_files(study)) try {
+      out[key] = hash_text(hw::read_input_file(file, key.starts_with("model") ? "model config" : "wafer file"));
+    } catch (const InputError&) {  // (the point that names it fails, saying why)
     }
   return out;
 }

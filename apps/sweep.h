@@ -134,6 +134,9 @@ void prepare_dir(const std::filesystem::path& dir, const Study& study);
 // "model NAME" / "wafer PATH" -> hash_text of the file's content, for every model (shipped or a file) and wafer file
 // the study names; a file that cannot be read is left out (the point naming it fails, saying why).
 ojson input_digests(const Study& study);
+// The model config and wafer files the study names ("model ARG" / "wafer ARG", and the file read for it; relative
+// paths from the study file's folder), each once: what input_digests hashes.
+std::vector<std::pair<std::string, std::filesystem::path>> input_files(const Study& study);
 // Writes PATH through a temporary file of this process's own (PATH.tmp.PID) and a rename: processes of one
 // study may write the same file at once, and a reader never sees a partial one.
 void write_shared(const std::filesystem::path& path, const std::string& text);

@@ -10,7 +10,7 @@ the file as it was):
 
 Usage: outputs_over_inputs_check.py WAFER_EMU OUTDIR CONFIGS_DIR
 """
-import hashlib, json, os, shutil, subprocess, sys
+import hashlib, json, os, shutil, socket, subprocess, sys
 
 exe, out, configs = sys.argv[1], sys.argv[2], sys.argv[3]
 shutil.rmtree(out, ignore_errors=True)
@@ -48,6 +48,15 @@ refused(["sweep", "--spec", "s.json", "--out", "study", "--json", "mymodel.json"
 ok(["sweep", "--spec", "s.json", "--out", "study"])
 refused(["sweep", "--summarize", "study", "--json", "study/summary.csv"], p("study/summary.csv"), "names the file --summarize writes")
 refused(["report", "--in", "study", "--out", "study/summary.csv"], p("study/summary.csv"), "names the file the study's sweep writes")
+# The study file and the model it names, read back from the folder's spec.json: --summarize's --json and report's
+# --out were written over them (exit 0); the workers' memory table is the sweep's too.
+refused(["sweep", "--summarize", "study", "--json", "s.json"], p("s.json"), "names the file --summarize (the study file) reads")
+refused(["sweep", "--summarize", "study", "--json", "mymodel.json"], p("mymodel.json"),
+        "names the file --summarize (the study's model mymodel.json) reads")
+refused(["report", "--in", "study", "--out", "s.json"], p("s.json"), "names the file --in (the study file) reads")
+refused(["report", "--in", "study", "--json", "mymodel.json"], p("mymodel.json"), "(the study's model mymodel.json) reads")
+memory_table = "study/.memory-" + socket.gethostname()
+refused(["report", "--in", "study", "--out", memory_table], p(memory_table), "the study's sweep writes")
 
 ok(["decode"] + tiny + ["--json", "r.json"])
 os.makedirs(p("rr"))
