@@ -238,6 +238,7 @@ int run_sweep(const std::vector<std::string>& args) {
   if (vm.count("json")) traces::check_writable(vm["json"].as<std::string>(), "--json");
   {
     std::vector<NamedPath> inputs{{"--spec", spec_arg}};  // (named first: what the command line gave)
+    for (const auto& [key, file] : sweep::input_files(study)) inputs.push_back({fmt::format("--spec (its {})", key), file.string()});
     for (NamedPath& p : study_files(out, "--out")) inputs.push_back(std::move(p));
     std::vector<NamedPath> outputs = study_outputs(out, "--out");
     for (NamedPath& p : given_paths(vm, {"json"})) outputs.push_back(std::move(p));

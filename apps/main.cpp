@@ -100,6 +100,12 @@ bool within(const std::filesystem::path& file, const std::filesystem::path& fold
     else if (f == file.end() || *f != *d) return false;
   return true;
 }
+// Whether two identities name one file: the same path, or two names of one existing file (a hard link: its paths
+// differ; refused only when written, after the run, before).
+bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code ec;
+  return a == b || (std::filesystem::equivalent(a, b, ec) && !ec);
+}
 // The paths with their identities.
 std::vector<std::pair<const NamedPath*, std::filesystem::path>> identified(const std::vector<NamedPath>& paths) {
   std::vector<std::pair<const NamedPath*, std::filesystem::path>> out;
@@ -116,11 +122,11 @@ void check_apart(const std::vector<NamedPath>& outputs, const std::vector<NamedP
   for (std::size_t i = 0; i < files.size(); ++i) {
     const auto& [o, id] = files[i];
     for (std::size_t j = 0; j < i; ++j)
-      if (id == files[j].second)
+      if (same_file(id, files[j].second))
         throw hw::InputError(fmt::format("{} {} names the file {} writes: one would be written over the other", o->option,
                                          o->path, files[j].first->option));
     for (const auto& [in, in_id] : ins)
-      if (id == in_id)
+      if (same_file(id, in_id))
         throw hw::InputError(fmt::format("{} {} names the file {} reads: it would be written over", o->option, o->path,
                                          in->option));
     for (const auto& [f, d] : dirs)

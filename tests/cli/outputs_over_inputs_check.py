@@ -5,6 +5,8 @@ the file as it was):
   WAFER_EMU_CONFIGS, so that a failure cannot touch the repository's);
 - sweep --json over a model config the study names by a path relative to it, and over the study's summary.csv;
 - report --out over a study's summary.csv, report --json over a CSV the report writes beside its page;
+- sweep --summarize --json and report --out/--json over the study file or the model its folder's spec.json names;
+- a hard link to an input, refused before the run;
 - two outputs through a link whose target does not exist yet;
 - an empty path, refused naming its option.
 
@@ -44,7 +46,7 @@ refused(["decode"] + tiny + ["--json", shipped], shipped, "names the file --mode
 shutil.copy(shipped, p("mymodel.json"))
 json.dump({"schema": 1, "fixed": {"wafer": "tiny", "model": "mymodel.json", "context": 64}}, open(p("s.json"), "w"))
 refused(["sweep", "--spec", "s.json", "--out", "study", "--json", "mymodel.json"], p("mymodel.json"),
-        "the run read it as a model config")
+        "--json mymodel.json names the file --spec (its model mymodel.json) reads")
 ok(["sweep", "--spec", "s.json", "--out", "study"])
 refused(["sweep", "--summarize", "study", "--json", "study/summary.csv"], p("study/summary.csv"), "names the file --summarize writes")
 refused(["report", "--in", "study", "--out", "study/summary.csv"], p("study/summary.csv"), "names the file the study's sweep writes")
@@ -57,6 +59,13 @@ refused(["report", "--in", "study", "--out", "s.json"], p("s.json"), "names the 
 refused(["report", "--in", "study", "--json", "mymodel.json"], p("mymodel.json"), "(the study's model mymodel.json) reads")
 memory_table = "study/.memory-" + socket.gethostname()
 refused(["report", "--in", "study", "--out", memory_table], p(memory_table), "the study's sweep writes")
+
+# A hard link to an input is the input, refused before the run (it was refused only when written, after the run).
+os.link(p("mymodel.json"), p("hard.json"))
+refused(["decode", "--wafer", "tiny", "--model", "mymodel.json", "--context", "64", "--json", "hard.json"], p("mymodel.json"),
+        "--json hard.json names the file --model reads")
+refused(["sweep", "--spec", "s.json", "--out", "study_hard", "--json", "hard.json"], p("mymodel.json"),
+        "--json hard.json names the file --spec (its model mymodel.json) reads")
 
 ok(["decode"] + tiny + ["--json", "r.json"])
 os.makedirs(p("rr"))
