@@ -588,6 +588,11 @@ int run_decode(const std::vector<std::string>& args) {
     const DumpedTile d = parse_tile(vm["dump-firmware"].as<std::string>());  // (checked against the wafer above)
     if (mo.wafers > 1) fmt::print("wafer {} of {}: ", d.wafer, mo.wafers);
     fmt::print("{}", firmware::dump(*images[std::size_t(d.wafer)], d.at));
+    // (why it is idle, when repair is why: it printed "idle (no program)" alone)
+    const noc::Fabric& f = fabrics.of(std::size_t(d.wafer));
+    if (!f.router_ok(f.grid().index(d.at)))
+      fmt::print("tile ({},{}): repair left it without a working router (no working physical tile hosts it)\n",
+                 d.at.x, d.at.y);
     return 0;
   }
 

@@ -118,6 +118,10 @@ wafer_cli_test(decode_dump_no_reuse --exit 2 --one-line-error --stderr "--dump-f
 # A pipeline's wafer K's tile (its wafers differ in stages and, with defects, in maps).
 wafer_cli_test(decode_dump_wafer --stdout "^wafer 1 of 2: tile .0,0.: program" --stdout "layer 1 / "
   -- ${WAFER_EMU} decode ${TINY} --wafers 2 --dump-firmware 0,0@1)
+# A tile repair left without a working router says so (it printed "idle (no program)" alone).
+wafer_cli_test(decode_dump_dead_tile --stdout "idle .no program." --stdout "tile .7,3.: repair left it without a working router"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64 --placement defect-aware --density 400 --seed 2
+  --dump-firmware 7,3)
 wafer_cli_test(decode_dump_no_such_wafer --exit 2 --one-line-error --stderr "--dump-firmware 0,0@2: wafer 2 of a pipeline of 2"
   -- ${WAFER_EMU} decode ${TINY} --wafers 2 --dump-firmware 0,0@2)
 wafer_cli_test(decode_dump_fidelity --exit 2 --one-line-error --stderr "--fidelity does not apply"
