@@ -534,9 +534,10 @@ int run_table(const std::vector<std::string>& args) {
   // max_num_seqs 0, without a word)
   if (std::none_of(done.begin(), done.end(), [](const Point& p) { return p.phase == "decode"; })) {
     journal.remove();
-    const auto first = std::find_if(skipped.begin(), skipped.end(), [](const std::string& s) { return s.starts_with("decode "); });
+    // (every decode point of the grid, of which there is at least one, was skipped)
     throw hw::InputError(fmt::format("no decode point of the grid maps (only prefill points do): {}",
-                                     first == skipped.end() ? std::string("none") : *first));
+                                     *std::find_if(skipped.begin(), skipped.end(),
+                                                   [](const std::string& s) { return s.starts_with("decode "); })));
   }
   auto us = [&](Cycle c) { return spec.cycles_to_us(double(c)); };
   const double L = double(model.layers);

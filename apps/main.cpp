@@ -147,8 +147,7 @@ std::vector<NamedPath> study_files(const std::filesystem::path& dir, const std::
   // (sweep --summarize --json and report --out wrote over them); a folder whose spec.json does not read has none
   // here, and is refused when read.
   try {
-    sweep::Study study = sweep::read_dir_study(dir);
-    study.dir = std::filesystem::path(study.path).parent_path();  // (its relative paths start at the study file's folder)
+    const sweep::Study study = sweep::read_dir_study(dir);
     out.push_back({fmt::format("{} (the study file)", option), study.path});
     for (const auto& [key, file] : sweep::input_files(study))
       out.push_back({fmt::format("{} (the study's {})", option, key), file.string()});

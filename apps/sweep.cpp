@@ -465,15 +465,14 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
       const hw::RepairResult& rr = repaired->repairs[k];
       usable = k == 0 ? rr.usable.area() : std::min(usable, std::int64_t(rr.usable.area()));
       const hw::RepairLinks links = hw::repair_links(rr);
-      const std::int64_t w_extra = links.extra_hops, w_no_path = links.no_path;
-      defects += std::int64_t(map.size()), failed += std::int64_t(map.dead_tiles()), extra += w_extra,
-          no_path += w_no_path;
+      defects += std::int64_t(map.size()), failed += std::int64_t(map.dead_tiles()), extra += links.extra_hops,
+          no_path += links.no_path;
       // (every wafer whose repair failed, as decode's config line names them)
       if (!rr.complete)
         reason += (reason.empty() ? "" : "; ") + (wafers > 1 ? fmt::format("wafer {}: {}", k, rr.reason) : rr.reason);
       complete = complete && rr.complete;
       each.push_back({{"defects", map.size()}, {"failed_tiles", map.dead_tiles()}, {"complete", rr.complete},
-                      {"usable_tiles", rr.usable.area()}, {"extra_hops", w_extra}, {"links_without_path", w_no_path}});
+                      {"usable_tiles", rr.usable.area()}, {"extra_hops", links.extra_hops}, {"links_without_path", links.no_path}});
     }
     rep["defects"] = defects;
     rep["failed_tiles"] = failed;
@@ -774,6 +773,8 @@ Study read_dir_study(const std::filesystem::path& dir) {
     throw InputError(fmt::format("{}: says {} points where its spec has {} (edited?)", f.string(), j["points"].dump(),
                                  st.points()));
   st.path = j.value("source", f.string());
+  // (the study file's folder, where its relative model and wafer paths start, as load_study has it)
+  if (j.contains("source")) st.dir = std::filesystem::path(st.path).parent_path();
   return st;
 }
 

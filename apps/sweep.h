@@ -140,7 +140,7 @@ std::vector<std::pair<std::string, std::filesystem::path>> input_files(const Stu
 // Writes PATH through a temporary file of this process's own (PATH.tmp.PID) and a rename: processes of one
 // study may write the same file at once, and a reader never sees a partial one.
 void write_shared(const std::filesystem::path& path, const std::string& text);
-// Reads DIR/spec.json back (for --summarize).
+// Reads DIR/spec.json back (for --summarize, report): `dir` is the folder of the study file it was made from.
 Study read_dir_study(const std::filesystem::path& dir);
 
 // Percentile p (0..100) of sorted values, linear between closest ranks: x[h] with h = p / 100 x (n - 1).

@@ -55,9 +55,6 @@ inline std::string read_input_file(const std::filesystem::path& file, std::strin
 // document that deep is built (copying one recursed until the stack overflowed).
 inline constexpr int kMaxInputDepth = 256;
 
-// Json::parse(text) (nlohmann::json or ordered_json), with every failure an InputError naming `file`: "malformed
-// JSON at byte N", a number beyond a double, nesting deeper than kMaxInputDepth, and "key 'K' is given twice in one
-// object" for the first key some object repeats.
 // The checks parse_input_json makes, as a SAX pass before the document is built: the depth, and each object's keys
 // (nlohmann's callback parser took time quadratic in the objects of a document: a JSON defect map of 136 k defects
 // read in 4.4 s against 0.27 s as CSV).
