@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -72,6 +73,15 @@ Journal::~Journal() {
 }
 
 std::string hash_file(const fs::path& path) {
+  // (Opened without waiting for a writer: a pipe, read once already as the input, would be waited on for ever.)
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return sweep::hash_text("");
+  struct stat st {};
+  const bool file = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  ::close(fd);
+  if (!file)
+    throw hw::InputError(fmt::format("{}: not a file: its bytes are hashed to resume this run later, and a pipe can be "
+                                     "read only once (give a file)", path.string()));
   std::ifstream f(path, std::ios::binary);
   return sweep::hash_text(std::string(std::istreambuf_iterator<char>(f), {}));
 }

@@ -17,7 +17,8 @@ namespace wafer::apps {
 
 // A wafer as a journal's settings name it: its name and every parameter (hw::wafer_params).
 nlohmann::ordered_json wafer_settings(const hw::WaferSpec& spec);
-// A file's bytes as a journal's settings name them: hashed (sweep::hash_text; a file that cannot be read, as empty).
+// A file's bytes as a journal's settings name them: hashed (sweep::hash_text; a file that cannot be opened, as
+// empty). InputError when it is not a file (a pipe, read once already).
 std::string hash_file(const std::filesystem::path& path);
 
 class Journal {

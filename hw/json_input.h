@@ -2,8 +2,13 @@
 // The project's input files read as JSON (wafer files, defect maps, model configs, studies, validation cases): an
 // object that gives a key twice is an error naming the file and the key. The JSON parser itself keeps the last and
 // drops the others, which would silently ignore a setting a person wrote.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -31,22 +36,50 @@ inline constexpr std::uint64_t kMaxInputBytes = std::uint64_t(256) << 20;
 
 // The bytes of the input file `file`, which `what` names in errors ("wafer file", "model config", ...): InputError
 // when it cannot be opened, when it is a folder (a folder opens as an empty stream: a defect map named *.csv read
-// as a map without defects, a JSON input as malformed), or when it holds more than `limit` bytes.
+// as a map without defects, a JSON input as malformed), when it is a device (/dev/zero behind a link named *.csv
+// was read until the limit), when it holds more than `limit` bytes, and when it is a pipe nothing was written to.
+// A pipe is read (`--model <(jq ... config.json)` is a pipe): it is opened without waiting for a writer, and one
+// nothing is written to within kPipeWriterWaitMs is refused rather than waited on for ever (a FIFO no process writes).
+inline constexpr int kPipeWriterWaitMs = 2000;
 inline std::string read_input_file(const std::filesystem::path& file, std::string_view what,
                                    std::uint64_t limit = kMaxInputBytes) {
-  if (std::error_code ec; std::filesystem::is_directory(file, ec))
-    throw InputError(fmt::format("{}: is a folder, not a {}", file.string(), what));
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open {}", file.string(), what));
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError(fmt::format("{}: cannot open {}", file.string(), what));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw InputError(fmt::format("{}: cannot read {}", file.string(), what));
+  if (S_ISDIR(st.st_mode)) throw InputError(fmt::format("{}: is a folder, not a {}", file.string(), what));
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+    throw InputError(fmt::format("{}: is a device, not a {} (give a file)", file.string(), what));
+  const bool pipe = S_ISFIFO(st.st_mode);
+  bool waited = false;
   std::string text;
   std::vector<char> block(std::size_t(1) << 20);
-  while (in) {
-    in.read(block.data(), std::streamsize(block.size()));
-    text.append(block.data(), std::size_t(in.gcount()));
+  for (;;) {
+    const ssize_t n = ::read(fd, block.data(), block.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && pipe && (errno == EAGAIN || errno == EWOULDBLOCK)) {  // a writer that has not written yet
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, -1) < 0 && errno != EINTR) throw InputError(fmt::format("{}: cannot read {}", file.string(), what));
+      continue;
+    }
+    if (n < 0) throw InputError(fmt::format("{}: cannot read {}", file.string(), what));
+    if (n == 0 && pipe && text.empty() && !waited) {  // (no writer yet: one started just before may not have opened it)
+      waited = true;
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, kPipeWriterWaitMs) > 0) continue;
+    }
+    if (n == 0) break;
+    text.append(block.data(), std::size_t(n));
     if (text.size() > limit)
       throw InputError(fmt::format("{}: more than {} MiB: too large for a {} (refused)", file.string(), limit >> 20, what));
   }
-  if (in.bad()) throw InputError(fmt::format("{}: cannot read {}", file.string(), what));
+  if (pipe && text.empty())
+    throw InputError(fmt::format("{}: a pipe nothing was written to within {} s, not a {}", file.string(),
+                                 kPipeWriterWaitMs / 1000, what));
   note_input_file(file, what);
   return text;
 }

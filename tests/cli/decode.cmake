@@ -26,9 +26,9 @@ wafer_cli_test(decode_tiny_defects --stdout "defects +generated" -- ${WAFER_EMU}
 # --defects-out: the generated map written out and read back decodes the same; bad input.
 add_test(NAME cli.decode_defects_out COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/defects_out_check.py ${WAFER_EMU}
   ${OUT}/defects_out -- ${TINY} --density 100 --seed 3)
-# An input that never ends (or is huge) is refused once it passes 256 MiB, before it fills the memory (it was read
-# until the kernel killed the process); a value holding a newline keeps the error on one line.
-wafer_cli_test(decode_model_endless --exit 2 --one-line-error --stderr "/dev/zero: more than 256 MiB: too large for a model config"
+# A device as an input is refused before it is read (/dev/zero was read until the kernel killed the process; a file
+# beyond 256 MiB is refused once read that far: InputJson tests); a value holding a newline keeps the error on one line.
+wafer_cli_test(decode_model_endless --exit 2 --one-line-error --stderr "/dev/zero: is a device, not a model config"
   -- ${WAFER_EMU} decode --wafer tiny --context 64 --model /dev/zero)
 wafer_cli_test(decode_value_with_newline --exit 2 --one-line-error --stderr "unknown placement 'a.nb'"
   -- ${WAFER_EMU} decode ${TINY} "--placement=a\nb")

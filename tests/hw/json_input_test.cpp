@@ -2,6 +2,10 @@
 // a double), on both sides of each rule.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -18,6 +22,31 @@ std::string refusal(const std::string& text) {
     return e.what();
   }
   return "";
+}
+
+// read_input_file on both sides of its byte limit, and on a folder and a device.
+TEST(InputFile, ReadsUpToItsLimitAndRefusesMoreAFolderAndADevice) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("wafer-input-file-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto file_of = [&](std::size_t bytes) {
+    const std::filesystem::path f = dir / ("f" + std::to_string(bytes));
+    std::ofstream(f, std::ios::binary) << std::string(bytes, 'x');
+    return f;
+  };
+  auto refused = [](const std::filesystem::path& f, std::uint64_t limit) {
+    try {
+      read_input_file(f, "model config", limit);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(read_input_file(file_of(3u << 20), "model config", 3u << 20).size(), std::size_t(3) << 20);
+  EXPECT_NE(refused(file_of((3u << 20) + 1), 3u << 20).find("more than 3 MiB: too large for a model config"), std::string::npos);
+  EXPECT_NE(refused(dir, 3u << 20).find("is a folder, not a model config"), std::string::npos);
+  EXPECT_NE(refused("/dev/null", 3u << 20).find("/dev/null: is a device, not a model config"), std::string::npos);
+  EXPECT_NE(refused(dir / "none", 3u << 20).find("cannot open model config"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(InputJson, NestsUpToItsLimitAndNoDeeper) {

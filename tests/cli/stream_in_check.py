@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""An input that is not a file is read or refused in one line, never waited on for ever (hw::read_input_file).
+
+stream_in_check.py WAFER_EMU OUT_DIR
+
+- a model config through a FIFO a process writes to (after the run opened it, and before): the same latency as from
+  the file itself;
+- a FIFO no process writes to: one line naming it, exit 2, in seconds (the run waited for a writer for ever);
+- a FIFO whose writer closes it without writing: one line, exit 2;
+- /dev/zero behind a link named *.csv as a defect map, and as a model config: "is a device", exit 2, at once (the
+  map was read up to its 512 MiB limit first);
+- `table` given a model through a pipe: one line, exit 2 (its journal hashes the model's bytes, and a pipe's bytes
+  cannot be read twice: the hash read the pipe again and waited for ever).
+"""
+import json, os, subprocess, sys, threading, time
+
+TINY = ["--wafer", "tiny", "--context", "64"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODEL = os.path.join(os.path.dirname(os.path.dirname(HERE)), "configs", "models", "test", "tiny-llama.json")
+
+
+def fail(msg):
+    print(f"FAIL: {msg}")
+    sys.exit(1)
+
+
+def run(args):
+    t0 = time.monotonic()
+    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    return r, time.monotonic() - t0
+
+
+def refused(args, needle, what, most_s=30):
+    r, s = run(args)
+    lines = r.stderr.strip().splitlines()
+    if r.returncode != 2 or len(lines) != 1 or needle not in lines[0]:
+        fail(f"{what}: exit {r.returncode}, stderr {r.stderr!r} (expected one line holding {needle!r}, exit 2)")
+    if s > most_s:
+        fail(f"{what}: took {s:.1f} s")
+    print(f"ok: {what}: {lines[0]} ({s:.2f} s)")
+
+
+def fifo(base, name):
+    p = os.path.join(base, name)
+    if os.path.lexists(p):
+        os.remove(p)
+    os.mkfifo(p)
+    return p
+
+
+def writer(path, text, delay):
+    def go():
+        time.sleep(delay)
+        with open(path, "w") as f:  # (waits for the reader, then writes)
+            f.write(text)
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    return t
+
+
+def latency(args, what):
+    r, _ = run(args + ["--json", "/dev/stdout"])
+    if r.returncode != 0:
+        fail(f"{what}: exit {r.returncode}: {r.stderr}")
+    return json.loads(r.stdout[r.stdout.find("\n{") + 1:])["latency_cycles"]["value"]
+
+
+def main():
+    exe, base = sys.argv[1], sys.argv[2]
+    os.makedirs(base, exist_ok=True)
+    text = open(MODEL).read()
+    want = latency([exe, "decode"] + TINY + ["--model", MODEL], "the model from its file")
+
+    for delay, when in ((0.3, "after the run opened it"), (0.0, "before")):
+        f = fifo(base, "model.json")
+        t = writer(f, text, delay)
+        got = latency([exe, "decode"] + TINY + ["--model", f], f"a model through a FIFO written {when}")
+        t.join(10)
+        if got != want:
+            fail(f"a model through a FIFO written {when}: {got} cycles against {want} from the file")
+        print(f"ok: a model through a FIFO written {when}: {got} cycles, as from the file")
+
+    f = fifo(base, "model.json")
+    refused([exe, "decode"] + TINY + ["--model", f], "a pipe nothing was written to", "a FIFO no process writes to", 20)
+    f = fifo(base, "model.json")
+    t = threading.Thread(target=lambda: open(f, "w").close(), daemon=True)
+    t.start()
+    refused([exe, "decode"] + TINY + ["--model", f], "a pipe nothing was written to", "a FIFO closed unwritten", 20)
+    t.join(10)
+
+    z = os.path.join(base, "zero.csv")
+    if os.path.lexists(z):
+        os.remove(z)
+    os.symlink("/dev/zero", z)
+    refused([exe, "decode"] + TINY + ["--model", "tiny-llama", "--defects", z], "zero.csv: is a device, not a defect map",
+            "/dev/zero behind a link named *.csv as a defect map", 10)
+    refused([exe, "decode"] + TINY + ["--model", "/dev/zero"], "/dev/zero: is a device, not a model config",
+            "/dev/zero as a model config", 10)
+
+    f = fifo(base, "table-model.json")
+    t = writer(f, text, 0.0)
+    refused([exe, "table", "--wafer", "tiny", "--model", f, "--contexts", "64", "--prefill-tokens", "64", "--out",
+             os.path.join(base, "table")], "not a file: its bytes are hashed", "table given a model through a pipe", 20)
+    t.join(10)
+
+
+if __name__ == "__main__":
+    main()
