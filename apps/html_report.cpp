@@ -312,9 +312,17 @@ void check_form(const json& j, const std::string& where, const std::string& file
   if (!j.is_object()) return;
   if (j.contains("columns") && j["columns"].is_array()) {  // (a table; the regions' "columns" is a count)
     if (!j.contains("rows") || !j["rows"].is_array()) bad("is a table without a list of rows");
-    for (const json& row : j["rows"])
+    for (const json& row : j["rows"]) {
       if (!row.is_array() || row.size() != j["columns"].size())
         bad(fmt::format("has a row of other than its {} columns", j["columns"].size()));
+      // (a column with a unit holds figures: decode writes them as finite numbers of 0 or more)
+      for (std::size_t c = 0; c < row.size(); ++c)
+        if (const json& col = j["columns"][c]; col.is_object() && col.contains("unit") && col["unit"].is_string() &&
+                                               !col["unit"].get<std::string>().empty() &&
+                                               !(row[c].is_number() && std::isfinite(row[c].get<double>()) && row[c].get<double>() >= 0))
+          bad(fmt::format("has {} in its column {} [{}], which holds figures of 0 or more", row[c].dump(),
+                          col.value("name", std::string("?")), col["unit"].get<std::string>()));
+    }
     return;
   }
   if (j.contains("value") && j["value"].is_array()) {
@@ -353,6 +361,48 @@ void check_cells(const json& sec, const std::string& where, const std::string& f
                                        cols, rows));
   }
 }
+// What decode's figures say of each other: the latency in µs is its cycles at the wafer's clock; the critical path's
+// causes (the per-layer table's columns in cycles, but its total) are whole cycles that sum to the latency, and the
+// path's other counts whole too; a pipeline's regions hold a section per wafer, wafer_0 to wafer_{N-1}.
+void check_sums(const json& j, const std::string& file) {
+  auto bad = [&](const std::string& what) { throw hw::InputError(fmt::format("{}: {} (edited?)", file, what)); };
+  const auto latency = j["latency_cycles"]["value"].get<std::uint64_t>();
+  const json& cfg = j["config"];
+  const json* clock = cfg.contains("clock") && cfg["clock"].is_object() && cfg["clock"].contains("value") ? &cfg["clock"]["value"] : nullptr;
+  if (!clock || !clock->is_number() || !(clock->get<double>() > 0) || !std::isfinite(clock->get<double>()))
+    bad("config.clock is not {\"value\": a clock in GHz}");
+  const double us = j["latency_us"]["value"].get<double>(), want = double(latency) / (clock->get<double>() * 1e3);
+  if (std::abs(us - want) > 1e-9 * std::max(1.0, want))
+    bad(fmt::format("latency_us {} is not latency_cycles {} at the clock's {} GHz ({} µs)", us, latency, clock->get<double>(), want));
+  const json& bd = j["breakdown"];
+  std::uint64_t sum = 0;
+  bool any = false;
+  if (bd.contains("per_layer") && bd["per_layer"].is_object() && bd["per_layer"].contains("columns"))
+    for (const json& col : bd["per_layer"]["columns"]) {
+      if (!col.is_object() || col.value("unit", std::string()) != "cycles" || col.value("name", std::string()) == "total") continue;
+      const std::string name = col.value("name", std::string());
+      const json* v = bd.contains(name) && bd[name].is_object() && bd[name].contains("value") ? &bd[name]["value"] : nullptr;
+      if (!v || !v->is_number_unsigned()) bad(fmt::format("breakdown.{} is not {{\"value\": a whole number of cycles}}", name));
+      sum += v->get<std::uint64_t>(), any = true;
+    }
+  if (any && sum != latency)
+    bad(fmt::format("the breakdown's causes sum to {} cycles, not the latency's {}", sum, latency));
+  for (auto it = bd.begin(); it != bd.end(); ++it)
+    if (it.value().is_object() && it.value().contains("value") && !it.value()["value"].is_number_unsigned())
+      bad(fmt::format("breakdown.{} is not {{\"value\": a whole count}}", it.key()));
+  if (j.contains("regions") && j["regions"].is_object()) {
+    const json* w = cfg.contains("wafers") && cfg["wafers"].is_object() && cfg["wafers"].contains("value") ? &cfg["wafers"]["value"] : nullptr;
+    const std::int64_t wafers = w && w->is_number_unsigned() ? w->get<std::int64_t>() : -1;
+    std::int64_t sections = 0;
+    for (auto it = j["regions"].begin(); it != j["regions"].end(); ++it)
+      if (it.key().starts_with("wafer_")) ++sections;
+    bool each = wafers >= 1 && sections == wafers;
+    for (std::int64_t k = 0; each && k < wafers; ++k) each = j["regions"].contains(fmt::format("wafer_{}", k));
+    if (!each)
+      bad(fmt::format("regions holds {} wafer sections for config.wafers {}: decode writes wafer_0 to wafer_N-1", sections,
+                      w ? w->dump() : std::string("(none)")));
+  }
+}
 }  // namespace
 
 json read_decode_json(const std::filesystem::path& file) {
@@ -375,6 +425,7 @@ json read_decode_json(const std::filesystem::path& file) {
       (*l)["value"].get<double>() < 0)
     throw hw::InputError(fmt::format("{}: latency_us is not {{\"value\": a time of 0 µs or more}} (edited?)", file.string()));
   check_form(j, "", file.string());
+  check_sums(j, file.string());
   if (j.contains("regions")) {
     const json& reg = j["regions"];
     if (!reg.is_object()) throw hw::InputError(fmt::format("{}: regions is not a section (edited?)", file.string()));
