@@ -670,16 +670,18 @@ Output from_study(const std::filesystem::path& dir) {
   std::size_t lineno = 0;
   std::vector<std::string> lines;
   while (std::getline(in, line)) lines.push_back(line);
+  // (read as sweep --summarize reads them, sweep::PointsFile: a line that is no JSON, a blank one included, is
+  // damage but for the last, which may be being written; a line without a whole index is not a point's)
   for (const auto& l : lines) {
     ++lineno;
-    if (l.empty()) continue;
     try {
       json j = json::parse(l);
-      if (!j.is_object() || !j.contains("status") || !j.contains("settings")) throw json::other_error::create(501, "not a point", nullptr);
+      if (!j.is_object() || !j.contains("index") || !j["index"].is_number_integer())
+        throw hw::InputError(fmt::format("{}:{}: not a point line", pf.string(), lineno));
       pts.emplace_back(lineno, std::move(j));
     } catch (const json::exception&) {
       if (lineno == lines.size()) continue;  // a last line being written
-      throw hw::InputError(fmt::format("{}:{}: not a point of a study (malformed line)", pf.string(), lineno));
+      throw hw::InputError(fmt::format("{}:{}: a line that is not JSON before the last line; the file is damaged", pf.string(), lineno));
     }
   }
   if (pts.empty()) throw hw::InputError(fmt::format("{}: holds no results (no finished point)", pf.string()));

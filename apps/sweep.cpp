@@ -21,6 +21,7 @@
 #include "hw/input_files.h"
 #include "hw/json_input.h"
 #include "hw/repair.h"
+#include "hw/wafer_spec.h"
 #include "mapper/model_config.h"
 #include "mapper/placement.h"
 #include "noc/routing/fabric.h"
@@ -641,6 +642,9 @@ void check_point_line(const ojson& p, const Study& study, std::int64_t index, co
   if (status != "ok" && status != "failed") bad(fmt::format("has status {} (a run writes ok or failed)", p.value("status", ojson()).dump()));
   if (!p.contains("hash") || p["hash"] != hash_text(study.settings(index).dump()))
     bad("does not hold the hash of the study's settings at its index");
+  // (compared as unordered objects: `report` reads the line with its keys sorted)
+  if (!p.contains("settings") || nlohmann::json::parse(p["settings"].dump()) != nlohmann::json::parse(study.settings(index).dump()))
+    bad("does not hold the study's settings at its index");
   if (p.contains("repair") && !(p["repair"].is_object() && p["repair"].contains("complete") && p["repair"]["complete"].is_boolean()))
     bad("holds a repair without a true or false 'complete'");
   for (const char* k : {"usable_tiles", "extra_hops"})
@@ -652,6 +656,25 @@ void check_point_line(const ojson& p, const Study& study, std::int64_t index, co
     if (!(p.contains("latency_us") && p["latency_us"].is_number() && std::isfinite(p["latency_us"].get<double>()) &&
           p["latency_us"].get<double>() > 0))
       bad("is ok but holds no latency a step could have");
+    // The µs are the cycles at the wafer's clock, one a wafer file may give (hw::wafer_params' range of clock_ghz).
+    const double ghz = double(p["latency_cycles"].get<std::int64_t>()) / p["latency_us"].get<double>() / 1e3;
+    for (const hw::ParamInfo& pi : hw::wafer_params())
+      if (pi.key == "clock_ghz" && !(ghz >= pi.min * (1 - 1e-9) && ghz <= pi.max * (1 + 1e-9)))
+        bad(fmt::format("holds latency_us {} for latency_cycles {}: a clock of {} GHz, outside {} to {}", p["latency_us"].dump(),
+                        p["latency_cycles"].dump(), ghz, pi.min, pi.max));
+    // Its causes: whole cycles that sum to the latency (as decode's breakdown).
+    const ojson* bd = p.contains("breakdown_cycles") && p["breakdown_cycles"].is_object() ? &p["breakdown_cycles"] : nullptr;
+    if (!bd || bd->empty()) bad("is ok but holds no breakdown_cycles");
+    std::uint64_t sum = 0;
+    for (auto it = bd->begin(); it != bd->end(); ++it) {
+      if (!it.value().is_number_unsigned()) bad(fmt::format("holds breakdown_cycles.{} {}, no count of cycles", it.key(), it.value().dump()));
+      sum += it.value().get<std::uint64_t>();
+    }
+    if (sum != p["latency_cycles"].get<std::uint64_t>())
+      bad(fmt::format("holds breakdown_cycles summing to {}, not its latency_cycles {}", sum, p["latency_cycles"].dump()));
+  } else if (!(p.contains("failure") && p["failure"].is_object() && p["failure"].contains("stage") &&
+               p["failure"]["stage"].is_string() && p["failure"].contains("reason") && p["failure"]["reason"].is_string())) {
+    bad("failed but holds no failure {stage, reason}");
   }
 }
 

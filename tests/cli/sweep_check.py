@@ -316,14 +316,16 @@ def mode_stats(exe, study, out):
     # reasons that differ only in numbers (counted together), and the points of the last setting, which are left out.
     lines, expect = [], {}
     for i in range(total - 3):
-        s = {"index": i, "study": sid, "hash": point_hash(json.load(open(study)), i), "settings": {}}
+        s = {"index": i, "study": sid, "hash": point_hash(json.load(open(study)), i),
+             "settings": point_settings(json.load(open(study)), i)}
         key = i // 3
         if i % 4 == 3:
             s.update(status="failed", failure={"stage": "map", "reason": f"needs {i} rows, has {i + 1}"})
             expect.setdefault(key, {"us": [], "fail": 0})["fail"] += 1
         else:
             us = 1 + i * i / 7
-            s.update(status="ok", latency_us=us, latency_cycles=round(us * 1100))
+            s.update(status="ok", latency_us=us, latency_cycles=round(us * 1100),
+                     breakdown_cycles={"compute": round(us * 1100)})  # (the causes sum to the latency)
             expect.setdefault(key, {"us": [], "fail": 0})["us"].append(us)
         lines.append(json.dumps(s))
     open(os.path.join(d, "points.jsonl"), "w").write("\n".join(lines) + "\n")
@@ -387,16 +389,21 @@ def settings_at(axes, i):
     return picks
 
 
-def point_hash(spec_in, i):
-    """The hash a run writes for point i: of the study's settings at i, the fixed ones first, then the axes in file
-    order (a joint axis's object flattened), as compact JSON."""
+def point_settings(spec_in, i):
+    """The settings a run writes for point i: the study's fixed ones first, then the axes in file order (a joint
+    axis's object flattened)."""
     s, picks = dict(spec_in.get("fixed", {})), settings_at(axes_of(spec_in), i)
     for k, _ in axes_of(spec_in):
         if isinstance(picks[k], dict):
             s.update(picks[k])
         else:
             s[k] = picks[k]
-    return fnv1a(compact(s))
+    return s
+
+
+def point_hash(spec_in, i):
+    """The hash a run writes for point i: of its settings (point_settings) as compact JSON."""
+    return fnv1a(compact(point_settings(spec_in, i)))
 
 
 def cell(v):
@@ -583,11 +590,11 @@ def mode_summary(exe, study, out):
                 us = 11 + h / 2 + e1[k]
             else:
                 fail = f"needs {seed + 8} rows, has {seed}"
-        l = {"study": spec["study"], "index": i, "hash": point_hash(spec_in, i), "settings": s,
+        l = {"study": spec["study"], "index": i, "hash": point_hash(spec_in, i), "settings": point_settings(spec_in, i),
              "repair": {"defects": seed, "complete": not (den == 200 and seed == 4)},
              "usable_tiles": 64 - seed if den == 100 else 60 - 2 * seed, "extra_hops": seed * (1 if den == 100 else 3)}
         if us is not None:
-            l.update(status="ok", latency_us=us, latency_cycles=round(us * 1100))
+            l.update(status="ok", latency_us=us, latency_cycles=round(us * 1100), breakdown_cycles={"compute": round(us * 1100)})
         else:
             l.update(status="failed", failure={"stage": "map", "reason": fail})
         lines.append(json.dumps(l))
