@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -39,19 +40,22 @@ struct DumpedTile {
   int wafer = 0;
 };
 DumpedTile parse_tile(const std::string& s) {
-  char comma = 0, sign = 0;
-  int used = 0;
-  long long x = 0, y = 0, k = 0;
-  const bool plain = std::sscanf(s.c_str(), "%lld%c%lld%n", &x, &comma, &y, &used) == 3 && std::size_t(used) == s.size();
-  const bool with_wafer = !plain && std::sscanf(s.c_str(), "%lld%c%lld%c%lld%n", &x, &comma, &y, &sign, &k, &used) == 5 &&
-                          sign == '@' && std::size_t(used) == s.size();
-  if ((!plain && !with_wafer) || comma != ',')
-    throw hw::InputError(fmt::format("--dump-firmware '{}': expected X,Y or X,Y@WAFER", s));
-  // (beyond an int, or a long long that sscanf clamped: outside any array, said as given)
-  if (x < 0 || y < 0 || x > 1 << 30 || y > 1 << 30)
-    throw hw::InputError(fmt::format("--dump-firmware {}: outside the array", s));
-  if (k < 0 || k > 1 << 20) throw hw::InputError(fmt::format("--dump-firmware {}: no such wafer", s));
-  return {{int(x), int(y)}, int(k)};
+  // Whole numbers of decimal digits only, as a tile's coordinates are printed (no sign, no spaces: sscanf took
+  // "+1, 1" and refused "1,1 "); one beyond an int is kept as the int's largest, outside any array or pipeline (the
+  // bounds are checked after, and said with the value as given).
+  std::size_t at = 0;
+  auto number = [&](int& out) {
+    const std::size_t from = at;
+    long long v = 0;
+    while (at < s.size() && s[at] >= '0' && s[at] <= '9') v = std::min<long long>(v * 10 + (s[at++] - '0'), INT_MAX);
+    out = int(v);
+    return at > from;
+  };
+  DumpedTile d;
+  const bool ok = number(d.at.x) && at < s.size() && s[at++] == ',' && number(d.at.y) &&
+                  (at == s.size() || (s[at++] == '@' && number(d.wafer) && at == s.size()));
+  if (!ok) throw hw::InputError(fmt::format("--dump-firmware '{}': expected X,Y or X,Y@WAFER (whole numbers from 0)", s));
+  return d;
 }
 
 void add_causes(traces::Table& t, const std::string& name, const core::CauseCycles& c, double total, const hw::WaferSpec& spec) {
@@ -420,11 +424,12 @@ int run_decode(const std::vector<std::string>& args) {
   if (vm.count("dump-firmware")) {
     const DumpedTile d = parse_tile(vm["dump-firmware"].as<std::string>());
     if (!spec.logical().inside(d.at))
-      throw hw::InputError(fmt::format("--dump-firmware {},{} is outside the {}x{} array", d.at.x, d.at.y,
+      throw hw::InputError(fmt::format("--dump-firmware {} is outside the {}x{} array", vm["dump-firmware"].as<std::string>(),
                                        spec.logical().width, spec.logical().height));
     if (d.wafer >= mo.wafers)
-      throw hw::InputError(fmt::format("--dump-firmware {}: wafer {} of a pipeline of {} (wafers 0 to {})",
-                                       vm["dump-firmware"].as<std::string>(), d.wafer, mo.wafers, mo.wafers - 1));
+      throw hw::InputError(fmt::format("--dump-firmware {} is outside the pipeline of {} wafer{} (wafers 0 to {})",
+                                       vm["dump-firmware"].as<std::string>(), mo.wafers, mo.wafers == 1 ? "" : "s",
+                                       mo.wafers - 1));
   }
   if (defect_files.size() > 1 && defect_files.size() != std::size_t(mo.wafers))
     throw hw::InputError(fmt::format("--defects given {} for {} wafer{}: give it once (every wafer's map) or once per "

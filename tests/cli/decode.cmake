@@ -96,6 +96,17 @@ wafer_cli_test(decode_window_beyond --exit 2 --one-line-error --stderr "context 
 wafer_cli_test(decode_missing_field --exit 2 --one-line-error --stderr "decode_missing_hidden.json.*hidden_size" -- ${WAFER_EMU} decode --wafer tiny --model ${DATA}/decode_missing_hidden.json)
 wafer_cli_test(decode_dump_outside --exit 2 --one-line-error --stderr "--dump-firmware 8,0 is outside the 8x8 array" -- ${WAFER_EMU} decode ${TINY} --dump-firmware 8,0)
 wafer_cli_test(decode_dump_malformed --exit 2 --one-line-error --stderr "expected X,Y" -- ${WAFER_EMU} decode ${TINY} --dump-firmware 3)
+# Digits only, as coordinates are printed: a sign or a space anywhere is refused alike (sscanf took "+1,+1" and " 1,1"
+# but refused "1,1 "); a number of any length passes the parse and meets the array's bound, said as given.
+set(n 0)
+foreach(bad "+1,1" "1,+1" " 1,1" "1, 1" "1,1 " "1,1@" "1,1@+1" "1,1@1@1" "-1,0" "1,,1" "0x1,1" "1,1@1 ")
+  math(EXPR n "${n} + 1")
+  wafer_cli_test(decode_dump_form_${n} --exit 2 --one-line-error --stderr "--dump-firmware '.*': expected X,Y or X,Y@WAFER"
+    -- ${WAFER_EMU} decode ${TINY} "--dump-firmware=${bad}")
+endforeach()
+wafer_cli_test(decode_dump_far_wafer --exit 2 --one-line-error --stderr "--dump-firmware 0,0@99999999999 is outside the pipeline of 1 wafer "
+  -- ${WAFER_EMU} decode ${TINY} --dump-firmware 0,0@99999999999)
+wafer_cli_test(decode_dump_leading_zeros --stdout "tile .7,7.: program" -- ${WAFER_EMU} decode ${TINY} --dump-firmware 07,007@0)
 wafer_cli_test(decode_both_defects --exit 2 --one-line-error --stderr "not both" -- ${WAFER_EMU} decode ${TINY} --density 1 --defects x.csv)
 # The generated defects' model (a sweep's defect_model and alpha; cli.sweep_decode_negbin compares the numbers).
 wafer_cli_test(decode_negbin --stdout "defects +generated: 40 per cm\\^2, negative binomial with alpha 0.5, seed 2"
@@ -122,7 +133,7 @@ wafer_cli_test(decode_dump_wafer --stdout "^wafer 1 of 2: tile .0,0.: program" -
 wafer_cli_test(decode_dump_dead_tile --stdout "idle .no program." --stdout "tile .7,3.: repair left it without a working router"
   -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64 --placement defect-aware --density 400 --seed 2
   --dump-firmware 7,3)
-wafer_cli_test(decode_dump_no_such_wafer --exit 2 --one-line-error --stderr "--dump-firmware 0,0@2: wafer 2 of a pipeline of 2"
+wafer_cli_test(decode_dump_no_such_wafer --exit 2 --one-line-error --stderr "--dump-firmware 0,0@2 is outside the pipeline of 2 wafers .wafers 0 to 1."
   -- ${WAFER_EMU} decode ${TINY} --wafers 2 --dump-firmware 0,0@2)
 wafer_cli_test(decode_dump_fidelity --exit 2 --one-line-error --stderr "--fidelity does not apply"
   -- ${WAFER_EMU} decode ${TINY} --dump-firmware 0,0 --fidelity cycle)
@@ -258,7 +269,7 @@ wafer_cli_test(decode_allreduce_meshgemv --stdout "allreduce +chain"
   -- ${WAFER_EMU} decode ${TINY} --placement whole-wafer --kernel meshgemv --allreduce chain)
 # Said as given: a coordinate beyond an int (it was said as -1), a prefill's context named as the prefill (it was
 # named --context, which was not given).
-wafer_cli_test(decode_dump_huge ${DERR} --stderr "--dump-firmware 18446744073709551616,0: outside the array"
+wafer_cli_test(decode_dump_huge ${DERR} --stderr "--dump-firmware 18446744073709551616,0 is outside the 8x8 array"
   -- ${WAFER_EMU} decode ${TINY} --dump-firmware 18446744073709551616,0)
 wafer_cli_test(decode_prefill_beyond_model ${DERR} --stderr "--prefill .the context. 513 is beyond tiny-llama's max_position_embeddings 512"
   -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --prefill 513)
