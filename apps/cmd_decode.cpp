@@ -418,8 +418,6 @@ int run_decode(const std::vector<std::string>& args) {
   const std::vector<std::string> defect_files =
       vm.count("defects") ? vm["defects"].as<std::vector<std::string>>() : std::vector<std::string>{};
   auto times = [](std::size_t n) { return n == 1 ? std::string("once") : n == 2 ? std::string("twice") : fmt::format("{} times", n); };
-  for (const std::string& f : defect_files)
-    if (f.empty()) throw hw::InputError("--defects: an empty path; give a defect map file (.csv or .json)");
   hw::repair_scheme(vm["repair"].as<std::string>());  // (an unknown scheme refused before any map is written)
   if (vm.count("dump-firmware")) {
     const DumpedTile d = parse_tile(vm["dump-firmware"].as<std::string>());

@@ -33,7 +33,6 @@ int run_report(const std::vector<std::string>& args) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::filesystem::path in = vm["in"].as<std::string>();
   const std::filesystem::path out = vm["out"].as<std::string>();
-  if (out.empty()) throw hw::InputError("--out: empty path");
   std::error_code ec;
   if (!std::filesystem::exists(in, ec)) throw hw::InputError(fmt::format("{}: no such file or folder", in.string()));
   traces::check_writable(out, "--out");

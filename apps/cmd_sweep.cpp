@@ -220,7 +220,6 @@ int run_sweep(const std::vector<std::string>& args) {
                               : "--jobs spreads a whole study; it does not apply with --point or --shard");
 
   const std::string spec_arg = vm["spec"].as<std::string>(), out = vm["out"].as<std::string>();
-  if (out.empty()) throw hw::InputError("--out: an empty path; give the study's folder");
   const Study study = load_study(spec_arg);
   const std::int64_t total = study.points();
   std::vector<std::int64_t> mine;

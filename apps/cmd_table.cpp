@@ -386,7 +386,6 @@ int run_table(const std::vector<std::string>& args) {
     throw hw::InputError(fmt::format("--weight-bits {} must be 16 or 8", base.weight_bits));
   if (base.placement == "auto") throw hw::InputError("--placement auto is not taken by table: name a placement");
   mapper::placement(base.placement);  // (an unknown name: one line now, not one per point)
-  if (vm["out"].as<std::string>().empty()) throw hw::InputError("--out: empty path");
 
   // The output folder: a temporary sibling, renamed at the end (no partial folder is ever left at --out).
   fs::path out = fs::path(vm["out"].as<std::string>());

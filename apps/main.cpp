@@ -44,6 +44,12 @@ bool parse(const std::vector<std::string>& args, po::options_description& opts, 
   for (const auto& o : parsed.options)
     if (o.position_key >= 0 && !o.original_tokens.empty())
       throw hw::InputError(fmt::format("unexpected argument '{}' (options start with --)", o.original_tokens.front()));
+  // (an empty value is no path, name or number: each command said so its own way, or not at all (": cannot open
+  // study file"); an option's value may be empty only when the option needs none)
+  for (const auto& o : parsed.options)
+    for (const std::string& v : o.value)
+      if (v.empty() && o.position_key < 0 && !o.string_key.empty())
+        throw hw::InputError(fmt::format("--{} is empty: give its value", o.string_key));
   po::store(parsed, vm);
   if (vm.count("help")) {
     fmt::print("usage: wafer-emu {} {}\n\n", command, usage);

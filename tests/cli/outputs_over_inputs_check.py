@@ -77,9 +77,20 @@ if os.listdir(p("rr")):
 os.symlink("o.json", p("olink.json"))
 refused(["decode"] + tiny + ["--json", "o.json", "--trace", "olink.json"], p("o.json"), "names the file --json writes")
 # An empty path names its option (CMake cannot pass an empty argument, so these are here).
-for args, words in ((["decode"] + tiny + ["--json", ""], "--json: an output path is empty"),
-                    (["decode"] + tiny + ["--defects", ""], "--defects: an empty path"),
-                    (["sweep", "--spec", "s.json", "--out", ""], "--out: an empty path")):
+# Every option alike, before anything is read ("sweep --summarize ''" said "spec.json: cannot open", "report ''" ":
+# no such file or folder", "decode --defects-out ''" "a defect map file ends in .csv or .json").
+for args, words in ((["decode"] + tiny + ["--json", ""], "--json is empty: give its value"),
+                    (["decode"] + tiny + ["--defects", ""], "--defects is empty"),
+                    (["decode"] + tiny + ["--density", "1", "--seed", "1", "--defects-out", ""], "--defects-out is empty"),
+                    (["decode"] + tiny[:2] + ["--model", ""], "--model is empty"),
+                    (["decode", "--wafer", ""], "--wafer is empty"),
+                    (["sweep", "--spec", "s.json", "--out", ""], "--out is empty"),
+                    (["sweep", "--summarize", ""], "--summarize is empty"),
+                    (["sweep", "--spec", ""], "--spec is empty"),
+                    (["report", ""], "--in is empty"),
+                    (["defects", "--wafer", "tiny", "--in", ""], "--in is empty"),
+                    (["validate", "--cases", ""], "--cases is empty"),
+                    (["table", "--wafer", "tiny", "--model", "tiny-llama", "--contexts", ""], "--contexts is empty")):
     r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=300, env=env, cwd=out)
     if r.returncode != 2 or words not in r.stderr or r.stderr.count("\n") != 1:
         fails.append(f"{args}: exit {r.returncode}, {r.stderr!r} (expected '{words}')")

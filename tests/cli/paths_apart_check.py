@@ -89,9 +89,9 @@ def main():
     if os.listdir(os.path.join(base, "tables")):
         fail("table wrote into its --out folder")
 
-    for args, message in ((["decode"] + TINY + ["--json", ""], "an output path is empty"),
+    for args, message in ((["decode"] + TINY + ["--json", ""], "--json is empty"),
                           (["table", "--wafer", "tiny", "--model", "tiny-llama", "--contexts", "64", "--batches", "1",
-                            "--prefill-tokens", "64", "--out", ""], "--out: empty path"),
+                            "--prefill-tokens", "64", "--out", ""], "--out is empty"),
                           (["validate", "--cases", "cases.json", "--only", ""], "--only is empty")):
         before = sorted(os.listdir(base))
         r = run([exe] + args, base)
