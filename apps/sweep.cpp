@@ -376,7 +376,7 @@ Resolved Resolver::resolve(const ojson& s, std::int64_t index) {
       (spec.logical_width > noc::kCycleMaxSide || spec.logical_height > noc::kCycleMaxSide))
     fail(w, where("fidelity"), fmt::format("cycle handles meshes up to {0}x{0}; wafer '{1}' is {2}x{3} (use approx)",
                                            noc::kCycleMaxSide, spec.name, spec.logical_width, spec.logical_height));
-  const mapper::ModelConfig& m = model(text("model", "llama-3.1-8b"), where("model"));
+  const mapper::ModelConfig& m = model(text("model", kDefaultModel.data()), where("model"));
   if (m.max_position > 0 && mo.context > m.max_position)
     fail(w, where("context"), fmt::format("{} is beyond {}'s max_position_embeddings {}", mo.context, m.name, m.max_position));
   r.point.model = m;
@@ -707,14 +707,16 @@ std::vector<std::pair<std::string, std::filesystem::path>> input_files(const Stu
       return;
     out.push_back({key + " " + arg, file});
   };
-  for (const auto& [k, v] : study.fixed) note(k, v);
+  bool model = false;  // (a study that names none runs the default model, whose config is as much an input)
+  for (const auto& [k, v] : study.fixed) note(k, v), model = model || k == "model";
   for (const auto& [k, vs] : study.axes)
     for (const ojson& v : vs) {
       if (v.is_object() && Study::joint(k))
-        for (auto it = v.begin(); it != v.end(); ++it) note(it.key(), it.value());
+        for (auto it = v.begin(); it != v.end(); ++it) note(it.key(), it.value()), model = model || it.key() == "model";
       else
-        note(k, v);
+        note(k, v), model = model || k == "model";
     }
+  if (!model) note("model", ojson(std::string(kDefaultModel)));
   return out;
 }
 

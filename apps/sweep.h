@@ -24,6 +24,7 @@ namespace wafer::apps::sweep {
 using ojson = nlohmann::ordered_json;
 
 inline constexpr std::int64_t kSchema = 1;
+inline constexpr std::string_view kDefaultModel = "llama-3.1-8b";  // a study's model when it names none (as decode's)
 inline constexpr std::int64_t kMaxPoints = 100'000;  // every point is checked before any runs (~25 us each); split larger studies
 
 // A study file, parsed. Keys and value types are checked by parse_study; names (models, placements, ...)
@@ -135,7 +136,8 @@ void prepare_dir(const std::filesystem::path& dir, const Study& study);
 // the study names; a file that cannot be read is left out (the point naming it fails, saying why).
 ojson input_digests(const Study& study);
 // The model config and wafer files the study names ("model ARG" / "wafer ARG", and the file read for it; relative
-// paths from the study file's folder), each once: what input_digests hashes.
+// paths from the study file's folder), each once, and the default model's config when it names no model: what
+// input_digests hashes.
 std::vector<std::pair<std::string, std::filesystem::path>> input_files(const Study& study);
 // Writes PATH through a temporary file of this process's own (PATH.tmp.PID) and a rename: processes of one
 // study may write the same file at once, and a reader never sees a partial one.

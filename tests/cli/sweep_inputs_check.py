@@ -1,7 +1,7 @@
 """A study's folder keeps the hash of each model and wafer file the study names (spec.json's `inputs`): a sweep
 resumed after one was edited is refused in one line (it ran the rest of the points with the new file, mixing two
 models in one study), and runs again once the file is restored; a spec.json whose point count was edited is
-refused by --summarize.
+refused by --summarize; a study naming no model keeps the default model's hash.
 
 Usage: sweep_inputs_check.py WAFER_EMU OUTDIR CONFIGS_DIR
 """
@@ -46,6 +46,12 @@ json.dump(spec, open(p("o/spec.json"), "w"))
 r = sweep("--summarize", "o")
 if r.returncode != 2 or "says 99 points where its spec has 3 (edited?)" not in r.stderr:
     fails.append(f"--summarize of a spec.json edited: exit {r.returncode}, {r.stderr!r}")
+# A study that names no model runs the default one, whose config is hashed too (it was not: nothing kept it).
+json.dump({"schema": 1, "fixed": {"wafer": "tiny", "context": 64}, "axes": {"hop_latency": [1]}}, open(p("d.json"), "w"))
+r = sweep("--spec", "d.json", "--out", "d", "--point", "0")  # (the 8B does not fit the tiny wafer: the point fails)
+inputs = json.load(open(p("d/spec.json"))).get("inputs", {}) if os.path.exists(p("d/spec.json")) else {}
+if list(inputs) != ["model llama-3.1-8b"] or r.returncode != 0:
+    fails.append(f"a study naming no model: exit {r.returncode}, spec.json's inputs {inputs}")
 for f in fails:
     print("FAIL:", f)
 if fails:
