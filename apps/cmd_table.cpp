@@ -332,6 +332,9 @@ std::string table_settings(const hw::WaferSpec& spec, const mapper::ModelConfig&
   j["contexts"] = contexts, j["batches"] = batches, j["prefill_tokens"] = prompts;
   j["placement"] = base.placement;
   j["weight_bits"] = base.weight_bits;
+  // (a journal of a build before these existed holds neither: the defaults leave its settings as they were)
+  if (base.weights != mapper::WeightMode::Resident) j["weights"] = std::string(mapper::to_string(base.weights));
+  if (base.wafers != 1) j["wafers"] = base.wafers;
   j["fidelity"] = std::string(noc::to_string(fidelity));
   return j.dump();
 }
@@ -348,6 +351,9 @@ int run_table(const std::vector<std::string>& args) {
        "prompt lengths (one sequence; also as chunks ending at each larger context), increasing")
       ("placement", po::value<std::string>()->default_value("layer-bands")->value_name("NAME"), "placement strategy")
       ("weight-bits", po::value<int>()->default_value(16)->value_name("16|8"), "weight precision")
+      ("weights", po::value<std::string>()->default_value("resident")->value_name("resident|stream"),
+       "weights held on the wafer, or the stages that do not fit streamed through MemoryX (as decode)")
+      ("wafers", po::value<int>()->default_value(1)->value_name("N"), "wafers in a pipeline (as decode)")
       ("fidelity", po::value<std::string>()->default_value("approx")->value_name("approx|cycle"), "mesh timing model")
       ("out", po::value<std::string>()->value_name("DIR"), "output folder (created; must not exist or be empty)")
       ("jobs", po::value<std::int64_t>()->default_value(1)->value_name("N"),
@@ -361,6 +367,9 @@ int run_table(const std::vector<std::string>& args) {
   if (!vm.count("out")) throw hw::InputError("--out DIR is required");
   const std::int64_t jobs = vm["jobs"].as<std::int64_t>();
   if (jobs < 1 || jobs > 1024) throw hw::InputError(fmt::format("--jobs {} is outside [1, 1024]", jobs));
+  const mapper::WeightMode weights = mapper::parse_weight_mode(vm["weights"].as<std::string>());
+  const int wafers = vm["wafers"].as<int>();
+  if (wafers < 1 || wafers > 64) throw hw::InputError(fmt::format("--wafers {}: use 1 to 64", wafers));
   const std::vector<std::int64_t> contexts = parse_list("contexts", vm["contexts"].as<std::string>());
   const std::vector<std::int64_t> batches = parse_list("batches", vm["batches"].as<std::string>());
   const std::vector<std::int64_t> prompts = parse_list("prefill-tokens", vm["prefill-tokens"].as<std::string>());
@@ -384,6 +393,8 @@ int run_table(const std::vector<std::string>& args) {
   base.weight_bits = vm["weight-bits"].as<int>();
   if (base.weight_bits != 16 && base.weight_bits != 8)
     throw hw::InputError(fmt::format("--weight-bits {} must be 16 or 8", base.weight_bits));
+  base.weights = weights;
+  base.wafers = wafers;
   if (base.placement == "auto") throw hw::InputError("--placement auto is not taken by table: name a placement");
   mapper::placement(base.placement);  // (an unknown name: one line now, not one per point)
 
@@ -592,8 +603,11 @@ int run_table(const std::vector<std::string>& args) {
     if (hf_name.empty()) hf_name = model.name;
     if (org.empty() || org == "." || org == "..") org = "local";
   }
-  const std::string hardware = fmt::format("wafer-emu-{}", spec.name);
-  const fs::path bundle = tmp / "llmservingsim" / hardware / org / hf_name / "default";
+  // (a pipeline of N wafers is other hardware than one wafer: "-xN"; streamed weights another variant of the model's
+  // tables on it)
+  const std::string hardware = fmt::format("wafer-emu-{}{}", spec.name, base.wafers > 1 ? fmt::format("-x{}", base.wafers) : "");
+  const std::string variant = base.weights == mapper::WeightMode::Stream ? "stream" : "default";
+  const fs::path bundle = tmp / "llmservingsim" / hardware / org / hf_name / variant;
   fs::create_directories(bundle / "tp1");
   {
     std::vector<std::string> dense{"embedding", "layernorm", "qkv_proj", "rotary_emb", "o_proj"};
@@ -641,7 +655,7 @@ int run_table(const std::vector<std::string>& args) {
     Writer w(bundle / "meta.yaml");
     *w << "profiler_version: wafer-emu-table-1\n"
        << "vllm_version: none\n"
-       << fmt::format("gpu: {}\n", hardware) << fmt::format("hardware: {}\n", hardware) << "variant: default\n"
+       << fmt::format("gpu: {}\n", hardware) << fmt::format("hardware: {}\n", hardware) << fmt::format("variant: {}\n", variant)
        << fmt::format("model: {}/{}\n", org, hf_name) << "tp_degrees: [1]\n"
        << fmt::format("profiled_at: {}\n", when) << "engine_effective:\n"
        << fmt::format("  max_num_batched_tokens: {}\n", max_tokens) << fmt::format("  max_num_seqs: {}\n", max_seqs);
@@ -700,6 +714,8 @@ int run_table(const std::vector<std::string>& args) {
   traces::Report rep("latency tables");
   rep.add_text("wafer", spec.name);
   rep.add_text("model", model.name);
+  rep.add_int("wafers", base.wafers, "wafers");
+  rep.add_text("weights", std::string(mapper::to_string(base.weights)));
   rep.add_int("points", std::int64_t(points.size()), "points", "decode context x batch, prefill prompts x contexts");
   rep.add_int("points_emulated", std::int64_t(done.size()), "points");
   rep.add_int("points_resumed", std::int64_t(resumed.size()), "points",

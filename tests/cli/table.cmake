@@ -32,6 +32,16 @@ wafer_cli_test(table_json_journal --exit 2 --one-line-error --stderr "names the 
   --json ${OUT}/.tbad12.partial.jsonl)
 wafer_cli_test(table_json_inside_new_out --exit 2 --one-line-error --stderr "lies in --out" --no-file ${OUT}/tbad13
   -- ${WAFER_EMU} table ${TT} --contexts 32 --batches 1 --prefill-tokens 4 --out ${OUT}/tbad13 --json ${OUT}/tbad13/s.json)
+# --wafers and --weights as decode takes them (cli.table_check runs both); out of range or unknown: one line.
+wafer_cli_test(table_wafers_zero --exit 2 --one-line-error --stderr "--wafers 0: use 1 to 64" --no-file ${OUT}/tbad14
+  -- ${WAFER_EMU} table ${TT} --contexts 32 --wafers 0 --out ${OUT}/tbad14)
+wafer_cli_test(table_wafers_many --exit 2 --one-line-error --stderr "--wafers 65: use 1 to 64" --no-file ${OUT}/tbad15
+  -- ${WAFER_EMU} table ${TT} --contexts 32 --wafers 65 --out ${OUT}/tbad15)
+# (64 passes the option's check and meets the mapper's: tiny-llama has 4 stages)
+wafer_cli_test(table_wafers_max --exit 2 --stderr "error: no point of the grid maps: .*64 wafers for 4 stages" --no-file ${OUT}/tbad17
+  -- ${WAFER_EMU} table ${TT} --contexts 32 --batches 1 --prefill-tokens 4 --wafers 64 --out ${OUT}/tbad17)
+wafer_cli_test(table_weights_unknown --exit 2 --one-line-error --stderr "weights" --no-file ${OUT}/tbad16
+  -- ${WAFER_EMU} table ${TT} --contexts 32 --weights bogus --out ${OUT}/tbad16)
 wafer_cli_test(table_out_missing --exit 2 --one-line-error --stderr "--out DIR is required" -- ${WAFER_EMU} table ${TT})
 # The same files with and without --no-cache (apps/point_cache.h: the mesh model and memory kept between points).
 add_test(NAME cli.table_cache COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cache_check.py table ${WAFER_EMU} ${OUT}/table_cache)

@@ -10,7 +10,8 @@ table_check.py WAFER_EMU OUTDIR
 - Vidur's mlp.csv and attention.csv: its columns in its order, times in ms from the same steps;
 - a prefill of one token is the decode step of the same sequence (latency and breakdown identical);
 - prompts run in chunks, some shared between two prompts ending at the same context: each prompt's times
-  and chunking equal `decode --prefill` of it alone.
+  and chunking equal `decode --prefill` of it alone;
+- a pipeline of two wafers and streamed weights: each row decode's with the same --wafers or --weights.
 """
 import csv, json, math, os, shutil, subprocess, sys
 
@@ -237,5 +238,37 @@ run(["table", "--wafer", "tiny", "--model", "tiny-llama", "--contexts", "32", "-
      "--out", os.path.join(out, "via_link")])
 check(os.path.islink(os.path.join(out, "via_link")), "--out through a link: the link is kept")
 check(os.path.isfile(os.path.join(out, "empty_target", "table.csv")), "--out through a link: the files are in its folder")
+
+# A pipeline of wafers and streamed weights (--wafers, --weights, as decode takes them): each row is decode's with the
+# same options, the pipeline's transfers among the tidy rows (inter_wafer, egress) and left out of the exporters'
+# layer times; the bundle's hardware names the pipeline ("-x2"), its variant the streaming.
+STREAMED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "stream_mid_llama.json")
+for name, model, extra, hardware, org, variant in (
+        ("pipeline", MODEL, ["--wafers", "2"], "wafer-emu-tiny-x2", "test", "default"),
+        ("streamed", STREAMED, ["--weights", "stream"], "wafer-emu-tiny", "data", "stream")):
+    d = os.path.join(out, name)
+    run(["table", "--wafer", "tiny", "--model", model, "--contexts", "16", "--batches", "1,2", "--prefill-tokens", "4",
+         "--out", d] + extra)
+    tidy2 = rows(os.path.join(d, "table.csv"))
+    for key, args in ((("decode", 1, 16, 1), ["--context", "16"]), (("decode", 2, 16, 2), ["--context", "16", "--batch", "2"]),
+                      (("prefill", 4, 16, 1), ["--prefill", "4", "--context", "16"])):
+        path = os.path.join(out, f"{name}_{key[0]}_{key[1]}.json")
+        run(["decode", "--wafer", "tiny", "--model", model, "--json", path] + args + extra)
+        j = json.load(open(path))
+        t = {r["operator"]: r for r in tidy2 if (r["phase"], int(r["tokens"]), int(r["context"]), int(r["batch"])) == key}
+        check(int(t["step"]["time_cycles"]) == j["latency_cycles"]["value"], f"{name} {key} step {t['step']['time_cycles']}")
+        for op, cyc in per_op(j).items():
+            check(op in t and int(t[op]["time_cycles"]) == cyc, f"{name} {key} {op}: table {t.get(op, {}).get('time_cycles')} decode {cyc}")
+        if name == "pipeline":
+            check(per_op(j).get("inter_wafer", 0) > 0 and "inter_wafer" in t, f"{name} {key}: no inter_wafer time")
+        else:
+            check(j["breakdown"]["weight_streaming"]["value"] > 0, f"{name} {key}: nothing streamed")
+    b = os.path.join(d, "llmservingsim", hardware, org, os.path.splitext(os.path.basename(model))[0], variant)
+    check(os.path.isfile(os.path.join(b, "tp1", "dense.csv")), f"{name}: no bundle at {b}")
+    if os.path.isdir(b):
+        check(f"hardware: {hardware}\n" in open(os.path.join(b, "meta.yaml")).read() and
+              f"variant: {variant}\n" in open(os.path.join(b, "meta.yaml")).read(), f"{name}: meta.yaml's hardware or variant")
+        check(not {"inter_wafer", "egress"} & {r["layer"] for r in rows(os.path.join(b, "tp1", "dense.csv"))},
+              f"{name}: the pipeline's transfers among the layers LLMServingSim looks up")
 
 check.done("table formats agree with the steps they came from")
