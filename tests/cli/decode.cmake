@@ -205,7 +205,7 @@ add_test(NAME cli.decode_mixed_check COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}
 wafer_cli_test(decode_mixed_report --stdout "mixed step" --stdout "step +1@64,8@32" --stdout "step_tokens +9 tokens"
   --stdout "per_sequence" --stdout "prefill_sequences +1 sequences" -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64,8@32)
 # (through a shell: CMake drops an empty argument)
-wafer_cli_test(decode_step_empty --exit 2 --one-line-error --stderr "--step '': expected a list of TOKENS@CONTEXT"
+wafer_cli_test(decode_step_empty --exit 2 --one-line-error --stderr "--step is empty: give its value"
   -- sh -c "${WAFER_EMU} decode --wafer tiny --model tiny-llama --step ''")
 wafer_cli_test(decode_step_zero --exit 2 --one-line-error --stderr "--step entry '0@64' .sequence 2.: tokens and context must be at least 1"
   -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64,0@64)
