@@ -7,12 +7,14 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "apps/cli.h"
 #include "apps/sweep.h"
 #include "hw/json_input.h"
+#include "hw/wafer_spec.h"
 #include "hw/error.h"
 
 namespace wafer::apps::report {
@@ -315,8 +317,9 @@ void check_form(const json& j, const std::string& where, const std::string& file
     for (const json& row : j["rows"]) {
       if (!row.is_array() || row.size() != j["columns"].size())
         bad(fmt::format("has a row of other than its {} columns", j["columns"].size()));
-      // (a column with a unit holds figures: decode writes them as finite numbers of 0 or more)
-      for (std::size_t c = 0; c < row.size(); ++c)
+      // (a column with a unit holds figures: the breakdown's tables hold finite numbers of 0 or more; the search's
+      // candidates table writes -1 for a figure it has not)
+      for (std::size_t c = 0; c < row.size() && where.starts_with("breakdown"); ++c)
         if (const json& col = j["columns"][c]; col.is_object() && col.contains("unit") && col["unit"].is_string() &&
                                                !col["unit"].get<std::string>().empty() &&
                                                !(row[c].is_number() && std::isfinite(row[c].get<double>()) && row[c].get<double>() >= 0))
@@ -367,10 +370,15 @@ void check_cells(const json& sec, const std::string& where, const std::string& f
 void check_sums(const json& j, const std::string& file) {
   auto bad = [&](const std::string& what) { throw hw::InputError(fmt::format("{}: {} (edited?)", file, what)); };
   const auto latency = j["latency_cycles"]["value"].get<std::uint64_t>();
+  if (latency > (std::uint64_t(1) << 53))  // (beyond what the page's numbers show exactly; a step runs some 10^10 at most)
+    bad(fmt::format("latency_cycles {} is more cycles than a step runs", latency));
   const json& cfg = j["config"];
   const json* clock = cfg.contains("clock") && cfg["clock"].is_object() && cfg["clock"].contains("value") ? &cfg["clock"]["value"] : nullptr;
   if (!clock || !clock->is_number() || !(clock->get<double>() > 0) || !std::isfinite(clock->get<double>()))
     bad("config.clock is not {\"value\": a clock in GHz}");
+  for (const hw::ParamInfo& pi : hw::wafer_params())  // (a clock a wafer file may give)
+    if (pi.key == "clock_ghz" && !(clock->get<double>() >= pi.min && clock->get<double>() <= pi.max))
+      bad(fmt::format("config.clock {} GHz is outside a wafer's {} to {}", clock->get<double>(), pi.min, pi.max));
   const double us = j["latency_us"]["value"].get<double>(), want = double(latency) / (clock->get<double>() * 1e3);
   if (std::abs(us - want) > 1e-9 * std::max(1.0, want))
     bad(fmt::format("latency_us {} is not latency_cycles {} at the clock's {} GHz ({} µs)", us, latency, clock->get<double>(), want));
@@ -383,10 +391,43 @@ void check_sums(const json& j, const std::string& file) {
       const std::string name = col.value("name", std::string());
       const json* v = bd.contains(name) && bd[name].is_object() && bd[name].contains("value") ? &bd[name]["value"] : nullptr;
       if (!v || !v->is_number_unsigned()) bad(fmt::format("breakdown.{} is not {{\"value\": a whole number of cycles}}", name));
+      // (each at most the latency, so the sum cannot wrap: 2^63 + 1916 and 2^63 + 8160 summed to the latency)
+      if (v->get<std::uint64_t>() > latency) bad(fmt::format("breakdown.{} is more cycles than the latency's {}", name, latency));
       sum += v->get<std::uint64_t>(), any = true;
+      if (sum > latency) break;
     }
   if (any && sum != latency)
     bad(fmt::format("the breakdown's causes sum to {} cycles, not the latency's {}", sum, latency));
+  // The per-layer and per-operator tables: each row's total its causes' cycles, the rows' totals the latency.
+  for (const char* name : {"per_layer", "per_op"}) {
+    if (!bd.contains(name) || !bd[name].is_object() || !bd[name].contains("columns") || !bd[name]["columns"].is_array()) continue;
+    const json& cols = bd[name]["columns"];
+    std::optional<std::size_t> total;
+    std::vector<std::size_t> causes;
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+      if (!cols[c].is_object() || cols[c].value("unit", std::string()) != "cycles") continue;
+      if (cols[c].value("name", std::string()) == "total") total = c;
+      else causes.push_back(c);
+    }
+    if (!total) continue;
+    std::uint64_t rows_sum = 0;
+    for (const json& row : bd[name]["rows"]) {
+      std::uint64_t of_causes = 0;
+      for (std::size_t c : causes) {
+        if (!row[c].is_number_unsigned() || row[c].get<std::uint64_t>() > latency)
+          bad(fmt::format("breakdown.{} holds {} cycles where a step's are whole and at most its latency", name, row[c].dump()));
+        of_causes += row[c].get<std::uint64_t>();
+      }
+      if (!row[*total].is_number_unsigned() || row[*total].get<std::uint64_t>() != of_causes)
+        bad(fmt::format("breakdown.{} has a row whose total {} is not its causes' {} cycles", name, row[*total].dump(), of_causes));
+      rows_sum += of_causes;  // (each row at most 10 x 2^53: no wrap)
+    }
+    if (rows_sum != latency) bad(fmt::format("breakdown.{}'s rows sum to {} cycles, not the latency's {}", name, rows_sum, latency));
+  }
+  if (const json* t = j.contains("tokens_per_s") && j["tokens_per_s"].is_object() ? &j["tokens_per_s"] : nullptr;
+      t && us > 0 && !(t->contains("value") && (*t)["value"].is_number() &&
+                       std::abs((*t)["value"].get<double>() - 1e6 / us) <= 1e-9 * (1e6 / us)))
+    bad(fmt::format("tokens_per_s is not one token per latency_us {}", us));
   for (auto it = bd.begin(); it != bd.end(); ++it)
     if (it.value().is_object() && it.value().contains("value") && !it.value()["value"].is_number_unsigned())
       bad(fmt::format("breakdown.{} is not {{\"value\": a whole count}}", it.key()));

@@ -667,7 +667,9 @@ void check_point_line(const ojson& p, const Study& study, std::int64_t index, co
     if (!bd || bd->empty()) bad("is ok but holds no breakdown_cycles");
     std::uint64_t sum = 0;
     for (auto it = bd->begin(); it != bd->end(); ++it) {
-      if (!it.value().is_number_unsigned()) bad(fmt::format("holds breakdown_cycles.{} {}, no count of cycles", it.key(), it.value().dump()));
+      // (each at most the latency, so the sum cannot wrap: 2^63 + c and 2^63 + c' summed to the latency)
+      if (!it.value().is_number_unsigned() || it.value().get<std::uint64_t>() > p["latency_cycles"].get<std::uint64_t>())
+        bad(fmt::format("holds breakdown_cycles.{} {}, no count of cycles within its latency", it.key(), it.value().dump()));
       sum += it.value().get<std::uint64_t>();
     }
     if (sum != p["latency_cycles"].get<std::uint64_t>())

@@ -135,10 +135,17 @@ def main():
     print(f"decode page: {d.count.get('svg', 0)} SVGs, {d.count.get('rect', 0)} rects; CSVs match the results")
 
     # Cycles are shown whole whatever their size (a step beyond 10^7 cycles was shown to 3 digits).
-    big = json.loads(json.dumps(res))  # (its figures kept consistent: the µs at the clock, the causes' sum)
-    big["breakdown"]["compute"]["value"] += 37896844 - big["latency_cycles"]["value"]
+    big = json.loads(json.dumps(res))  # (its figures kept consistent: the µs at the clock, the causes' sums, the rates)
+    more = 37896844 - big["latency_cycles"]["value"]
+    big["breakdown"]["compute"]["value"] += more
+    for t in ("per_layer", "per_op"):
+        names = [c["name"] for c in big["breakdown"][t]["columns"]]
+        row = big["breakdown"][t]["rows"][0]
+        row[names.index("total")] += more
+        row[names.index("compute")] += more
     big["latency_cycles"] = {"value": 37896844, "unit": "cycles"}
     big["latency_us"]["value"] = 37896844 / (big["config"]["clock"]["value"] * 1e3)
+    big["tokens_per_s"]["value"] = 1e6 / big["latency_us"]["value"]
     json.dump(big, open(p("big.json"), "w"))
     run(["report", p("big.json"), "--out", p("big.html")])
     if "(37896844 cycles)" not in open(p("big.html"), encoding="utf-8").read():
@@ -184,6 +191,24 @@ def main():
     edited("e_wafer_gone", lambda e: e["regions"].pop("wafer_0"))
     edited("e_wafer_added", lambda e: e["regions"].__setitem__("wafer_1", e["regions"]["wafer_0"]))
     edited("e_wafers", lambda e: e["config"]["wafers"].update(value=2))
+    # ... causes of 2^63 + c that wrap to the latency when summed, a row's total not its causes', the rows doubled,
+    # the tokens per second doubled, a clock of 1e-300 GHz with its latency in µs to match (each was drawn).
+    def wrap(e):
+        c = e["breakdown"]
+        c["compute"]["value"] += 2**63
+        c["vector_setup"]["value"] += 2**63
+    edited("e_wrap", wrap)
+    edited("e_row_total", lambda e: e["breakdown"]["per_op"]["rows"][0].__setitem__(1, e["breakdown"]["per_op"]["rows"][0][1] + 1))
+    edited("e_rows_twice", lambda e: e["breakdown"]["per_layer"].update(rows=e["breakdown"]["per_layer"]["rows"] * 2))
+    edited("e_tokens", lambda e: e["tokens_per_s"].update(value=2 * e["tokens_per_s"]["value"]))
+    def slow_clock(e):
+        e["config"]["clock"]["value"] = 1e-300
+        e["latency_us"]["value"] = e["latency_cycles"]["value"] / 1e-297
+    edited("e_clock_slow", slow_clock)
+    # Unedited results of the search (decode --placement auto) are drawn: its candidates table holds -1 for a figure
+    # a candidate has not (they were refused as edited).
+    run(tiny + ["--placement", "auto", "--json", p("auto.json")])
+    run(["report", p("auto.json"), "--out", p("auto.html")])
 
     # A prefill in chunks: named so, its time to first token and its chunks as the results give them.
     run(tiny + ["--prefill", "64", "--chunk", "16", "--json", p("pf.json")])
@@ -277,7 +302,9 @@ def main():
                       ("us", dict(ok_first, latency_us=1e308)), ("breakdown", no_breakdown),
                       ("sum", dict(ok_first, breakdown_cycles=dict(ok_first["breakdown_cycles"],
                                                                    **{cause: ok_first["breakdown_cycles"][cause] + 1}))),
-                      ("failure", {k: v for k, v in dict(ok_first, status="failed").items() if k != "failure"})):
+                      ("failure", {k: v for k, v in dict(ok_first, status="failed").items() if k != "failure"}),
+                      ("wrap", dict(ok_first, breakdown_cycles=dict(ok_first["breakdown_cycles"], **{
+                          c: v + 2**63 for c, v in list(ok_first["breakdown_cycles"].items())[:2]})))):
         lines = [json.dumps(bad) + "\n" if json.loads(l)["index"] == ok_first["index"] else l for l in orig]
         r = page_of(lines, "study_" + name)
         s = subprocess.run([exe, "sweep", "--summarize", p("study_" + name)], capture_output=True, text=True, timeout=300)
