@@ -595,7 +595,12 @@ int run_table(const std::vector<std::string>& args) {
   std::string org, hf_name;
   {
     // (the path as the file lies, not as typed: config.json given from inside ORG/NAME, or ../config.json)
+    // (through links to the file itself: /dev/stdin or /dev/fd/N redirected from ORG/NAME.json name ORG/NAME, not
+    // dev/stdin)
+    std::error_code link_ec;
     fs::path cfg = model.source.empty() ? fs::path() : fs::absolute(fs::path(model.source)).lexically_normal();
+    if (!cfg.empty() && fs::is_regular_file(cfg, link_ec))
+      if (fs::path real = fs::canonical(cfg, link_ec); !link_ec) cfg = real;
     if (cfg.stem() == "config") cfg = cfg.parent_path();
     else cfg.replace_extension();
     hf_name = cfg.filename().string();

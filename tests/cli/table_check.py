@@ -231,6 +231,14 @@ for where, arg, name in [(hf, "config.json", "named_here"), (os.path.join(hf, "s
     meta = os.path.join(out, name, "llmservingsim", "wafer-emu-tiny", "acme", "Tiny-Model", "default", "meta.yaml")
     check(r.returncode == 0 and os.path.isfile(meta), f"--model {arg} run in {where}: no bundle at {meta}: {r.stderr}")
 
+# ... and through /dev/stdin redirected from the file (it gave dev/stdin).
+with open(os.path.join(hf, "config.json")) as f:
+    r = subprocess.run([exe, "table", "--wafer", "tiny", "--model", "/dev/stdin", "--contexts", "32", "--batches", "1",
+                        "--prefill-tokens", "4", "--out", os.path.join(out, "named_stdin")], stdin=f, capture_output=True,
+                       text=True, timeout=300)
+meta = os.path.join(out, "named_stdin", "llmservingsim", "wafer-emu-tiny", "acme", "Tiny-Model", "default", "meta.yaml")
+check(r.returncode == 0 and os.path.isfile(meta), f"--model /dev/stdin from a file: no bundle at {meta}: {r.stderr}")
+
 # --out a link to an empty folder: the files land in the folder, the link is kept (it was replaced by a folder).
 os.makedirs(os.path.join(out, "empty_target"))
 os.symlink("empty_target", os.path.join(out, "via_link"))
