@@ -25,7 +25,8 @@ std::map<std::pair<dev_t, ino_t>, Read>& files() {
 
 void note_input_file(const std::filesystem::path& file, std::string_view what) {
   struct stat st {};
-  if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;  // (a device or a FIFO is no file to keep)
+  // (a FIFO too: written as an output it would be waited on for ever, with nothing left to read it)
+  if (::stat(file.c_str(), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) return;
   const std::lock_guard lock(mutex);
   files().try_emplace({st.st_dev, st.st_ino}, Read{file.string(), std::string(what)});
 }

@@ -275,6 +275,7 @@ void check_writable(const std::filesystem::path& path, std::string_view option) 
     return;
   }
   if (out.stream()) {  // (not opened: opening would truncate what a redirected /dev/stdout already holds)
+    hw::refuse_overwriting_input(out.target);  // (an input read already: refused before the run)
     if (::access(out.target.c_str(), W_OK) != 0)
       throw hw::InputError(fmt::format("{}: cannot write output file ({})", who, std::strerror(errno)));
     return;
@@ -294,13 +295,15 @@ void check_writable(const std::filesystem::path& path, std::string_view option) 
 
 std::FILE* open_output(const OutputPath& out, const std::filesystem::path& path) {
   std::FILE* f = nullptr;
+  // (a stream too: /dev/stdin redirected from the model config appended the results to it, and a FIFO read as an
+  // input was waited on for ever as the output)
+  hw::refuse_overwriting_input(out.fd >= 0 ? path : out.target);
   if (out.fd >= 0) {  // (through a copy of the descriptor: the same offset, after what stdout has printed)
     std::fflush(stdout), std::fflush(stderr);
     const int copy = ::dup(out.fd);
     f = copy < 0 ? nullptr : ::fdopen(copy, "ab");
     if (!f && copy >= 0) ::close(copy);
   } else {
-    if (!out.stream()) hw::refuse_overwriting_input(out.target);
     f = std::fopen(out.stream() ? out.target.c_str() : out.tmp.c_str(), out.stream() ? "ab" : "wb");
   }
   if (!f) throw hw::InputError(fmt::format("{}: cannot write output file", path.string()));

@@ -9,6 +9,8 @@ stream_in_check.py WAFER_EMU OUT_DIR
 - a FIFO whose writer closes it without writing: one line, exit 2;
 - /dev/zero behind a link named *.csv as a defect map, and as a model config: "is a device", exit 2, at once (the
   map was read up to its 512 MiB limit first);
+- an input read through a stream is not an output: /dev/stdin redirected from the model as --json (the results were
+  appended to the model), a FIFO read as the model and given as --json (waited on for ever);
 - `table` given a model through a pipe: one line, exit 2 (its journal hashes the model's bytes, and a pipe's bytes
   cannot be read twice: the hash read the pipe again and waited for ever).
 """
@@ -96,6 +98,22 @@ def main():
             "/dev/zero behind a link named *.csv as a defect map", 10)
     refused([exe, "decode"] + TINY + ["--model", "/dev/zero"], "/dev/zero: is a device, not a model config",
             "/dev/zero as a model config", 10)
+
+    # An input read through a stream is not written over as an output: /dev/stdin redirected from the model config
+    # (the results were appended to it), a FIFO read as the model (its writing was waited on for ever).
+    m = os.path.join(base, "m.json")
+    open(m, "w").write(text)
+    with open(m) as inp:
+        t0 = time.monotonic()
+        r = subprocess.run([exe, "decode"] + TINY + ["--model", "/dev/stdin", "--json", "/dev/stdin"], stdin=inp,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    if r.returncode != 2 or "it is not written over" not in r.stderr or open(m).read() != text:
+        fail(f"--json /dev/stdin over the model read from it: exit {r.returncode}, {r.stderr!r}, model kept: {open(m).read() == text}")
+    print(f"ok: --json /dev/stdin over the model read from it: {r.stderr.strip()}")
+    f = fifo(base, "both.json")
+    t = writer(f, text, 0.0)
+    refused([exe, "decode"] + TINY + ["--model", f, "--json", f], "it is not written over", "a FIFO read as the model and given as --json", 20)
+    t.join(10)
 
     f = fifo(base, "table-model.json")
     t = writer(f, text, 0.0)
