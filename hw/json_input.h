@@ -38,9 +38,11 @@ inline constexpr std::uint64_t kMaxInputBytes = std::uint64_t(256) << 20;
 // when it cannot be opened, when it is a folder (a folder opens as an empty stream: a defect map named *.csv read
 // as a map without defects, a JSON input as malformed), when it is a device (/dev/zero behind a link named *.csv
 // was read until the limit), when it holds more than `limit` bytes, and when it is a pipe nothing was written to.
-// A pipe is read (`--model <(jq ... config.json)` is a pipe): it is opened without waiting for a writer, and one
-// nothing is written to within kPipeWriterWaitMs is refused rather than waited on for ever (a FIFO no process writes).
+// A pipe is read (`--model <(jq ... config.json)` is a pipe): it is opened without waiting for a writer, and one no
+// process writes to within kPipeWriterWaitMs, or whose writer is silent for kPipeSilenceMs without closing it, is
+// refused rather than waited on for ever (a FIFO no process writes, a writer stopped half-way).
 inline constexpr int kPipeWriterWaitMs = 2000;
+inline constexpr int kPipeSilenceMs = 10000;
 inline std::string read_input_file(const std::filesystem::path& file, std::string_view what,
                                    std::uint64_t limit = kMaxInputBytes) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -63,7 +65,11 @@ inline std::string read_input_file(const std::filesystem::path& file, std::strin
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && pipe && (errno == EAGAIN || errno == EWOULDBLOCK)) {  // a writer that has not written yet
       pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, -1) < 0 && errno != EINTR) throw InputError(fmt::format("{}: cannot read {}", file.string(), what));
+      const int ready = ::poll(&p, 1, kPipeSilenceMs);
+      if (ready < 0 && errno != EINTR) throw InputError(fmt::format("{}: cannot read {}", file.string(), what));
+      if (ready == 0)
+        throw InputError(fmt::format("{}: a pipe silent for {} s after {} bytes (its writer neither wrote nor closed it), "
+                                     "not a whole {}", file.string(), kPipeSilenceMs / 1000, text.size(), what));
       continue;
     }
     if (n < 0) throw InputError(fmt::format("{}: cannot read {}", file.string(), what));
@@ -71,15 +77,15 @@ inline std::string read_input_file(const std::filesystem::path& file, std::strin
       waited = true;
       pollfd p{fd, POLLIN, 0};
       if (::poll(&p, 1, kPipeWriterWaitMs) > 0) continue;
+      throw InputError(fmt::format("{}: a pipe no process wrote to within {} s, not a {}", file.string(),
+                                   kPipeWriterWaitMs / 1000, what));
     }
     if (n == 0) break;
     text.append(block.data(), std::size_t(n));
     if (text.size() > limit)
       throw InputError(fmt::format("{}: more than {} MiB: too large for a {} (refused)", file.string(), limit >> 20, what));
   }
-  if (pipe && text.empty())
-    throw InputError(fmt::format("{}: a pipe nothing was written to within {} s, not a {}", file.string(),
-                                 kPipeWriterWaitMs / 1000, what));
+  if (pipe && text.empty()) throw InputError(fmt::format("{}: a pipe closed with nothing written to it, not a {}", file.string(), what));
   note_input_file(file, what);
   return text;
 }

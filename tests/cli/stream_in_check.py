@@ -7,6 +7,7 @@ stream_in_check.py WAFER_EMU OUT_DIR
   the file itself;
 - a FIFO no process writes to: one line naming it, exit 2, in seconds (the run waited for a writer for ever);
 - a FIFO whose writer closes it without writing: one line, exit 2;
+- a FIFO whose writer stops half-way without closing it: one line, exit 2, after 10 s of silence (waited for ever);
 - /dev/zero behind a link named *.csv as a defect map, and as a model config: "is a device", exit 2, at once (the
   map was read up to its 512 MiB limit first);
 - an input read through a stream is not an output: /dev/stdin redirected from the model as --json (the results were
@@ -83,11 +84,24 @@ def main():
         print(f"ok: a model through a FIFO written {when}: {got} cycles, as from the file")
 
     f = fifo(base, "model.json")
-    refused([exe, "decode"] + TINY + ["--model", f], "a pipe nothing was written to", "a FIFO no process writes to", 20)
+    refused([exe, "decode"] + TINY + ["--model", f], "a pipe no process wrote to within 2 s", "a FIFO no process writes to", 20)
     f = fifo(base, "model.json")
     t = threading.Thread(target=lambda: open(f, "w").close(), daemon=True)
     t.start()
-    refused([exe, "decode"] + TINY + ["--model", f], "a pipe nothing was written to", "a FIFO closed unwritten", 20)
+    refused([exe, "decode"] + TINY + ["--model", f], "a pipe closed with nothing written to it", "a FIFO closed unwritten", 20)
+    t.join(10)
+    # A writer that stops half-way without closing: refused after 10 s of silence (it was waited on for ever).
+    f = fifo(base, "model.json")
+    stop = threading.Event()
+    def half():
+        with open(f, "w") as w:
+            w.write(text[:100])
+            w.flush()
+            stop.wait(60)
+    t = threading.Thread(target=half, daemon=True)
+    t.start()
+    refused([exe, "decode"] + TINY + ["--model", f], "a pipe silent for 10 s after 100 bytes", "a FIFO whose writer stops half-way", 30)
+    stop.set()
     t.join(10)
 
     z = os.path.join(base, "zero.csv")
