@@ -704,6 +704,8 @@ Output from_study(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!fs::exists(pf, ec))
     throw hw::InputError(fmt::format("{}: holds no results (no points.jsonl: not a wafer-emu sweep --out folder)", dir.string()));
+  if (!fs::is_regular_file(pf, ec))  // (a device or a pipe in its place: /dev/zero was read until the memory ran out)
+    throw hw::InputError(fmt::format("{}: is not a file (a device, a pipe or a folder): not a study's points", pf.string()));
   std::ifstream in(pf, std::ios::binary);
   if (!in) throw hw::InputError(fmt::format("{}: cannot read", pf.string()));
   std::vector<std::pair<std::size_t, json>> pts;  // (line number, point)

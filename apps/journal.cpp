@@ -33,6 +33,11 @@ Journal::Journal(const fs::path& path, const std::string& settings, std::string 
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0)
     throw hw::InputError(fmt::format("{}: cannot open the journal {} ({})", option_, path.string(), std::strerror(errno)));
+  // (a device or a pipe in its place: /dev/zero was read until the memory ran out, a FIFO failed to seek)
+  if (struct stat st {}; ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    throw hw::InputError(fmt::format("{}: the journal {} is not a file (a device or a pipe); remove it", option_, path.string()));
+  }
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd_);
     throw hw::InputError(fmt::format("{}: another {} run holds its journal {}", option_, run_, path.string()));
@@ -52,7 +57,8 @@ Journal::Journal(const fs::path& path, const std::string& settings, std::string 
   }
   // (a journal of no record, a run stopped before its first, is started afresh whatever its settings)
   if (lines.size() <= 1) keep = 0, lines.clear();
-  if (!lines.empty() && lines.front().value("settings", std::string()) != settings) {
+  if (!lines.empty() && !(lines.front().contains("settings") && lines.front()["settings"].is_string() &&
+                          lines.front()["settings"].get<std::string>() == settings)) {
     ::close(fd_);
     throw hw::InputError(fmt::format("{}: the journal {} is of a {} with other settings; run that command again to finish "
                                      "it, or remove the journal",

@@ -1,6 +1,7 @@
 #include "apps/sweep.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <sys/file.h>
@@ -568,6 +569,11 @@ PointsFile::PointsFile(const std::filesystem::path& dir, std::string study_hash,
     : path_(dir / "points.jsonl"), study_(std::move(study_hash)), points_(points) {
   fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) throw InputError(fmt::format("{}: cannot open ({})", path_.string(), std::strerror(errno)));
+  // (a device or a pipe in its place: /dev/zero was read until the memory ran out, a FIFO failed to seek)
+  if (struct stat st {}; ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    throw InputError(fmt::format("{}: is not a file (a device or a pipe): not a study's points", path_.string()));
+  }
 }
 
 PointsFile::~PointsFile() {

@@ -12,14 +12,17 @@ stream_in_check.py WAFER_EMU OUT_DIR
   map was read up to its 512 MiB limit first);
 - an input read through a stream is not an output: /dev/stdin redirected from the model as --json (the results were
   appended to the model), a FIFO read as the model and given as --json (waited on for ever);
+- what a resumed run reads back, a study's points.jsonl and table's journal, as a device or a FIFO, and a journal
+  whose settings are no text: one line, exit 2 (memory filled, or exit 3);
 - `table` given a model through a pipe: one line, exit 2 (its journal hashes the model's bytes, and a pipe's bytes
   cannot be read twice: the hash read the pipe again and waited for ever).
 """
-import json, os, subprocess, sys, threading, time
+import json, os, shutil, subprocess, sys, threading, time
 
 TINY = ["--wafer", "tiny", "--context", "64"]
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODEL = os.path.join(os.path.dirname(os.path.dirname(HERE)), "configs", "models", "test", "tiny-llama.json")
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MODEL = os.path.join(ROOT, "configs", "models", "test", "tiny-llama.json")
 
 
 def fail(msg):
@@ -128,6 +131,42 @@ def main():
     t = writer(f, text, 0.0)
     refused([exe, "decode"] + TINY + ["--model", f, "--json", f], "it is not written over", "a FIFO read as the model and given as --json", 20)
     t.join(10)
+
+    # What a resumed run reads back: a study's points and a journal that are a device or a FIFO (/dev/zero was read
+    # until the memory ran out; a FIFO failed to seek, "internal error", exit 3), a journal whose settings are no text
+    # (exit 3).
+    st = os.path.join(base, "st")
+    if os.path.isdir(st):
+        shutil.rmtree(st)
+    r, _ = run([exe, "sweep", "--spec", os.path.join(ROOT, "configs", "studies", "tiny.json"), "--out", st, "--point", "0"])
+    if r.returncode != 0:
+        fail(f"sweep --point 0: exit {r.returncode}: {r.stderr}")
+    pts = os.path.join(st, "points.jsonl")
+    for kind in ("/dev/zero", "fifo"):
+        os.remove(pts)
+        if kind == "fifo":
+            os.mkfifo(pts)
+        else:
+            os.symlink(kind, pts)
+        for args in (["sweep", "--summarize", st], ["report", st, "--out", os.path.join(base, "st.html")],
+                     ["sweep", "--spec", os.path.join(ROOT, "configs", "studies", "tiny.json"), "--out", st, "--point", "1"]):
+            refused([exe] + args, "points.jsonl: is not a file", f"{args[0]} {args[1]} with points.jsonl a {kind}", 10)
+    tj = os.path.join(base, "tj")
+    journal = os.path.join(base, ".tj.partial.jsonl")
+    table = [exe, "table", "--wafer", "tiny", "--model", "tiny-llama", "--contexts", "32", "--batches", "1",
+             "--prefill-tokens", "4", "--out", tj]
+    for kind in ("/dev/zero", "fifo", "settings"):
+        if os.path.lexists(journal):
+            os.remove(journal)
+        if kind == "fifo":
+            os.mkfifo(journal)
+        elif kind == "settings":
+            open(journal, "w").write('{"settings": 5}\n{"phase": "decode"}\n')
+        else:
+            os.symlink(kind, journal)
+        refused(table, "is not a file" if kind != "settings" else "is of a table with other settings",
+                f"table with its journal a {kind}", 10)
+    os.remove(journal)
 
     f = fifo(base, "table-model.json")
     t = writer(f, text, 0.0)
