@@ -423,6 +423,12 @@ Study load_study(const std::filesystem::path& file) {
   const std::string f = file.string();
   const ojson j = hw::parse_input_json<ojson>(hw::read_input_file(file, "study file"), f);
   Study st = parse_study(j, f, file.parent_path());
+  // (its model and wafer files are read by every worker and hashed to resume: a pipe, read once, left a study folder
+  // without the file's hash and points that failed for want of it)
+  for (const auto& [key, path] : input_files(st))
+    if (struct stat fs {}; ::stat(path.c_str(), &fs) == 0 && S_ISFIFO(fs.st_mode))
+      throw InputError(fmt::format("{}: {} is a pipe: a study reads its files again for each worker and to resume; give a file",
+                                   f, key));
   check_study(st);
   return st;
 }

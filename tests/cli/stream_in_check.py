@@ -14,6 +14,8 @@ stream_in_check.py WAFER_EMU OUT_DIR
   appended to the model), a FIFO read as the model and given as --json (waited on for ever);
 - what a resumed run reads back, a study's points.jsonl and table's journal, as a device or a FIFO, and a journal
   whose settings are no text: one line, exit 2 (memory filled, or exit 3);
+- a study naming a FIFO as its wafer or model file: one line, exit 2, no study folder (one was left, without the
+  file's hash, its points failed);
 - `table` given a model through a pipe: one line, exit 2 (its journal hashes the model's bytes, and a pipe's bytes
   cannot be read twice: the hash read the pipe again and waited for ever).
 """
@@ -167,6 +169,19 @@ def main():
         refused(table, "is not a file" if kind != "settings" else "is of a table with other settings",
                 f"table with its journal a {kind}", 10)
     os.remove(journal)
+
+    # A study naming a FIFO as its wafer or model file: refused before any folder is made (a study folder was left
+    # without the file's hash, its points failed).
+    for key in ("wafer", "model"):
+        f = fifo(base, key + "-pipe.json")
+        spec = os.path.join(base, key + "-study.json")
+        fixed = {"wafer": "tiny", "model": MODEL, "context": 64}
+        fixed[key] = f
+        json.dump({"schema": 1, "fixed": fixed, "axes": {"hop_latency": [1, 2]}}, open(spec, "w"))
+        so = os.path.join(base, key + "-study")
+        refused([exe, "sweep", "--spec", spec, "--out", so], f"{key} {f} is a pipe", f"a study naming a FIFO as its {key}", 10)
+        if os.path.exists(so):
+            fail(f"a study naming a FIFO as its {key}: left {so}")
 
     f = fifo(base, "table-model.json")
     t = writer(f, text, 0.0)
