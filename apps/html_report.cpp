@@ -732,6 +732,7 @@ Output from_study(const std::filesystem::path& dir) {
   // Each point of this study, within its count, the first line of an index taken, its settings the study's at its
   // index (as sweep --summarize reads them: sweep::PointsFile).
   std::set<std::int64_t> seen;
+  sweep::Resolver resolver(st);  // (each point's wafer clock)
   std::vector<std::pair<json, json>> kept;  // (point, its settings)
   for (auto& [n, j] : pts) {
     if (!j.contains("study") || j["study"] != st.hash)
@@ -742,7 +743,8 @@ Output from_study(const std::filesystem::path& dir) {
       throw hw::InputError(fmt::format("{}:{}: point {} is outside the study's {} points", pf.string(), n,
                                        j.contains("index") ? j["index"].dump() : std::string("(none)"), st.points()));
     if (!seen.insert(j["index"].get<std::int64_t>()).second) continue;
-    sweep::check_point_line(sweep::ojson::parse(j.dump()), st, j["index"].get<std::int64_t>(), fmt::format("{}:{}", pf.string(), n));
+    sweep::check_point_line(sweep::ojson::parse(j.dump()), st, j["index"].get<std::int64_t>(), fmt::format("{}:{}", pf.string(), n),
+                            &resolver);
     json settings = json::parse(st.settings(j["index"].get<std::int64_t>()).dump());
     kept.emplace_back(std::move(j), std::move(settings));
   }

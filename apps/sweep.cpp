@@ -405,6 +405,15 @@ Resolved Resolver::resolve(const ojson& s, std::int64_t index) {
   return r;
 }
 
+std::optional<double> Resolver::clock_ghz(const ojson& s) {
+  if (s.contains("clock_ghz") && s["clock_ghz"].is_number()) return s["clock_ghz"].get<double>();
+  try {
+    return wafer(s.contains("wafer") && s["wafer"].is_string() ? s["wafer"].get<std::string>() : "wse3", "wafer").clock_ghz;
+  } catch (const InputError&) {  // (a wafer file moved or removed since the study ran)
+    return std::nullopt;
+  }
+}
+
 void check_study(const Study& study) {
   Resolver res(study);
   for (const auto& [k, v] : study.fixed) res.check_value(k, v, "fixed." + k);
@@ -646,7 +655,7 @@ void PointsFile::append(const ojson& line) {
   if (::fsync(fd_) != 0) throw std::runtime_error(fmt::format("{}: fsync: {}", path_.string(), std::strerror(errno)));
 }
 
-void check_point_line(const ojson& p, const Study& study, std::int64_t index, const std::string& where) {
+void check_point_line(const ojson& p, const Study& study, std::int64_t index, const std::string& where, Resolver* resolver) {
   auto bad = [&](const std::string& what) {
     throw InputError(fmt::format("{}: point {} {} (edited?)", where, index, what));
   };
@@ -668,8 +677,14 @@ void check_point_line(const ojson& p, const Study& study, std::int64_t index, co
     if (!(p.contains("latency_us") && p["latency_us"].is_number() && std::isfinite(p["latency_us"].get<double>()) &&
           p["latency_us"].get<double>() > 0))
       bad("is ok but holds no latency a step could have");
-    // The µs are the cycles at the wafer's clock, one a wafer file may give (hw::wafer_params' range of clock_ghz).
+    // The µs are the cycles at the wafer's clock: the point's, when its wafer can be read (resolver), and one a
+    // wafer file may give in any case (hw::wafer_params' range of clock_ghz).
     const double ghz = double(p["latency_cycles"].get<std::int64_t>()) / p["latency_us"].get<double>() / 1e3;
+    if (const std::optional<double> clock = resolver ? resolver->clock_ghz(study.settings(index)) : std::nullopt;
+        clock && std::abs(p["latency_us"].get<double>() - double(p["latency_cycles"].get<std::int64_t>()) / (*clock * 1e3)) >
+                     1e-9 * p["latency_us"].get<double>())
+      bad(fmt::format("holds latency_us {} for latency_cycles {}, not their time at its wafer's {} GHz",
+                      p["latency_us"].dump(), p["latency_cycles"].dump(), *clock));
     for (const hw::ParamInfo& pi : hw::wafer_params())
       if (pi.key == "clock_ghz" && !(ghz >= pi.min * (1 - 1e-9) && ghz <= pi.max * (1 + 1e-9)))
         bad(fmt::format("holds latency_us {} for latency_cycles {}: a clock of {} GHz, outside {} to {}", p["latency_us"].dump(),

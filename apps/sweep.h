@@ -75,6 +75,9 @@ class Resolver {
   Resolved resolve(const ojson& settings, std::int64_t index);
   // One value of one key, as the study gives it (names known, ranges): InputError "FILE: key 'K': ...".
   void check_value(const std::string& key, const ojson& v, const std::string& path);
+  // The clock of the wafer of a point with these settings (its preset or file, and a clock_ghz setting), in GHz;
+  // none when its wafer file cannot be read now.
+  std::optional<double> clock_ghz(const ojson& settings);
 
  private:
   hw::WaferSpec wafer(const std::string& arg, const std::string& key);
@@ -154,7 +157,8 @@ std::string reason_class(const std::string& reason);
 // other than ok or failed, a hash other than its settings' (the study's at its index), a repair whose `complete`
 // is no boolean, usable tiles or extra hops that are no count, an ok point without a whole latency in cycles and a
 // positive one in µs. What summarize and report read (a line edited in place was summarised as it stood).
-void check_point_line(const ojson& line, const Study& study, std::int64_t index, const std::string& where);
+void check_point_line(const ojson& line, const Study& study, std::int64_t index, const std::string& where,
+                      Resolver* resolver = nullptr);
 
 // The summary of the points in `lines` (apps/sweep_summary.cpp, docs/studies.md "The summary"): per setting over
 // the seeds; with a placement axis, the placements side by side and the best; per wafer-parameter axis, the

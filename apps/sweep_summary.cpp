@@ -105,6 +105,7 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
   std::vector<Group> groups;
   std::map<std::string, std::size_t> index;
   std::int64_t done = 0, failed = 0;
+  Resolver resolver(study);  // (each point's wafer clock: check_point_line)
   for (std::int64_t i = 0; i < study.points(); ++i) {
     const ojson picked = study.axis_values(i);
     ojson key = ojson::object();
@@ -122,7 +123,7 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
     const ojson& p = l->second;
     // (a line edited or damaged in place is not summarised: a latency string was counted a failure "? : ?",
     // -1e308 went into the mean, a status "weird" was a failure, a negative usable tile count went into the mean)
-    check_point_line(p, study, i, (dir / "points.jsonl").string());
+    check_point_line(p, study, i, (dir / "points.jsonl").string(), &resolver);
     // The repair happens before mapping: its outcome counts for failed points too.
     if (auto r = p.find("repair"); r != p.end() && r->is_object() && r->contains("complete") && (*r)["complete"].is_boolean()) {
       ++g.with_repair;
