@@ -156,7 +156,10 @@ std::string reason_class(const std::string& reason);
 // Refuses ("WHERE: ... (edited?)") a point line of study `study` at `index` whose content no run writes: a status
 // other than ok or failed, a hash other than its settings' (the study's at its index), a repair whose `complete`
 // is no boolean, usable tiles or extra hops that are no count, an ok point without a whole latency in cycles and a
-// positive one in µs. What summarize and report read (a line edited in place was summarised as it stood).
+// positive one in µs, and figures that disagree: settings not the study's at the index, µs not the cycles at the
+// point's wafer clock (`resolver`, when given and the wafer can be read; else at any clock a wafer may have),
+// breakdown_cycles not whole cycles summing to the latency, a failed point without its failure {stage, reason}.
+// What summarize and report read (a line edited in place was summarised as it stood).
 void check_point_line(const ojson& line, const Study& study, std::int64_t index, const std::string& where,
                       Resolver* resolver = nullptr);
 
