@@ -668,9 +668,17 @@ void check_point_line(const ojson& p, const Study& study, std::int64_t index, co
     bad("does not hold the study's settings at its index");
   if (p.contains("repair") && !(p["repair"].is_object() && p["repair"].contains("complete") && p["repair"]["complete"].is_boolean()))
     bad("holds a repair without a true or false 'complete'");
-  for (const char* k : {"usable_tiles", "extra_hops"})
+  for (const char* k : {"usable_tiles", "extra_hops", "tiles_used"})
     if (p.contains(k) && !(p[k].is_number_integer() && p[k].get<std::int64_t>() >= 0))
       bad(fmt::format("holds {} {}, no count", k, p[k].dump()));
+  if (p.contains("repair") && p["repair"].is_object()) {
+    const ojson& r = p["repair"];
+    for (const char* k : {"defects", "failed_tiles", "extra_hops", "links_without_path"})
+      if (r.contains(k) && !(r[k].is_number_integer() && r[k].get<std::int64_t>() >= 0))
+        bad(fmt::format("holds repair.{} {}, no count", k, r[k].dump()));
+    if (r.contains("extra_hops") && p.contains("extra_hops") && r["extra_hops"] != p["extra_hops"])
+      bad(fmt::format("holds extra_hops {} where its repair says {}", p["extra_hops"].dump(), r["extra_hops"].dump()));
+  }
   if (status == "ok") {
     if (!(p.contains("latency_cycles") && p["latency_cycles"].is_number_integer() && p["latency_cycles"].get<std::int64_t>() > 0))
       bad("is ok but holds no whole latency in cycles a step could have");
@@ -701,9 +709,11 @@ void check_point_line(const ojson& p, const Study& study, std::int64_t index, co
     }
     if (sum != p["latency_cycles"].get<std::uint64_t>())
       bad(fmt::format("holds breakdown_cycles summing to {}, not its latency_cycles {}", sum, p["latency_cycles"].dump()));
+    if (p.contains("failure")) bad("is ok but holds a failure");
   } else if (!(p.contains("failure") && p["failure"].is_object() && p["failure"].contains("stage") &&
-               p["failure"]["stage"].is_string() && p["failure"].contains("reason") && p["failure"]["reason"].is_string())) {
-    bad("failed but holds no failure {stage, reason}");
+               (p["failure"]["stage"] == "map" || p["failure"]["stage"] == "emulate") && p["failure"].contains("reason") &&
+               p["failure"]["reason"].is_string() && !p["failure"]["reason"].get<std::string>().empty())) {
+    bad("failed but holds no failure {stage: map or emulate, reason}");
   }
 }
 

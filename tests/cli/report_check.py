@@ -289,9 +289,11 @@ def main():
     # A line edited in place is refused by both, in one line (each was summarised or drawn as it stood: a status
     # "weird" a failure, a hash not its settings', a negative usable tile count into the mean, repair ok "yes" a
     # success, settings naming another placement, a latency of 1e308 µs or 1 % more for the same cycles (not their
-    # time at the point's wafer clock), causes deleted or not
+    # time at the point's wafer clock), tile, defect or hop counts below 0 or disagreeing, a failure on an ok point,
+    # a failure stage no run writes or no reason, causes deleted or not
     # summing to the latency, a failure without its reason).
     ok_first = next(json.loads(l) for l in orig if json.loads(l)["status"] == "ok")
+    failed_first = next(json.loads(l) for l in orig if json.loads(l)["status"] == "failed")
     no_breakdown = dict(ok_first)
     no_breakdown.pop("breakdown_cycles")
     cause = next(iter(ok_first["breakdown_cycles"]))
@@ -306,8 +308,14 @@ def main():
                                                                    **{cause: ok_first["breakdown_cycles"][cause] + 1}))),
                       ("failure", {k: v for k, v in dict(ok_first, status="failed").items() if k != "failure"}),
                       ("wrap", dict(ok_first, breakdown_cycles=dict(ok_first["breakdown_cycles"], **{
-                          c: v + 2**63 for c, v in list(ok_first["breakdown_cycles"].items())[:2]})))):
-        lines = [json.dumps(bad) + "\n" if json.loads(l)["index"] == ok_first["index"] else l for l in orig]
+                          c: v + 2**63 for c, v in list(ok_first["breakdown_cycles"].items())[:2]}))),
+                      ("tiles", dict(ok_first, tiles_used=-3)),
+                      ("defects", dict(ok_first, repair=dict(ok_first["repair"], defects=-5))),
+                      ("hops", dict(ok_first, extra_hops=ok_first["extra_hops"] + 1)),
+                      ("ok_failure", dict(ok_first, failure={"stage": "map", "reason": "x"})),
+                      ("stage", dict(failed_first, failure=dict(failed_first["failure"], stage="bogus"))),
+                      ("reason", dict(failed_first, failure=dict(failed_first["failure"], reason="")))):
+        lines = [json.dumps(bad) + "\n" if json.loads(l)["index"] == bad["index"] else l for l in orig]
         r = page_of(lines, "study_" + name)
         s = subprocess.run([exe, "sweep", "--summarize", p("study_" + name)], capture_output=True, text=True, timeout=300)
         for what, res in (("report", r), ("sweep --summarize", s)):
