@@ -266,6 +266,10 @@ void check_writable(const std::filesystem::path& path, std::string_view option) 
                                      option.empty() ? std::string() : std::string(option) + ": "));
   if (!path.has_filename() || std::filesystem::is_directory(path, dir_ec))
     throw hw::InputError(fmt::format("{}: is a folder; give the path of a file to write", who));
+  // (a name of blanks only is a slip: --json ' ' wrote a file named by a space)
+  if (const std::string name = path.filename().string(); name.find_first_not_of(" \t\n\r\v\f") == std::string::npos)
+    throw hw::InputError(fmt::format("{}'{}': a file name of blanks only; give the path of a file to write",
+                                     option.empty() ? std::string() : std::string(option) + " ", path.string()));
   const OutputPath out = output_path(path);
   if (out.fd >= 0) {
     const int flags = ::fcntl(out.fd, F_GETFL);

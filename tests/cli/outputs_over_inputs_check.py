@@ -90,7 +90,10 @@ for args, words in ((["decode"] + tiny + ["--json", ""], "--json is empty: give 
                     (["report", ""], "--in is empty"),
                     (["defects", "--wafer", "tiny", "--in", ""], "--in is empty"),
                     (["validate", "--cases", ""], "--cases is empty"),
-                    (["table", "--wafer", "tiny", "--model", "tiny-llama", "--contexts", ""], "--contexts is empty")):
+                    (["table", "--wafer", "tiny", "--model", "tiny-llama", "--contexts", ""], "--contexts is empty"),
+                    # (a name of blanks only: --json ' ' wrote a file named by a space)
+                    (["decode"] + tiny + ["--json", " "], "--json ' ': a file name of blanks only"),
+                    (["decode"] + tiny + ["--trace", "\t"], "a file name of blanks only")):
     r = subprocess.run([exe] + args, capture_output=True, text=True, timeout=300, env=env, cwd=out)
     if r.returncode != 2 or words not in r.stderr or r.stderr.count("\n") != 1:
         fails.append(f"{args}: exit {r.returncode}, {r.stderr!r} (expected '{words}')")
