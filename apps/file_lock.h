@@ -4,6 +4,7 @@
 // read what the others wrote with read_from; write_all appends a line whole (there and in a table's journal).
 #include <fmt/format.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +13,13 @@
 #include <string>
 
 namespace wafer::apps {
+
+// Whether an open descriptor is a regular file: what a study's points, a journal or a file hashed to resume must be
+// (a device was read until the memory ran out, a FIFO failed to seek or could not be read again).
+inline bool regular_file(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
 
 // The bytes of an open file from `offset` to its end (pread, so the file offset stays); `path` names it in the
 // error a failed read throws.

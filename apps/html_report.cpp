@@ -376,9 +376,8 @@ void check_sums(const json& j, const std::string& file) {
   const json* clock = cfg.contains("clock") && cfg["clock"].is_object() && cfg["clock"].contains("value") ? &cfg["clock"]["value"] : nullptr;
   if (!clock || !clock->is_number() || !(clock->get<double>() > 0) || !std::isfinite(clock->get<double>()))
     bad("config.clock is not {\"value\": a clock in GHz}");
-  for (const hw::ParamInfo& pi : hw::wafer_params())  // (a clock a wafer file may give)
-    if (pi.key == "clock_ghz" && !(clock->get<double>() >= pi.min && clock->get<double>() <= pi.max))
-      bad(fmt::format("config.clock {} GHz is outside a wafer's {} to {}", clock->get<double>(), pi.min, pi.max));
+  if (const hw::ParamInfo& pi = *hw::wafer_param("clock_ghz"); !(clock->get<double>() >= pi.min && clock->get<double>() <= pi.max))
+    bad(fmt::format("config.clock {} GHz is outside a wafer's {} to {}", clock->get<double>(), pi.min, pi.max));
   const double us = j["latency_us"]["value"].get<double>(), want = double(latency) / (clock->get<double>() * 1e3);
   if (std::abs(us - want) > 1e-9 * std::max(1.0, want))
     bad(fmt::format("latency_us {} is not latency_cycles {} at the clock's {} GHz ({} µs)", us, latency, clock->get<double>(), want));
@@ -743,8 +742,8 @@ Output from_study(const std::filesystem::path& dir) {
       throw hw::InputError(fmt::format("{}:{}: point {} is outside the study's {} points", pf.string(), n,
                                        j.contains("index") ? j["index"].dump() : std::string("(none)"), st.points()));
     if (!seen.insert(j["index"].get<std::int64_t>()).second) continue;
-    sweep::check_point_line(sweep::ojson::parse(j.dump()), st, j["index"].get<std::int64_t>(), fmt::format("{}:{}", pf.string(), n),
-                            &resolver);
+    sweep::check_point_line(sweep::ojson::parse(lines[n - 1]), st, j["index"].get<std::int64_t>(),  // (as written: in order)
+                            fmt::format("{}:{}", pf.string(), n), &resolver);
     json settings = json::parse(st.settings(j["index"].get<std::int64_t>()).dump());
     kept.emplace_back(std::move(j), std::move(settings));
   }

@@ -3,13 +3,10 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <variant>
 
 #include "apps/file_lock.h"
@@ -34,7 +31,7 @@ Journal::Journal(const fs::path& path, const std::string& settings, std::string 
   if (fd_ < 0)
     throw hw::InputError(fmt::format("{}: cannot open the journal {} ({})", option_, path.string(), std::strerror(errno)));
   // (a device or a pipe in its place: /dev/zero was read until the memory ran out, a FIFO failed to seek)
-  if (struct stat st {}; ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (!regular_file(fd_)) {
     ::close(fd_);
     throw hw::InputError(fmt::format("{}: the journal {} is not a file (a device or a pipe); remove it", option_, path.string()));
   }
@@ -80,16 +77,17 @@ Journal::~Journal() {
 
 std::string hash_file(const fs::path& path) {
   // (Opened without waiting for a writer: a pipe, read once already as the input, would be waited on for ever.)
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return sweep::hash_text("");
-  struct stat st {};
-  const bool file = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  ::close(fd);
-  if (!file)
+  struct Fd {
+    int fd;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } f{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+  if (f.fd < 0) return sweep::hash_text("");
+  if (!regular_file(f.fd))
     throw hw::InputError(fmt::format("{}: not a file: its bytes are hashed to resume this run later, and a pipe can be "
                                      "read only once (give a file)", path.string()));
-  std::ifstream f(path, std::ios::binary);
-  return sweep::hash_text(std::string(std::istreambuf_iterator<char>(f), {}));
+  return sweep::hash_text(read_from(f.fd, 0, path.string()));
 }
 
 fs::path Journal::beside(const fs::path& output) {

@@ -40,11 +40,7 @@ const std::vector<std::string_view> kKeys = {"wafer",   "model",     "context", 
 const std::vector<std::string_view> kTopKeys = {"schema", "name", "note", "fixed", "axes"};
 
 bool is_key(std::string_view k) { return std::find(kKeys.begin(), kKeys.end(), k) != kKeys.end(); }
-const hw::ParamInfo* param(std::string_view k) {
-  for (const auto& p : hw::wafer_params())
-    if (p.key == k) return &p;
-  return nullptr;
-}
+const hw::ParamInfo* param(std::string_view k) { return hw::wafer_param(k); }
 std::string join(const std::vector<std::string_view>& v) {
   std::string s;
   for (auto k : v) s += (s.empty() ? "" : ", ") + std::string(k);
@@ -337,7 +333,7 @@ Resolved Resolver::resolve(const ojson& s, std::int64_t index) {
   auto text = [&](const char* k, const char* dflt) { return s.contains(k) ? s[k].get<std::string>() : std::string(dflt); };
   auto integer = [&](const char* k, std::int64_t dflt) { return s.contains(k) ? std::int64_t(s[k].get<double>()) : dflt; };
   Resolved r;
-  const std::string wafer_arg = text("wafer", "wse3");
+  const std::string wafer_arg = text("wafer", kDefaultWafer.data());
   hw::WaferSpec spec = wafer(wafer_arg, where("wafer"));
   std::string last_param;
   for (auto it = s.begin(); it != s.end(); ++it) {
@@ -408,7 +404,7 @@ Resolved Resolver::resolve(const ojson& s, std::int64_t index) {
 std::optional<double> Resolver::clock_ghz(const ojson& s) {
   if (s.contains("clock_ghz") && s["clock_ghz"].is_number()) return s["clock_ghz"].get<double>();
   try {
-    return wafer(s.contains("wafer") && s["wafer"].is_string() ? s["wafer"].get<std::string>() : "wse3", "wafer").clock_ghz;
+    return wafer(s.contains("wafer") && s["wafer"].is_string() ? s["wafer"].get<std::string>() : std::string(kDefaultWafer), "wafer").clock_ghz;
   } catch (const InputError&) {  // (a wafer file moved or removed since the study ran)
     return std::nullopt;
   }
@@ -585,7 +581,7 @@ PointsFile::PointsFile(const std::filesystem::path& dir, std::string study_hash,
   fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) throw InputError(fmt::format("{}: cannot open ({})", path_.string(), std::strerror(errno)));
   // (a device or a pipe in its place: /dev/zero was read until the memory ran out, a FIFO failed to seek)
-  if (struct stat st {}; ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (!regular_file(fd_)) {
     ::close(fd_);
     throw InputError(fmt::format("{}: is not a file (a device or a pipe): not a study's points", path_.string()));
   }
@@ -661,11 +657,10 @@ void check_point_line(const ojson& p, const Study& study, std::int64_t index, co
   };
   const std::string status = p.contains("status") && p["status"].is_string() ? p["status"].get<std::string>() : "";
   if (status != "ok" && status != "failed") bad(fmt::format("has status {} (a run writes ok or failed)", p.value("status", ojson()).dump()));
-  if (!p.contains("hash") || p["hash"] != hash_text(study.settings(index).dump()))
+  const ojson settings = study.settings(index);
+  if (!p.contains("hash") || p["hash"] != hash_text(settings.dump()))
     bad("does not hold the hash of the study's settings at its index");
-  // (compared as unordered objects: `report` reads the line with its keys sorted)
-  if (!p.contains("settings") || nlohmann::json::parse(p["settings"].dump()) != nlohmann::json::parse(study.settings(index).dump()))
-    bad("does not hold the study's settings at its index");
+  if (!p.contains("settings") || p["settings"] != settings) bad("does not hold the study's settings at its index");
   if (p.contains("repair") && !(p["repair"].is_object() && p["repair"].contains("complete") && p["repair"]["complete"].is_boolean()))
     bad("holds a repair without a true or false 'complete'");
   for (const char* k : {"usable_tiles", "extra_hops", "tiles_used"})
@@ -688,15 +683,14 @@ void check_point_line(const ojson& p, const Study& study, std::int64_t index, co
     // The µs are the cycles at the wafer's clock: the point's, when its wafer can be read (resolver), and one a
     // wafer file may give in any case (hw::wafer_params' range of clock_ghz).
     const double ghz = double(p["latency_cycles"].get<std::int64_t>()) / p["latency_us"].get<double>() / 1e3;
-    if (const std::optional<double> clock = resolver ? resolver->clock_ghz(study.settings(index)) : std::nullopt;
+    if (const std::optional<double> clock = resolver ? resolver->clock_ghz(settings) : std::nullopt;
         clock && std::abs(p["latency_us"].get<double>() - double(p["latency_cycles"].get<std::int64_t>()) / (*clock * 1e3)) >
                      1e-9 * p["latency_us"].get<double>())
       bad(fmt::format("holds latency_us {} for latency_cycles {}, not their time at its wafer's {} GHz",
                       p["latency_us"].dump(), p["latency_cycles"].dump(), *clock));
-    for (const hw::ParamInfo& pi : hw::wafer_params())
-      if (pi.key == "clock_ghz" && !(ghz >= pi.min * (1 - 1e-9) && ghz <= pi.max * (1 + 1e-9)))
-        bad(fmt::format("holds latency_us {} for latency_cycles {}: a clock of {} GHz, outside {} to {}", p["latency_us"].dump(),
-                        p["latency_cycles"].dump(), ghz, pi.min, pi.max));
+    if (const hw::ParamInfo& pi = *hw::wafer_param("clock_ghz"); !(ghz >= pi.min * (1 - 1e-9) && ghz <= pi.max * (1 + 1e-9)))
+      bad(fmt::format("holds latency_us {} for latency_cycles {}: a clock of {} GHz, outside {} to {}", p["latency_us"].dump(),
+                      p["latency_cycles"].dump(), ghz, pi.min, pi.max));
     // Its causes: whole cycles that sum to the latency (as decode's breakdown).
     const ojson* bd = p.contains("breakdown_cycles") && p["breakdown_cycles"].is_object() ? &p["breakdown_cycles"] : nullptr;
     if (!bd || bd->empty()) bad("is ok but holds no breakdown_cycles");

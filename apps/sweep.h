@@ -25,6 +25,7 @@ using ojson = nlohmann::ordered_json;
 
 inline constexpr std::int64_t kSchema = 1;
 inline constexpr std::string_view kDefaultModel = "llama-3.1-8b";  // a study's model when it names none (as decode's)
+inline constexpr std::string_view kDefaultWafer = "wse3";          // ... and its wafer
 inline constexpr std::int64_t kMaxPoints = 100'000;  // every point is checked before any runs (~25 us each); split larger studies
 
 // A study file, parsed. Keys and value types are checked by parse_study; names (models, placements, ...)

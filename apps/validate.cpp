@@ -356,9 +356,7 @@ std::vector<FitParam> parse_fit(std::string_view arg, const std::vector<Case>& c
     const std::size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
     if (key.empty()) throw InputError(fmt::format("--fit '{}': an empty parameter name ({})", arg, fittable));
-    const hw::ParamInfo* pinfo = nullptr;
-    for (const auto& p : hw::wafer_params())
-      if (p.key == key) pinfo = &p;
+    const hw::ParamInfo* pinfo = hw::wafer_param(key);
     const bool may = std::find(std::begin(kFittable), std::end(kFittable), key) != std::end(kFittable);
     if (!pinfo) throw InputError(fmt::format("--fit '{}': unknown parameter (fittable: {})", key, fittable));
     if (!may)

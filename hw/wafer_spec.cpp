@@ -84,6 +84,12 @@ const std::vector<ParamInfo>& wafer_params() {
   return params;
 }
 
+const ParamInfo* wafer_param(std::string_view key) {
+  for (const ParamInfo& p : wafer_params())
+    if (p.key == key) return &p;
+  return nullptr;
+}
+
 namespace {
 
 WaferSpec common(std::string name) {

@@ -76,6 +76,8 @@ struct ParamInfo {
 
 // Every WaferSpec parameter, in presentation order.
 const std::vector<ParamInfo>& wafer_params();
+// The parameter named `key` (wafer_params), or nullptr.
+const ParamInfo* wafer_param(std::string_view key);
 
 // Largest wafer accepted, checked before anything is allocated.
 inline constexpr std::int64_t kMaxTilesPerSide = 8192;
