@@ -39,7 +39,13 @@ bool parse(const std::vector<std::string>& args, po::options_description& opts, 
            std::string_view usage, po::variables_map& vm, bool check_json) {
   opts.add_options()("json", po::value<std::string>()->value_name("PATH"),
                      "also write the results as JSON (every figure with its unit)")("help,h", "show this help");
-  const po::parsed_options parsed = po::command_line_parser(args).options(opts).run();
+  // (no guessing: an option's prefix is no option, so `--con 64` is refused rather than taken as --context, and an
+  // option added later cannot change what an abbreviation that worked before meant)
+  const po::parsed_options parsed =
+      po::command_line_parser(args)
+          .options(opts)
+          .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+          .run();
   // (a word that is no option's value: ignored by the parser, so refused here)
   for (const auto& o : parsed.options)
     if (o.position_key >= 0 && !o.original_tokens.empty())

@@ -2,6 +2,11 @@
 wafer_cli_test(help --stdout "describe" -- ${WAFER_EMU} --help)
 wafer_cli_test(unknown_subcommand --exit 2 --one-line-error --stderr "unknown subcommand 'frobnicate'" -- ${WAFER_EMU} frobnicate)
 wafer_cli_test(unknown_option --exit 2 --one-line-error --stderr "unrecognised option|unrecognized option" -- ${WAFER_EMU} describe --bogus 1)
+# No guessing: an option's prefix is refused (it was taken as the one option it began, --con as --context), the
+# whole name taken.
+wafer_cli_test(option_prefix --exit 2 --one-line-error --stderr "unrecognised option '--con'|unrecognized option '--con'"
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --con 64)
+wafer_cli_test(option_whole --stdout "latency" -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64)
 wafer_cli_test(describe --stdout "simd_width" --stdout "wse3" --same-output-twice -- ${WAFER_EMU} describe)
 wafer_cli_test(describe_json --file ${OUT}/describe.json --no-file ${OUT}/describe.json.tmp -- ${WAFER_EMU} describe --json ${OUT}/describe.json)
 wafer_cli_test(wafer_file_override --stdout "simd_width +[^ ]+ +16" -- ${WAFER_EMU} describe --wafer ${DATA}/wafer_override.json)
