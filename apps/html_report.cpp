@@ -720,6 +720,8 @@ Output from_study(const std::filesystem::path& dir) {
       json j = json::parse(l);
       if (!j.is_object() || !j.contains("index") || !j["index"].is_number_integer())
         throw hw::InputError(fmt::format("{}:{}: not a point line", pf.string(), lineno));
+      if (const std::string k = hw::repeated_key<json>(l); !k.empty())  // (as sweep::PointsFile)
+        throw hw::InputError(fmt::format("{}:{}: key '{}' is given twice in one line (edited?)", pf.string(), lineno, k));
       pts.emplace_back(lineno, std::move(j));
     } catch (const json::exception&) {
       if (lineno == lines.size()) continue;  // a last line being written

@@ -624,6 +624,9 @@ void PointsFile::refresh_locked() {
     }
     if (!j.is_object() || !j.contains("study") || !j.contains("index") || !j["index"].is_number_integer())
       throw InputError(fmt::format("{}: byte {}: not a point line", path_.string(), offset_ + std::int64_t(pos)));
+    if (const std::string k = hw::repeated_key<ojson>(buf.substr(pos, nl - pos)); !k.empty())
+      throw InputError(fmt::format("{}: byte {}: key '{}' is given twice in one line (edited?)", path_.string(),
+                                   offset_ + std::int64_t(pos), k));
     if (j["study"] != study_)
       throw InputError(fmt::format("{}: holds points of study {}, not {}; never mixed (use another --out)", path_.string(),
                                    j["study"].dump(), study_));

@@ -150,6 +150,15 @@ struct InputJsonChecks : nlohmann::json_sax<Json> {
   }
 };
 
+// The first key some object of `text` (JSON that parses) gives twice, or "" (the parser keeps the last and drops
+// the other without a word): for text read as lines of JSON rather than as an input file (a study's points).
+template <class Json>
+std::string repeated_key(const std::string& text) {
+  InputJsonChecks<Json> checks(text);
+  Json::sax_parse(text, &checks);
+  return checks.twice;
+}
+
 // Json::parse(text) (nlohmann::json or ordered_json), with every failure an InputError naming `file`: "malformed
 // JSON at byte N", a number beyond a double, nesting deeper than kMaxInputDepth, and "key 'K' is given twice in one
 // object" for the first key some object repeats.

@@ -322,10 +322,12 @@ def main():
             if res.returncode != 2 or "(edited?)" not in res.stderr or res.stderr.count("\n") != 1:
                 fail(f"{what} of a line edited ({name}): exit {res.returncode}, {res.stderr!r}")
     # Lines no run writes are refused by both alike (report skipped a blank line that the summary called damage, and
-    # took an index of 7.0 for one beyond the study's points).
+    # took an index of 7.0 for one beyond the study's points; a key given twice, the last one read, was taken by both).
+    twice = orig[0].rstrip("\n")[:-1] + ', "status": "failed"}\n'
     for name, lines, want in (("blank", orig[:1] + ["\n"] + orig[1:], "not JSON before the last line"),
                               ("index", [json.dumps(dict(first, index=float(first["index"]))) + "\n"] + orig[1:],
-                               "not a point line")):
+                               "not a point line"),
+                              ("twice", [twice] + orig[1:], "key 'status' is given twice in one line (edited?)")):
         r = page_of(lines, "study_" + name)
         s = subprocess.run([exe, "sweep", "--summarize", p("study_" + name)], capture_output=True, text=True, timeout=300)
         for what, res in (("report", r), ("sweep --summarize", s)):
