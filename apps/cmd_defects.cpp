@@ -117,7 +117,7 @@ int run_defects(const std::vector<std::string>& args) {
   po::options_description opts("defects options");
   opts.add_options()                                                                                  //
       ("wafer", po::value<std::string>()->default_value("wse3")->value_name("PRESET|FILE"), "wafer preset or file")  //
-      ("density", po::value<double>()->default_value(0.1)->value_name("D0"), "defect density D0 [defects/cm^2]")    //
+      ("density", po::value<double>()->default_value(0.1, "0.1")->value_name("D0"), "defect density D0 [defects/cm^2]")    //
       ("alpha", po::value<double>()->default_value(2.0)->value_name("A"),
        "negative-binomial clustering parameter (smaller = more clustered)")                             //
       ("model", po::value<std::string>()->default_value("poisson")->value_name("poisson|negbin"), "defect model")  //
@@ -125,7 +125,7 @@ int run_defects(const std::vector<std::string>& args) {
       ("maps", po::value<std::int64_t>()->default_value(100)->value_name("N"), "number of maps to generate and repair")  //
       ("repair", po::value<std::string>()->default_value("row-shift")->value_name("SCHEME"),
        fmt::format("repair scheme: {}", fmt::join(hw::repair_scheme_names(), ", ")).c_str())  //
-      ("in", po::value<std::string>()->value_name("FILE"), "repair this defect map (.csv or .json) instead of generating")  //
+      ("in", po::value<std::string>()->value_name("FILE"), "repair this defect map (.csv or .json; a name with neither, a pipe: read by its content) instead of generating")  //
       ("out", po::value<std::string>()->value_name("FILE"), "write the first map (or the --in map) as .csv or .json")  //
       ("threads", po::value<std::int64_t>()->value_name("N"),
        "maps generated and repaired side by side (default and most: the CPUs the process may use; the same figures for "

@@ -36,7 +36,7 @@ int run_noc(const std::vector<std::string>& args) {
       ("seed", po::value<std::string>()->default_value("1")->value_name("S"), "seed of the defect map and the traffic")
       ("pattern", po::value<std::string>()->default_value("uniform")->value_name("NAME"),
        "uniform|transpose|hotspot|neighbour|row-reduce|column-broadcast")
-      ("rate", po::value<double>()->default_value(0.01)->value_name("R"), "injected wavelets per tile per cycle, in [0, 1]")
+      ("rate", po::value<double>()->default_value(0.01, "0.01")->value_name("R"), "injected wavelets per tile per cycle, in [0, 1]")
       ("burst-wavelets", po::value<std::int64_t>()->default_value(8)->value_name("W"), "wavelets per burst")
       ("cycles", po::value<std::int64_t>()->default_value(1000)->value_name("N"), "injection window (then the mesh drains)")
       ("colors", po::value<std::int64_t>()->default_value(4)->value_name("C"), "colors the bursts are spread over")

@@ -237,9 +237,8 @@ std::string read_all(const std::filesystem::path& file) {
   return read_input_file(file, "defect map", kMaxDefectFileBytes);
 }
 
-DefectMap read_csv(const std::filesystem::path& file, const WaferSpec& spec) {
+DefectMap read_csv(const std::filesystem::path& file, const std::string& text, const WaferSpec& spec) {
   const std::string f = file.string();
-  const std::string text = read_all(file);
   // (a map without defects is its header line: an empty file is more likely one cut short)
   if (text.empty())
     throw InputError(fmt::format("{}: the file is empty (a map without defects has its header line 'kind,x,y,dir')", f));
@@ -293,9 +292,9 @@ DefectMap read_csv(const std::filesystem::path& file, const WaferSpec& spec) {
   return map;
 }
 
-DefectMap read_json(const std::filesystem::path& file, const WaferSpec& spec) {
+DefectMap read_json(const std::filesystem::path& file, const std::string& text, const WaferSpec& spec) {
   const std::string f = file.string();
-  const nlohmann::json j = parse_input_json<nlohmann::json>(read_all(file), f);
+  const nlohmann::json j = parse_input_json<nlohmann::json>(text, f);
   if (!j.is_object()) throw InputError(fmt::format("{}: a defect map is a JSON object with a 'defects' array", f));
   for (const auto& [k, v] : j.items())
     if (k != "defects" && k != "grid") throw InputError(fmt::format("{}: unknown key '{}' (known: defects, grid)", f, k));
@@ -351,9 +350,13 @@ DefectMap read_json(const std::filesystem::path& file, const WaferSpec& spec) {
 
 DefectMap read_defects(const std::filesystem::path& file, const WaferSpec& spec) {
   const std::string ext = extension(file);
-  if (ext == ".csv") return read_csv(file, spec);
-  if (ext == ".json") return read_json(file, spec);
-  throw InputError(fmt::format("{}: a defect map file ends in .csv or .json", file.string()));
+  const std::string text = read_all(file);
+  if (ext == ".csv") return read_csv(file, text, spec);
+  if (ext == ".json") return read_json(file, text, spec);
+  // Another name (a pipe, `--defects <(...)`, or /dev/stdin): the content decides, as the two formats cannot be
+  // taken for each other: a JSON map is an object, and no line of a CSV map starts with '{'.
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string::npos && text[first] == '{' ? read_json(file, text, spec) : read_csv(file, text, spec);
 }
 
 std::string format_defects(const std::filesystem::path& file, const DefectMap& map) {

@@ -92,10 +92,11 @@ DefectMap generate_defects(const WaferSpec& spec, const DefectGenParams& params,
 
 // Files: CSV ("kind,x,y[,dir]" with a header line, optional when reading; '#' comments and blank lines are
 // skipped; kinds core|router|sram|link, dir N|E|S|W for links only) or JSON ({"defects": [{"kind": "core",
-// "x": 3, "y": 4}, {"kind": "link", "x": 3, "y": 4, "dir": "E"}]}), chosen by extension. Errors name file
-// and line (CSV) or entry index (JSON). JSON may carry "grid": {"width", "height"}, which must match the
-// wafer's physical grid. format_defects gives the text of `file`'s format, which read_defects reads back; an
-// extension other than .csv / .json is an InputError. (Writing it is the caller's: apps/ writes outputs through
+// "x": 3, "y": 4}, {"kind": "link", "x": 3, "y": 4, "dir": "E"}]}), chosen by extension; a name with neither
+// extension (a pipe, /dev/stdin) is read as JSON when its first non-blank character is '{', else as CSV. Errors
+// name file and line (CSV) or entry index (JSON). JSON may carry "grid": {"width", "height"}, which must match
+// the wafer's physical grid. format_defects gives the text of `file`'s format, which read_defects reads back; to
+// write, an extension other than .csv / .json is an InputError. (Writing it is the caller's: apps/ writes outputs through
 // traces::write_text_atomic, which knows files from streams and links, docs/fidelity.md "Output".)
 DefectMap read_defects(const std::filesystem::path& file, const WaferSpec& spec);
 std::string format_defects(const std::filesystem::path& file, const DefectMap& map);

@@ -88,6 +88,35 @@ def main():
             fail(f"a model through a FIFO written {when}: {got} cycles against {want} from the file")
         print(f"ok: a model through a FIFO written {when}: {got} cycles, as from the file")
 
+    # A defect map through a pipe (`--defects <(...)`: a name without .csv or .json) is read by its content, as
+    # CSV or JSON (it was refused: "a defect map file ends in .csv or .json").
+    for fmt in ("csv", "json"):
+        m = os.path.join(base, f"map.{fmt}")
+        r, _ = run([exe, "defects", "--wafer", "tiny", "--density", "5", "--maps", "1", "--seed", "1", "--out", m])
+        if r.returncode != 0:
+            fail(f"defects --out {m}: exit {r.returncode}: {r.stderr}")
+        mtext = open(m).read()
+        args = [exe, "decode"] + TINY + ["--model", "tiny-llama", "--defects"]
+        want_map = latency(args + [m], f"a {fmt} defect map from its file")
+        f = fifo(base, "map")
+        t = writer(f, mtext, 0.0)
+        got = latency(args + [f], f"a {fmt} defect map through a FIFO")
+        t.join(10)
+        if got != want_map:
+            fail(f"a {fmt} defect map through a FIFO: {got} cycles against {want_map} from the file")
+        f = fifo(base, "map")
+        t = writer(f, mtext, 0.0)
+        counts = []
+        for src in (m, f):
+            r, _ = run([exe, "defects", "--wafer", "tiny", "--in", src, "--json", "/dev/stdout"])
+            if r.returncode != 0:
+                fail(f"defects --in a {fmt} map {src}: exit {r.returncode}: {r.stderr}")
+            counts.append(json.loads(r.stdout[r.stdout.find("\n{") + 1:])["map"]["defects"]["value"])
+        t.join(10)
+        if counts[0] < 1 or counts[1] != counts[0]:
+            fail(f"defects --in a {fmt} map: {counts[1]} defects through a FIFO, {counts[0]} from the file")
+        print(f"ok: a {fmt} defect map through a FIFO: {got} cycles, as from the file; defects --in reads it")
+
     f = fifo(base, "model.json")
     refused([exe, "decode"] + TINY + ["--model", f], "a pipe no process wrote to within 2 s", "a FIFO no process writes to", 20)
     f = fifo(base, "model.json")

@@ -234,6 +234,19 @@ TEST(DefectFiles, RoundTripCsvAndJson) {
   EXPECT_THROW(format_defects("map", m), InputError);
 }
 
+TEST(DefectFiles, ANameEndingInNeitherIsReadByItsContent) {
+  // (a pipe, `--defects <(...)`, has no extension: its content decides; a name's extension decides over content)
+  const WaferSpec s = preset("small");
+  const DefectMap m = generate_defects(s, per_wafer(s, 60), 5);
+  for (const char* format : {"x.csv", "x.json"})
+    for (const char* name : {"map", "map.txt"}) {
+      const DefectMap back = read_defects(write_file(name, format_defects(format, m)), s);
+      EXPECT_EQ(back.defects(), m.defects()) << format << " as " << name;
+    }
+  EXPECT_THROW(read_defects(write_file("map.csv", format_defects("x.json", m)), s), InputError);
+  EXPECT_THROW(read_defects(write_file("map.json", format_defects("x.csv", m)), s), InputError);
+}
+
 TEST(DefectFiles, AFolderIsNotAMap) {
   // (a folder opens as an empty stream, which read as a map without defects)
   for (const char* name : {"folder.csv", "folder.json"}) {
@@ -339,7 +352,9 @@ INSTANTIATE_TEST_SUITE_P(
                 ":1: the map is of a physical grid 66 x 66, the wafer's is 9 x 9"},
         BadFile{"cut_short.csv", "", "the file is empty"},
         BadFile{"nul.csv", std::string("core,1,1\0\n", 10), ":1: y '1\\0' is not an integer"},
-        BadFile{"wrong.txt", "core,1,1\n", "ends in .csv or .json"}),
+        // (a name ending in neither: its content decides, and a CSV map's errors are a CSV map's)
+        BadFile{"neither.txt", "core,1,1\nrouter,1\n", ":2: expected 'kind,x,y[,dir]'"},
+        BadFile{"neither_json.txt", " \n{\"defects\": 3}", "'defects' must be an array"}),
     [](const ::testing::TestParamInfo<BadFile>& param_info) {
       std::string n = param_info.param.name;
       for (char& c : n)
