@@ -364,6 +364,41 @@ void check_cells(const json& sec, const std::string& where, const std::string& f
                                        cols, rows));
   }
 }
+// The cells of matrix `name` of a regions section (its form checked: check_form, check_cells): numbers from `lo` to
+// `hi` (whole ones when `whole`) or nulls; their sum. A heatmap's scale is its cells' range, so one cell of -5 % or
+// 500 % redrew the whole map, and a layer index no layer has was drawn as one.
+double check_cell_values(const json& sec, const std::string& where, const std::string& file, const char* name, double lo,
+                         double hi, bool whole, const std::set<std::int64_t>* allowed = nullptr) {
+  double sum = 0;
+  if (!sec.contains(name)) return sum;
+  for (const json& row : sec[name]["value"])
+    for (const json& c : row) {
+      if (c.is_null()) continue;
+      const double v = c.get<double>();
+      if (!(v >= lo && v <= hi) || (whole && v != std::floor(v)) ||
+          (allowed && !allowed->count(std::int64_t(v))))
+        throw hw::InputError(fmt::format(
+            "{}: {}.{} holds {}: a cell holds {} (edited?)", file, where, name, c.dump(),
+            allowed ? std::string("an index of the layers table, -1 (idle) or -2 (several)")
+                    : fmt::format("{}{} {}{}", whole ? "a whole number, " : "", lo, hi >= 1e18 ? "" : fmt::format("to {} ", hi),
+                                  sec[name].value("unit", std::string("")) + (hi >= 1e18 ? " or more" : ""))));
+      sum += v;
+    }
+  return sum;
+}
+// A physical wafer's repair section: per-cell counts whole and at most a cell's tiles (defects any number of 0 or
+// more: a tile's links are defects of their own), summing to the section's counts.
+void check_repair_cells(const json& rp, const std::string& where, const std::string& file) {
+  const double tiles = std::pow(double(rp["cell_side"]["value"].get<std::int64_t>()), 2);
+  for (const auto& [m, total, most] : {std::tuple{"defect_map", "defects", 1e18}, std::tuple{"spares_used", "spare_tiles_used", tiles},
+                                       std::tuple{"displaced", "displaced_tiles", tiles}}) {
+    const double sum = check_cell_values(rp, where, file, m, 0, most, true);
+    const json* t = rp.contains(total) && rp[total].is_object() && rp[total].contains("value") ? &rp[total]["value"] : nullptr;
+    if (rp.contains(m) && !(t && t->is_number_unsigned() && double(t->get<std::uint64_t>()) == sum))
+      throw hw::InputError(fmt::format("{}: {}.{}'s cells sum to {}, not its {} {} (edited?)", file, where, m, sum, total,
+                                       t ? t->dump() : std::string("(none)")));
+  }
+}
 // What decode's figures say of each other: the latency in µs is its cycles at the wafer's clock; the critical path's
 // causes (the per-layer table's columns in cycles, but its total) are whole cycles that sum to the latency, and the
 // path's other counts whole too; a pipeline's regions hold a section per wafer, wafer_0 to wafer_{N-1}.
@@ -470,18 +505,35 @@ json read_decode_json(const std::filesystem::path& file) {
     const json& reg = j["regions"];
     if (!reg.is_object()) throw hw::InputError(fmt::format("{}: regions is not a section (edited?)", file.string()));
     check_cells(reg, "regions", file.string(), {});
+    // (the layers table's indices: what a cell of a wafer's `layer` may hold, beside -1 idle and -2 several)
+    std::set<std::int64_t> layers{-1, -2};
+    if (const json* t = reg.contains("layers") && reg["layers"].is_object() && reg["layers"].contains("rows") ? &reg["layers"] : nullptr)
+      for (std::size_t c = 0; c < (*t)["columns"].size(); ++c)
+        if ((*t)["columns"][c].is_object() && (*t)["columns"][c].value("name", std::string()) == "index")
+          for (const json& row : (*t)["rows"])
+            if (row[c].is_number_integer()) layers.insert(row[c].get<std::int64_t>());
+    const double cell_tiles = std::pow(double(reg["cell_side"]["value"].get<std::int64_t>()), 2);
     for (auto it = reg.begin(); it != reg.end(); ++it) {
       if (!it.value().is_object() || !it.key().starts_with("wafer_")) continue;
       // (a wafer's matrices are the regions' cells; its physical wafer, when it has its own map, has its own)
       json cells = it.value();
       cells.erase("repair");
       for (const char* k : {"columns", "rows", "cell_side"}) cells[k] = reg[k];
-      check_cells(cells, "regions." + it.key(), file.string(),
-                  {"link_utilisation", "tile_busy", "sram_use", "tiles_used", "extra_hops", "layer"});
-      if (it.value().contains("repair"))
-        check_cells(it.value()["repair"], "regions." + it.key() + ".repair", file.string(), {"defect_map", "spares_used", "displaced"});
+      const std::string where = "regions." + it.key();
+      check_cells(cells, where, file.string(), {"link_utilisation", "tile_busy", "sram_use", "tiles_used", "extra_hops", "layer"});
+      for (const char* m : {"link_utilisation", "tile_busy", "sram_use"}) check_cell_values(cells, where, file.string(), m, 0, 100, false);
+      check_cell_values(cells, where, file.string(), "tiles_used", 0, cell_tiles, true);
+      check_cell_values(cells, where, file.string(), "extra_hops", 0, 1e18, true);
+      check_cell_values(cells, where, file.string(), "layer", -2, 1e18, true, &layers);
+      if (it.value().contains("repair")) {
+        check_cells(it.value()["repair"], where + ".repair", file.string(), {"defect_map", "spares_used", "displaced"});
+        check_repair_cells(it.value()["repair"], where + ".repair", file.string());
+      }
     }
-    if (reg.contains("repair")) check_cells(reg["repair"], "regions.repair", file.string(), {"defect_map", "spares_used", "displaced"});
+    if (reg.contains("repair")) {
+      check_cells(reg["repair"], "regions.repair", file.string(), {"defect_map", "spares_used", "displaced"});
+      check_repair_cells(reg["repair"], "regions.repair", file.string());
+    }
   }
   return j;
 }

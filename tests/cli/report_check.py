@@ -205,6 +205,31 @@ def main():
         e["config"]["clock"]["value"] = 1e-300
         e["latency_us"]["value"] = e["latency_cycles"]["value"] / 1e-297
     edited("e_clock_slow", slow_clock)
+    # Heatmap cells no run writes (each was drawn, its scale stretched to them: link use of -5 % or 500 %, a layer
+    # index no layer has, more tiles used than a cell holds) and repair maps whose cells do not sum to the counts.
+    def cell(key, v, section=lambda e: e["regions"]["wafer_0"]):
+        return lambda e: section(e)[key]["value"][0].__setitem__(0, v)
+    edited("e_util_negative", cell("link_utilisation", -5))
+    edited("e_util_over", cell("link_utilisation", 500))
+    edited("e_busy_over", cell("tile_busy", 100.5))
+    edited("e_sram_over", cell("sram_use", 101))
+    edited("e_layer_index", cell("layer", 99))
+    edited("e_layer_fraction", cell("layer", 0.5))
+    edited("e_tiles_over", cell("tiles_used", reg["cell_side"]["value"] ** 2 + 1))
+    edited("e_hops_negative", cell("extra_hops", -1))
+    rp = lambda e: e["regions"]["repair"]
+    edited("e_defect_cell", cell("defect_map", reg["repair"]["defect_map"]["value"][0][0] + 1, rp))
+    edited("e_defects_count", lambda e: rp(e)["defects"].update(value=rp(e)["defects"]["value"] + 1))
+    edited("e_spares_cell", cell("spares_used", 2, rp))
+    edited("e_displaced_count", lambda e: rp(e)["displaced_tiles"].update(value=rp(e)["displaced_tiles"]["value"] + 1))
+    # (and at the bounds, results as decode writes them: every percentage at 0 and 100, an idle cell)
+    at_bounds = json.loads(json.dumps(res))
+    for key in ("link_utilisation", "tile_busy", "sram_use"):
+        at_bounds["regions"]["wafer_0"][key]["value"][0][0] = 100
+        at_bounds["regions"]["wafer_0"][key]["value"][0][1] = 0
+    at_bounds["regions"]["wafer_0"]["layer"]["value"][0][0] = -1
+    json.dump(at_bounds, open(p("bounds.json"), "w"))
+    run(["report", p("bounds.json"), "--out", p("bounds.html")])
     # Unedited results of the search (decode --placement auto) are drawn: its candidates table holds -1 for a figure
     # a candidate has not (they were refused as edited).
     run(tiny + ["--placement", "auto", "--json", p("auto.json")])
