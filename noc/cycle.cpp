@@ -248,6 +248,7 @@ void CycleMesh::step() {
   const Grid& g = fabric_->grid();
   // 1. Wavelets whose link crossing ends this cycle enter their input queues (credits guarantee room).
   auto& arriving = links_[now_ % links_.size()];
+  changed_ = !arriving.empty();
   for (const InFlight& f : arriving) {
     push_wavelet(f.router, f.port, bursts_[f.w.burst].color, f.w);
     --in_flight_;
@@ -258,6 +259,7 @@ void CycleMesh::step() {
     Pending p = pending_.top();
     pending_.pop();
     last_event_ = now_;
+    changed_ = true;
     if (p.burst == kNone) {
       if (client_) client_->on_timer(p.tag, now_);
       continue;
@@ -277,6 +279,7 @@ void CycleMesh::step() {
     std::uint32_t b = fifo.front();
     Burst& br = bursts_[b];
     const Cycle due = wavelet_ready(br, br.next), r = ramp(br);
+    if (due > now_ || now_ - due < r) changed_ = true;  // (waits on time, not on the mesh)
     if (due <= now_ && now_ - due >= r &&
         push_wavelet(t, unsigned(Dir::Ramp), br.color, Wavelet{b, kNone, br.next, 0})) {
       ++moves_;
@@ -313,6 +316,7 @@ void CycleMesh::step() {
       for (unsigned o = 0; o < kPorts; ++o)
         if (q.need >> o & 1u) out_owner_[r * kPorts + o] = s;
       q.locked = true;
+      changed_ = true;
     }
     rr_[r] = std::uint16_t((start + 1) % n);
     for (unsigned o = 0; o < kPorts; ++o) {
@@ -340,6 +344,7 @@ void CycleMesh::step() {
         delivered(r, w);
       }
       last_event_ = now_;
+      changed_ = true;
       q.done |= std::uint8_t(1u << o);
       if (q.done != q.need) continue;
       // Every output took the front wavelet: it leaves the queue.
@@ -389,10 +394,20 @@ void CycleMesh::run_until(Cycle limit) {
     }
     std::uint64_t before = moves_;
     step();
+    if (!changed_ && in_flight_ == 0 && (!active_.empty() || !sources_active_.empty())) {
+      std::uint64_t waiting = 0;
+      for (std::uint32_t r : active_) waiting += router_load_[r];
+      const std::string found = fmt::format("at cycle {}, {} wavelets wait at {} routers and none can ever move "
+                                            "(multicast branches waiting on each other where they fork: docs/routing.md)",
+                                            now_ - 1, waiting, active_.size());
+      throw Deadlock("cycle model: deadlock " + found, found);
+    }
     if (moves_ != before || (active_.empty() && in_flight_ == 0)) last_progress_ = now_;
     else if (now_ - last_progress_ > kWatchdog)
-      throw std::runtime_error(fmt::format("cycle model: no wavelet moved for {} cycles (deadlock) at cycle {}",
-                                           kWatchdog, now_));
+    {
+      const std::string found = fmt::format("no wavelet moved for {} cycles up to cycle {}", kWatchdog, now_);
+      throw Deadlock("cycle model: deadlock: " + found, found);
+    }
   }
 }
 

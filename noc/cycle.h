@@ -15,6 +15,8 @@
 // the core both given), or, with report_heads(true), of a unicast as soon as its head is (see there).
 #include <cstdint>
 #include <queue>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -23,6 +25,13 @@
 #include "noc/route_step.h"
 
 namespace wafer::noc {
+
+// The cycle model found wavelets that can never move (std::runtime_error: as the watchdog's, an internal error in a
+// run whose traffic the mapper made; `noc`'s synthetic traffic may deadlock of itself, and says so as bad input).
+struct Deadlock : std::runtime_error {
+  Deadlock(const std::string& what, std::string found) : std::runtime_error(what), found(std::move(found)) {}
+  std::string found;  // what was found, without the "cycle model: " before it
+};
 
 class CycleMesh final : public Mesh {
  public:
@@ -143,6 +152,10 @@ class CycleMesh final : public Mesh {
   std::size_t live_ = 0;      // bursts not finished
   std::size_t in_flight_ = 0; // wavelets on links
   std::uint64_t moves_ = 0;   // wavelets moved (deadlock watchdog)
+  // Whether this cycle changed anything or waits on time (a link crossing, a pending event, a source wavelet not
+  // yet due, an output allocated or taken, a wavelet moved). A cycle with wavelets waiting, none on a link, and no
+  // change is a deadlock: they wait for ports and credits only moves release, so no later cycle differs.
+  bool changed_ = false;
   bool report_heads_ = false;
 
   struct PlanState {

@@ -43,3 +43,9 @@ wafer_cli_test(noc_progress_total_once --stderr "^(?![\\s\\S]*\\(100%\\)[\\s\\S]
 # A run that injects nothing says why (a tile's first burst is due after burst / rate cycles), not only nan.
 wafer_cli_test(noc_nothing_injected --stdout "no burst delivered: a tile injects a burst of 1000000 wavelets every 100000000 cycles"
   -- ${WAFER_EMU} noc --wafer tiny --burst-wavelets 1000000)
+# Traffic that deadlocks on the cycle model (column broadcasts whose branches wait on each other where they fork,
+# docs/routing.md) is said in one line, at once (an internal error after a million cycles, or no end on `small`);
+# the same traffic below the rate runs.
+wafer_cli_test(noc_deadlock --exit 2 --one-line-error --stderr "column-broadcast traffic at --rate 0.1 deadlocks on the cycle model: at cycle [0-9]+, [0-9]+ wavelets wait"
+  -- ${WAFER_EMU} noc --wafer tiny --fidelity cycle --pattern column-broadcast --rate 0.1)
+wafer_cli_test(noc_no_deadlock --stdout "bursts_delivered +[1-9]" -- ${WAFER_EMU} noc --wafer tiny --fidelity cycle --pattern column-broadcast --rate 0.01)

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "hw/error.h"
+#include "noc/cycle.h"
 #include "noc/mesh.h"
 #include "noc/routing/traffic.h"
 #include "noc_test_util.h"
@@ -371,6 +372,35 @@ TEST(CycleFidelity, RefusesLargeMeshesBeforeAllocating) {
   }
   Fabric ok = Fabric::perfect({128, 2});
   EXPECT_NO_THROW(make_mesh(Fidelity::Cycle, ok, test::params()));
+}
+
+// Two column broadcasts from (0,3) and (0,5) of one column, on one color: each source's head takes its router's
+// North and South outputs at once, and its South branch (the one at (0,3)) needs the output the other holds at (0,5)
+// as the other's North branch needs the one it holds at (0,3). Short bursts fit in the queues between the forks
+// and pass; long ones fill them and wait on each other for ever (the turn model's argument covers paths, not
+// forks: docs/routing.md). The cycle model says so at the first cycle nothing can change, not a million cycles
+// later; the approx model (bursts, no queues) runs them.
+TEST(CycleFidelity, MulticastsWaitingOnEachOtherAtTheirForksAreADeadlockFoundAtOnce) {
+  Fabric f = Fabric::perfect({1, 8});
+  auto column = [&](Fidelity fid, std::uint32_t w) {
+    auto m = make_mesh(fid, f, test::params());
+    test::Recorder rec(*m);
+    for (int y : {3, 5}) m->send({f.grid().index({0, y}), {Destination::Kind::ColumnSegment, {0, 0}, 8}, w, 0, 0, 1}, 0);
+    m->run();
+    return rec.arrivals.size();
+  };
+  EXPECT_EQ(column(Fidelity::Cycle, 4), 14u);  // (7 sinks each: a source is not its own)
+  EXPECT_EQ(column(Fidelity::Approx, 64), 14u);
+  auto m = make_mesh(Fidelity::Cycle, f, test::params());
+  test::Recorder rec(*m);
+  for (int y : {3, 5}) m->send({f.grid().index({0, y}), {Destination::Kind::ColumnSegment, {0, 0}, 8}, 64, 0, 0, 1}, 0);
+  try {
+    m->run();
+    FAIL() << "no deadlock found";
+  } catch (const Deadlock& e) {
+    EXPECT_LT(m->now(), 100u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("none can ever move"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
