@@ -149,8 +149,9 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
   if (qwen_moe) require("num_experts"), require("moe_intermediate_size");
   if (t == "qwen2_moe") require("shared_expert_intermediate_size");
   {
-    const std::int64_t e1 = get_int(j, "num_local_experts", where, mixtral, 0, 0, 4096);
-    const std::int64_t e2 = get_int(j, "num_experts", where, qwen_moe, 0, 0, 4096);
+    // (an MoE family has one expert at least: 0 was read as a dense layer, whatever its top-k said)
+    const std::int64_t e1 = get_int(j, "num_local_experts", where, mixtral, 0, mixtral ? 1 : 0, 4096);
+    const std::int64_t e2 = get_int(j, "num_experts", where, qwen_moe, 0, qwen_moe ? 1 : 0, 4096);
     if (dense_family && std::max(e1, e2) > 1)
       throw InputError(fmt::format("{}: '{}' = {}: model_type '{}' has no experts (Mixtral's layer is model_type "
                                    "mixtral, Qwen's qwen2_moe or qwen3_moe)",
@@ -159,7 +160,6 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
       throw InputError(fmt::format("{}: 'num_local_experts' = {} and 'num_experts' = {}: which is it?", where, e1, e2));
     m.experts = mixtral ? e1 : qwen_moe ? e2 : dense_family ? 0 : e1 ? e1 : e2;
   }
-  if (m.experts == 1) m.experts = 0;  // one expert is a dense MLP
   if (m.experts > 0) {
     m.experts_per_tok = get_int(j, "num_experts_per_tok", where, true, 0, 1, m.experts);
     // Qwen-MoE gives each expert its own width (intermediate_size is then its dense layers' and shared expert's);
@@ -189,6 +189,14 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
       throw InputError(fmt::format("{}: 'mlp_only_layers' = {}: dense layers among the MoE ones are not modelled (every "
                                    "layer is built alike)",
                                    where, it->dump()));
+    // One routed expert, its top-k 1 (checked above) and its width read (a Qwen-MoE's moe_intermediate_size: it was
+    // read as intermediate_size), is a dense MLP of that width; beside a shared expert it is not modelled.
+    if (m.experts == 1) {
+      if (m.shared_intermediate > 0)
+        throw InputError(fmt::format("{}: one routed expert beside a shared expert of {} is not modelled", where,
+                                     m.shared_intermediate));
+      m.experts = m.experts_per_tok = 0;
+    }
   }
   if (auto it = j.find("mlp_bias"); it != j.end() && !it->is_null()) {
     if (!it->is_boolean()) throw InputError(fmt::format("{}: 'mlp_bias' must be true or false", where));
@@ -215,15 +223,32 @@ ModelConfig parse_model_config(const nlohmann::json& j, std::string_view where) 
       in_force = false;
     }
     if (in_force && qwen && get_int(j, "max_window_layers", where, false, 28, 0, kMaxLayers) >= m.layers) in_force = false;
-    if (auto it = j.find("layer_types"); in_force && it != j.end() && !it->is_null()) {
+    // (a list HuggingFace would refuse is refused whether or not a window is in force: entries of another kind, or
+    // a list not one entry a layer, turned the window off without a word)
+    if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
       if (!it->is_array()) throw InputError(fmt::format("{}: 'layer_types' must be a list", where));
-      in_force = std::any_of(it->begin(), it->end(), [](const auto& v) { return v == "sliding_attention"; });
+      if (std::int64_t(it->size()) != m.layers)
+        throw InputError(fmt::format("{}: 'layer_types' has {} entries for num_hidden_layers = {}", where, it->size(),
+                                     m.layers));
+      for (const auto& v : *it)
+        if (v != "full_attention" && v != "sliding_attention")
+          throw InputError(fmt::format("{}: 'layer_types' holds {}: the layers modelled are \"full_attention\" and "
+                                       "\"sliding_attention\"",
+                                       where, v.dump()));
+      in_force = in_force && std::any_of(it->begin(), it->end(), [](const auto& v) { return v == "sliding_attention"; });
     }
     m.sliding_window = in_force ? w : 0;
   }
   if (auto it = j.find("torch_dtype"); it != j.end() && !it->is_null()) {
     if (!it->is_string()) throw InputError(fmt::format("{}: 'torch_dtype' = {} must be a string", where, it->dump()));
+    // (the checkpoint's type, a torch floating-point one; the emulated weights are weight_bits wide whatever it is)
+    static const char* const kTypes[] = {"bfloat16",       "float16",     "float32",         "float64",
+                                         "float8_e4m3fn",  "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"};
     m.dtype = it->get<std::string>();
+    if (std::find(std::begin(kTypes), std::end(kTypes), m.dtype) == std::end(kTypes))
+      throw InputError(fmt::format("{}: 'torch_dtype' = {}: no torch floating-point type (bfloat16, float16, float32, "
+                                   "float64, float8_*)",
+                                   where, it->dump()));
   }
   // (absent: no limit known; given, at least one position: 0 had turned the limit off)
   m.max_position = get_int(j, "max_position_embeddings", where, false, 0, 1, kMaxPositions);

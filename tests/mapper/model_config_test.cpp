@@ -206,6 +206,34 @@ TEST(ModelConfig, QwenMoeExpertsTakeTheirOwnWidth) {
   EXPECT_TRUE(has(parse_error(moe({{"moe_intermediate_size", 0}})), "'moe_intermediate_size' = 0 is outside"));
 }
 
+TEST(ModelConfig, OneExpertIsADenseMlpOfItsOwnWidthAndItsTopKIsChecked) {
+  // A Qwen-MoE of one expert: a dense MLP of moe_intermediate_size (it was read as intermediate_size's), its top-k
+  // 1 (8 was never checked); beside a shared expert, not modelled.
+  const nlohmann::json q3 = {{"model_type", "qwen3_moe"}, {"num_experts", 1}, {"num_experts_per_tok", 1},
+                             {"moe_intermediate_size", 32}, {"intermediate_size", 96}};
+  const ModelConfig one = parsed(q3);
+  EXPECT_EQ(one.experts, 0);
+  EXPECT_EQ(one.intermediate, 32);
+  EXPECT_EQ(one.layer_parameters(), parsed({{"model_type", "qwen3"}, {"intermediate_size", 32}}).layer_parameters());
+  auto with = [](nlohmann::json j, const nlohmann::json& extra) { return j.update(extra), j; };
+  std::string e = parse_error(with(q3, {{"num_experts_per_tok", 8}}));
+  EXPECT_TRUE(has(e, "'num_experts_per_tok' = 8 is outside [1, 1]")) << e;
+  e = parse_error(moe({{"num_experts", 1}, {"num_experts_per_tok", 1}, {"shared_expert_intermediate_size", 64}}));
+  EXPECT_TRUE(has(e, "one routed expert beside a shared expert of 64 is not modelled")) << e;
+  // Mixtral: one expert at least (0 was a dense layer whatever its top-k), its top-k a count within the experts.
+  const nlohmann::json mixtral = {{"model_type", "mixtral"}, {"num_local_experts", 1}, {"num_experts_per_tok", 1}};
+  EXPECT_EQ(parsed(mixtral).experts, 0);
+  EXPECT_EQ(parsed(mixtral).intermediate, 128);
+  e = parse_error(with(mixtral, {{"num_local_experts", 0}, {"num_experts_per_tok", -5}}));
+  EXPECT_TRUE(has(e, "'num_local_experts' = 0 is outside [1, 4096]")) << e;
+  e = parse_error(with(mixtral, {{"num_experts_per_tok", "two"}}));
+  EXPECT_TRUE(has(e, "num_experts_per_tok")) << e;
+  e = parse_error(with(mixtral, {{"num_experts_per_tok", 2}}));
+  EXPECT_TRUE(has(e, "'num_experts_per_tok' = 2 is outside [1, 1]")) << e;
+  e = parse_error(with(q3, {{"num_experts", 0}}));
+  EXPECT_TRUE(has(e, "'num_experts' = 0 is outside [1, 4096]")) << e;
+}
+
 TEST(ModelConfig, EachFamilyReadsItsOwnKeys) {
   // A family's expert keys are required (HuggingFace would fill in its class's defaults: 8, 60 or 128 experts, where
   // a dense layer was read before), and another family's are refused rather than read as that family reads them.
@@ -313,6 +341,10 @@ TEST(ModelConfig, AnMoeLayerOfAnotherShapeIsRefusedNamingTheKey) {
   EXPECT_TRUE(has(parse_error({{"mlp_bias", "true"}}), "'mlp_bias' must be true or false"));
   EXPECT_TRUE(has(parse_error({{"torch_dtype", 5}}), "'torch_dtype' = 5 must be a string"));
   EXPECT_EQ(parsed({{"torch_dtype", "bfloat16"}}).dtype, "bfloat16");
+  EXPECT_EQ(parsed({{"torch_dtype", "float32"}}).dtype, "float32");
+  // (any string was taken: a checkpoint's type is a torch floating-point one)
+  for (const char* t : {"int8", "bogus", "", "BFloat16"})
+    EXPECT_TRUE(has(parse_error({{"torch_dtype", t}}), "no torch floating-point type")) << t;
 }
 
 TEST(ModelConfig, ASlidingWindowIsKeptWhenInForce) {
@@ -338,6 +370,15 @@ TEST(ModelConfig, ASlidingWindowIsKeptWhenInForce) {
   EXPECT_EQ(parsed(lt).sliding_window, 0);
   EXPECT_EQ(parsed(with(lt, {{"layer_types", {"full_attention", "sliding_attention"}}})).sliding_window, 64);
   EXPECT_TRUE(has(parse_error(with(lt, {{"layer_types", "full_attention"}})), "'layer_types' must be a list"));
+  // A list HuggingFace refuses is refused, window or none (an unknown kind or a list too short turned the window
+  // off without a word).
+  std::string e = parse_error(with(lt, {{"layer_types", {"foo", "sliding_attention"}}}));
+  EXPECT_TRUE(has(e, "'layer_types' holds \"foo\"")) << e;
+  e = parse_error(with(lt, {{"layer_types", {"sliding_attention"}}}));
+  EXPECT_TRUE(has(e, "'layer_types' has 1 entries for num_hidden_layers = 2")) << e;
+  EXPECT_TRUE(has(parse_error({{"layer_types", 5}}), "'layer_types' must be a list"));
+  EXPECT_TRUE(has(parse_error({{"layer_types", {"full_attention", "chunked_attention"}}}), "'layer_types' holds"));
+  EXPECT_EQ(parse_error({{"layer_types", {"full_attention", "sliding_attention"}}}), "");  // (no window in force)
   EXPECT_EQ(load_model("qwen2.5-7b").sliding_window, 0);
   EXPECT_EQ(load_model("mixtral-8x7b").sliding_window, 0);
   EXPECT_TRUE(has(parse_error({{"sliding_window", 0}}), "'sliding_window' = 0 is outside"));
