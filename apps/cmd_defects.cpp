@@ -281,7 +281,7 @@ int run_defects(const std::vector<std::string>& args) {
   d.add_text("model", hw::to_string(gen.model));
   d.add("density", gen.density_per_cm2, "defects/cm^2", "D0");
   if (gen.model == hw::DefectModel::NegBinomial) d.add("alpha", gen.alpha, "", "clustering parameter");
-  d.add_int("seed", std::int64_t(seed), "");
+  d.add_uint("seed", seed, "");
   d.add_int("maps", maps, "maps");
   d.add("mean", mean_d, "defects");
   d.add("expected_mean", spec.area_cm2() * gen.density_per_cm2, "defects", "A D0 (merged repeat draws make it slightly less)");

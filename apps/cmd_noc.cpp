@@ -83,7 +83,7 @@ int run_noc(const std::vector<std::string>& args) {
   setup.add("offered_rate", rate, "wavelets/tile/cycle", "injected wavelets per tile per cycle");
   setup.add_int("burst_wavelets", burst, "wavelets");
   setup.add_int("injection_cycles", cycles, "cycles");
-  setup.add_int("seed", std::int64_t(seed), "");
+  setup.add_uint("seed", seed, "");
   setup.add_text("fidelity", noc::to_string(fidelity));
 
   noc::Fabric fabric;

@@ -25,6 +25,10 @@ void Report::add_int(std::string key, std::int64_t value, std::string unit, std:
   order_.push_back(key);
   stats_.push_back({std::move(key), value, std::move(unit), std::move(description)});
 }
+void Report::add_uint(std::string key, std::uint64_t value, std::string unit, std::string description) {
+  order_.push_back(key);
+  stats_.push_back({std::move(key), value, std::move(unit), std::move(description)});
+}
 void Report::add_text(std::string key, std::string value, std::string description) {
   order_.push_back(key);
   stats_.push_back({std::move(key), std::move(value), {}, std::move(description)});
@@ -67,6 +71,7 @@ double Report::number(const std::string& key) const {
   const Stat& s = stat(key);
   if (auto d = std::get_if<double>(&s.value)) return *d;
   if (auto i = std::get_if<std::int64_t>(&s.value)) return double(*i);
+  if (auto u = std::get_if<std::uint64_t>(&s.value)) return double(*u);
   throw std::out_of_range("statistic '" + key + "' is text");
 }
 const Report& Report::sub(const std::string& key) const {
@@ -76,7 +81,8 @@ const Report& Report::sub(const std::string& key) const {
 }
 
 namespace {
-nlohmann::json cell(const std::variant<double, std::int64_t, std::string>& v) {
+template <class Variant>
+nlohmann::json cell(const Variant& v) {
   return std::visit(
       [](const auto& x) -> nlohmann::json {
         using T = std::decay_t<decltype(x)>;
@@ -87,13 +93,14 @@ nlohmann::json cell(const std::variant<double, std::int64_t, std::string>& v) {
       },
       v);
 }
-std::string show(const std::variant<double, std::int64_t, std::string>& v) {
+template <class Variant>
+std::string show(const Variant& v) {
   return std::visit(
       [](const auto& x) -> std::string {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, double>) return fmt::format("{:.6g}", x);
-        else if constexpr (std::is_same_v<T, std::int64_t>) return fmt::format("{}", x);
-        else return x;
+        else if constexpr (std::is_same_v<T, std::string>) return x;
+        else return fmt::format("{}", x);
       },
       v);
 }
@@ -131,7 +138,8 @@ nlohmann::json Report::to_json() const {
         nlohmann::json rows = nlohmann::json::array();
         for (std::int32_t y = 0; y < m.rows; ++y) {
           nlohmann::json row = nlohmann::json::array();
-          for (std::int32_t x = 0; x < m.cols; ++x) row.push_back(cell(m.values[std::size_t(y) * std::size_t(m.cols) + std::size_t(x)]));
+          for (std::int32_t x = 0; x < m.cols; ++x)
+            row.push_back(cell(std::variant<double>(m.values[std::size_t(y) * std::size_t(m.cols) + std::size_t(x)])));
           rows.push_back(std::move(row));
         }
         j[key] = {{"value", std::move(rows)}, {"unit", m.unit}};

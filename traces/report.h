@@ -15,7 +15,7 @@ namespace wafer::traces {
 
 struct Stat {
   std::string key;
-  std::variant<double, std::int64_t, std::string> value;
+  std::variant<double, std::int64_t, std::string, std::uint64_t> value;  // (unsigned: a seed of 2^63 or more)
   std::string unit;         // empty for text
   std::string description;  // one line, shown by the text formatter
 };
@@ -53,6 +53,7 @@ class Report {
 
   void add(std::string key, double value, std::string unit, std::string description = {});
   void add_int(std::string key, std::int64_t value, std::string unit, std::string description = {});
+  void add_uint(std::string key, std::uint64_t value, std::string unit, std::string description = {});
   void add_text(std::string key, std::string value, std::string description = {});
   // Columns written "name [unit]" or "name" (Column::parse); in JSON the table is
   // {"columns": [{"name", "unit"}, ...], "rows": [[cell, ...], ...]}.

@@ -76,3 +76,7 @@ add_test(NAME cli.defects_resume COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/def
 wafer_cli_test(defects_zero_threads ${ERR} --stderr "--threads 0 is outside .1, 1024." -- ${WAFER_EMU} defects --wafer tiny --threads 0)
 wafer_cli_test(defects_in_with_threads ${ERR} --stderr "--threads does not apply with --in" -- ${WAFER_EMU} defects --wafer tiny --in ${D}ok.csv --threads 2)
 wafer_cli_test(defects_density_named ${ERR} --stderr "--density: defect density -1 per cm.2 must be finite" -- ${WAFER_EMU} defects --wafer tiny --density -1)
+# A seed of 2^63 or more is shown as given (it was shown as a negative number, -1 for 2^64 - 1, in the text and the
+# JSON, so the run could not be repeated from its results).
+wafer_cli_test(defects_seed_max --stdout "seed +18446744073709551615"
+  -- ${WAFER_EMU} defects --wafer tiny --maps 1 --seed 18446744073709551615)

@@ -49,3 +49,4 @@ wafer_cli_test(noc_nothing_injected --stdout "no burst delivered: a tile injects
 wafer_cli_test(noc_deadlock --exit 2 --one-line-error --stderr "column-broadcast traffic at --rate 0.1 deadlocks on the cycle model: at cycle [0-9]+, [0-9]+ wavelets wait"
   -- ${WAFER_EMU} noc --wafer tiny --fidelity cycle --pattern column-broadcast --rate 0.1)
 wafer_cli_test(noc_no_deadlock --stdout "bursts_delivered +[1-9]" -- ${WAFER_EMU} noc --wafer tiny --fidelity cycle --pattern column-broadcast --rate 0.01)
+wafer_cli_test(noc_seed_max --stdout "seed +18446744073709551615" -- ${NOC} --seed 18446744073709551615)
