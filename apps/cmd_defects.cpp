@@ -74,7 +74,15 @@ struct Totals {
             {"sum_usable", sum_usable}, {"zero", zero},       {"complete", complete},          {"min_usable", min_usable},
             {"links", links},       {"no_path", no_path},   {"extra_hops", extra},           {"max_extra", max_extra}};
   }
-  static Totals from_json(const nlohmann::json& j) {
+  // A record of `spec`'s maps; std::out_of_range saying what does not fit, the JSON library's words kept out.
+  static Totals from_json(const nlohmann::json& j, const hw::WaferSpec& spec) {
+    for (const char* k : {"maps", "sum_defects", "sum_defects_squared", "sum_failed_tiles", "sum_usable", "zero",
+                          "complete", "min_usable", "links", "no_path", "extra_hops", "max_extra"}) {
+      const auto it = j.is_object() ? j.find(k) : j.end();
+      if (it == j.end()) throw std::out_of_range(fmt::format("no '{}'", k));
+      if (!it->is_number() || (!std::string_view(k).starts_with("sum_") && !it->is_number_integer()))
+        throw std::out_of_range(fmt::format("'{}' is {}, no {}", k, it->dump(), std::string_view(k).starts_with("sum_") ? "sum" : "count"));
+    }
     Totals t;
     t.maps = j.at("maps").get<std::int64_t>();
     t.sum_d = j.at("sum_defects").get<double>(), t.sum_d2 = j.at("sum_defects_squared").get<double>();
@@ -93,6 +101,13 @@ struct Totals {
     for (double v : {t.sum_d, t.sum_d2, t.sum_dead, t.sum_usable})
       if (!std::isfinite(v) || v < 0) bad("sums");
     if (t.sum_d2 < t.sum_d) bad("sums");  // (each map's defects squared is at least its defects)
+    // (a map's usable tiles are at most the logical array's and at least the fewest seen; its failed tiles at most
+    // the physical grid's: 9e15 usable tiles gave a mean of 4.5e12 on a wafer of 893,064)
+    const double logical = double(spec.logical_width) * double(spec.logical_height), physical = double(spec.physical().size());
+    if (t.min_usable > std::int64_t(logical) || t.sum_usable > double(t.maps) * logical ||
+        t.sum_usable < double(t.maps) * double(t.min_usable))
+      bad("usable tiles");
+    if (t.sum_dead > double(t.maps) * physical) bad("failed tiles");
     return t;
   }
 };
@@ -219,7 +234,7 @@ int run_defects(const std::vector<std::string>& args) {
     journal.emplace(Journal::beside(json), defects_settings(spec, gen, seed, maps, scheme), "--json", "defect study");
     if (!journal->kept().empty()) {
       try {
-        t = Totals::from_json(journal->kept().back());
+        t = Totals::from_json(journal->kept().back(), spec);
         if (t.maps < 1 || t.maps >= maps) throw std::out_of_range(fmt::format("{} maps done of {}", t.maps, maps));
       } catch (const std::exception& e) {
         throw hw::InputError(fmt::format("--json: the journal {} does not fit this study ({}); remove it to start the study "

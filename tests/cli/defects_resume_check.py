@@ -74,13 +74,19 @@ def main():
     # A record whose sums no run could make (more zero-defect maps than maps): refused, not taken (it gave a
     # fraction above 1).
     edited = os.path.join(base, "edited.json")
-    rec = json.loads(lines[-1])
-    rec["zero"] = rec["maps"] + 5
-    with open(journal_of(edited), "w") as f:
-        f.write("\n".join([lines[0], json.dumps(rec)]) + "\n")
-    refused(lambda: run(exe, edited, check=False), edited, r"its zero-defect count cannot come from the maps it counts",
-            "a record edited")
-    os.remove(journal_of(edited))
+    # (and sums beyond the wafer: 9e15 usable tiles gave a mean of 4.5e12 on a wafer of 893,064, 9e9 failed tiles one
+    # above the physical grid's; a key missing was said in the JSON library's words)
+    for name, edit, want in (("zero", lambda r: r.update(zero=r["maps"] + 5), r"its zero-defect count cannot come from the maps it counts"),
+                             ("usable", lambda r: r.update(sum_usable=9e15), r"its usable tiles cannot come from the maps it counts"),
+                             ("failed", lambda r: r.update(sum_failed_tiles=9e9), r"its failed tiles cannot come from the maps it counts"),
+                             ("missing", lambda r: r.pop("maps"), r"does not fit this study \(no 'maps'\)"),
+                             ("text", lambda r: r.update(links="many"), r"\('links' is \"many\", no count\)")):
+        rec = json.loads(lines[-1])
+        edit(rec)
+        with open(journal_of(edited), "w") as f:
+            f.write("\n".join([lines[0], json.dumps(rec)]) + "\n")
+        refused(lambda: run(exe, edited, check=False), edited, want, f"a record edited ({name})")
+        os.remove(journal_of(edited))
 
     # Resumed, on two threads.
     r = run(exe, part, ["--threads", "2"])
