@@ -104,7 +104,7 @@ class Obj {
     if (!v) return 0;
     if (!v->is_number()) fail(key, fmt::format("{} must be a number", v->dump()));
     const double d = v->get<double>();
-    if (!std::isfinite(d) || d < lo || d > hi) fail(key, fmt::format("{} is outside [{}, {}]", v->dump(), lo, hi));
+    if (!std::isfinite(d) || d < lo || d > hi) fail(key, fmt::format("{} is outside [{:g}, {:g}]", v->dump(), lo, hi));
     return d;
   }
   const json& object(std::string_view key, std::string_view what) const {
@@ -196,6 +196,9 @@ Case read_case(const json& cj, std::size_t index, const std::string& file, const
   {
     Obj pre(cj, fmt::format("{}: case #{}", file, index + 1));
     k.name = pre.text("name", true, "a unique name");
+    // (it heads a row of the results' table and labels its lines: a newline split the row in two)
+    if (std::any_of(k.name.begin(), k.name.end(), [](char ch) { return (unsigned char)ch < 0x20 || ch == 0x7f; }))
+      pre.fail("name", fmt::format("{} must be one line of text (no control characters)", json(k.name).dump()));
   }
   Obj c(cj, fmt::format("{}: case '{}'", file, k.name));
   k.source = c.text("source", true, "where the measured value comes from");
@@ -213,8 +216,8 @@ Case read_case(const json& cj, std::size_t index, const std::string& file, const
   std::vector<std::string_view> measured_keys = {"kind", "value", "unit"};
   if (k.kind == Kind::TokensPerS) measured_keys.insert(measured_keys.end(), {"layers", "clock_ghz"});
   m.only(measured_keys, {"layers", "clock_ghz"}, kind);
-  k.measured = m.number("value", true, -1e15, 1e15, "the measured value, a positive number");
-  if (!(k.measured > 0)) m.fail("value", fmt::format("{} must be positive (errors are relative to it)", k.measured));
+  // (positive: errors are relative to it; from 1e-6, as a value of 1e-300 gave errors of 1e303 %)
+  k.measured = m.number("value", true, 1e-6, 1e15, "the measured value, a positive number");
   k.unit = m.text("unit", true, fmt::format("the unit, '{}' for {}", ki->unit, kind));
   if (k.unit != ki->unit) m.fail("unit", fmt::format("'{}' does not match kind {} (its unit is '{}')", k.unit, kind, ki->unit));
 
