@@ -167,9 +167,13 @@ int run_noc(const std::vector<std::string>& args) {
       n ? ""
       : rate <= 0
           ? std::string("no burst delivered: at rate 0 no tile injects")
-          : fmt::format("no burst delivered: a tile injects a burst of {} wavelets every {:.0f} cycles on average at rate "
+          : fmt::format("no burst delivered: a tile injects a burst of {} wavelets every {} cycles on average at rate "
                         "{}, beyond the {} cycles injected (raise --rate or --cycles, or lower --burst-wavelets)",
-                        burst, double(burst) / rate, rate, cycles);
+                        burst,
+                        // (whole below 10^12; beyond, three digits: --rate 1e-300 gave an integer of 301 digits)
+                        double(burst) / rate < 1e12 ? fmt::format("{:.0f}", double(burst) / rate)
+                                                    : fmt::format("{:.3g}", double(burst) / rate),
+                        rate, cycles);
   r.add("mean_latency", n ? sum / double(n) : none, "cycles", n ? "creation to tail arrival, source queueing included" : why);
   if (n) {
     r.add_int("p99_latency", std::int64_t(lat[(99 * n + 99) / 100 - 1]), "cycles");

@@ -43,6 +43,8 @@ wafer_cli_test(noc_progress_total_once --stderr "^(?![\\s\\S]*\\(100%\\)[\\s\\S]
 # A run that injects nothing says why (a tile's first burst is due after burst / rate cycles), not only nan.
 wafer_cli_test(noc_nothing_injected --stdout "no burst delivered: a tile injects a burst of 1000000 wavelets every 100000000 cycles"
   -- ${WAFER_EMU} noc --wafer tiny --burst-wavelets 1000000)
+wafer_cli_test(noc_nothing_injected_rare --stdout "wavelets every 8e\\+300 cycles on average at rate 1e-300"
+  -- ${WAFER_EMU} noc --wafer tiny --rate 1e-300)
 # Traffic that deadlocks on the cycle model (column broadcasts whose branches wait on each other where they fork,
 # docs/routing.md) is said in one line, at once (an internal error after a million cycles, or no end on `small`);
 # the same traffic below the rate runs.
