@@ -197,7 +197,7 @@ Case read_case(const json& cj, std::size_t index, const std::string& file, const
     Obj pre(cj, fmt::format("{}: case #{}", file, index + 1));
     k.name = pre.text("name", true, "a unique name");
     // (it heads a row of the results' table and labels its lines: a newline split the row in two)
-    if (std::any_of(k.name.begin(), k.name.end(), [](char ch) { return (unsigned char)ch < 0x20 || ch == 0x7f; }))
+    if (std::any_of(k.name.begin(), k.name.end(), hw::is_control))
       pre.fail("name", fmt::format("{} must be one line of text (no control characters)", json(k.name).dump()));
   }
   Obj c(cj, fmt::format("{}: case '{}'", file, k.name));

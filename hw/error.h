@@ -6,6 +6,9 @@
 
 namespace wafer::hw {
 
+// Whether `c` is a control character (below 0x20, or DEL): what a name shown in a table or a label may not hold.
+inline bool is_control(char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }
+
 // `text` with its control characters written as escapes (\n, \r, \t, \0, \xNN) and DEL as \x7f: a value an input
 // gave (a name holding a newline, a NUL byte) then keeps a message on one line and whole.
 inline std::string one_line(const std::string& text) {
@@ -13,7 +16,7 @@ inline std::string one_line(const std::string& text) {
   out.reserve(text.size());
   for (const char ch : text) {
     const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c != 0x7f) {
+    if (!is_control(ch)) {
       out += ch;
       continue;
     }

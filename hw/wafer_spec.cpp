@@ -206,7 +206,7 @@ WaferSpec wafer_from_json(const nlohmann::json& j, std::string_view where, std::
       if (!it->is_string()) throw InputError(fmt::format("{}: 'name' must be a string", f));
       w.name = it->get<std::string>();
       // (it heads tables and labels: a control character, a newline say, would break them)
-      if (w.name.empty() || std::any_of(w.name.begin(), w.name.end(), [](char ch) { return (unsigned char)ch < 0x20 || ch == 0x7f; }))
+      if (w.name.empty() || std::any_of(w.name.begin(), w.name.end(), is_control))
         throw InputError(fmt::format("{}: 'name' = {} must be a non-empty line of text", f, it->dump()));
       // (it names a folder too: table's LLMServingSim bundle, wafer-emu-NAME; a '/' or '..' led outside --out)
       if (w.name.find_first_of("/\\") != std::string::npos || w.name == "." || w.name == "..")
