@@ -399,6 +399,81 @@ void check_repair_cells(const json& rp, const std::string& where, const std::str
                                        t ? t->dump() : std::string("(none)")));
   }
 }
+// What a prefill's chunks and a mixed step's sequences say of the step (docs/mapping.md 3c, 3d): a prefill's chunks,
+// one after another, take the prompt's tokens in order up to the context and their cycles sum to the latency (the
+// time to first token); a mixed step's sequences hold its tokens, each at its tokens per latency. Each was drawn as
+// edited.
+void check_phases(const json& j, const std::string& file) {
+  auto bad = [&](const std::string& what) { throw hw::InputError(fmt::format("{}: {} (edited?)", file, what)); };
+  auto figure = [&](const json& sec, const char* key) -> double {
+    const json* v = sec.is_object() && sec.contains(key) && sec[key].is_object() && sec[key].contains("value") ? &sec[key]["value"] : nullptr;
+    if (!v || !v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < 0)
+      bad(fmt::format("'{}' is not {{\"value\": a figure of 0 or more}}", key));
+    return v->get<double>();
+  };
+  auto near = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); };
+  const double latency = double(j["latency_cycles"]["value"].get<std::uint64_t>()), us = j["latency_us"]["value"].get<double>();
+  const double clock = j["config"]["clock"]["value"].get<double>();
+  // The table's rows as numbers by column name and unit (form checked: check_form).
+  auto rows_of = [&](const json& sec, const char* table, std::initializer_list<std::pair<const char*, const char*>> cols) {
+    std::vector<std::vector<double>> out;
+    if (!sec.contains(table) || !sec[table].is_object() || !sec[table].contains("columns")) bad(fmt::format("no table '{}'", table));
+    const json& t = sec[table];
+    std::vector<std::size_t> at;
+    for (const auto& [name, unit] : cols) {
+      std::size_t c = 0;
+      while (c < t["columns"].size() && !(t["columns"][c].is_object() && t["columns"][c].value("name", "") == name &&
+                                         t["columns"][c].value("unit", "") == unit))
+        ++c;
+      if (c == t["columns"].size()) bad(fmt::format("{} has no column {} [{}]", table, name, unit));
+      at.push_back(c);
+    }
+    for (const json& row : t["rows"]) {
+      out.emplace_back();
+      for (std::size_t c : at) {
+        if (!row[c].is_number()) bad(fmt::format("{} holds {} where a number is", table, row[c].dump()));
+        out.back().push_back(row[c].get<double>());
+      }
+    }
+    return out;
+  };
+  if (j.contains("prefill")) {
+    const json& p = j["prefill"];
+    const double prompt = figure(j["config"], "prefill_tokens"), context = figure(j["config"], "context");
+    const double chunks = figure(p, "chunks"), most = figure(p, "chunk_tokens");
+    const auto rows = rows_of(p, "per_chunk", {{"first token", ""}, {"tokens", ""}, {"context", "tokens"}, {"latency", "cycles"}, {"latency", "us"}});
+    if (double(rows.size()) != chunks) bad(fmt::format("prefill.per_chunk has {} rows for its {} chunks", rows.size(), chunks));
+    double first = 0, cycles = 0;
+    for (const auto& r : rows) {
+      if (r[0] != first || r[1] < 1 || r[1] > most || r[1] != std::floor(r[1]) || r[2] != context - prompt + first + r[1])
+        bad(fmt::format("prefill.per_chunk has a chunk of {} tokens from token {} at context {}, not the prompt's next of at "
+                        "most {} tokens",
+                        r[1], r[0], r[2], most));
+      if (r[3] != std::floor(r[3]) || !near(r[4], r[3] / (clock * 1e3)))
+        bad(fmt::format("prefill.per_chunk has a chunk of {} cycles and {} µs at {} GHz", r[3], r[4], clock));
+      first += r[1], cycles += r[3];
+    }
+    if (first != prompt) bad(fmt::format("prefill.per_chunk's chunks hold {} tokens, not the prompt's {}", first, prompt));
+    if (cycles != latency) bad(fmt::format("prefill.per_chunk's chunks take {} cycles, not the latency's {}", cycles, latency));
+    if (!near(figure(j, "ttft_us"), us)) bad("ttft_us is not latency_us");
+  }
+  if (j.contains("mixed")) {
+    const json& m = j["mixed"];
+    const auto rows = rows_of(m, "per_sequence", {{"tokens", ""}, {"rate", "tokens/s"}});
+    if (double(rows.size()) != figure(m, "sequences"))
+      bad(fmt::format("mixed.per_sequence has {} rows for its {} sequences", rows.size(), figure(m, "sequences")));
+    double tokens = 0;
+    for (const auto& r : rows) {
+      if (r[0] < 1 || r[0] != std::floor(r[0]) || !near(r[1], r[0] * 1e6 / us))
+        bad(fmt::format("mixed.per_sequence has a sequence of {} tokens at {} tokens/s, not its tokens per latency_us {}", r[0],
+                        r[1], us));
+      tokens += r[0];
+    }
+    if (tokens != figure(m, "step_tokens")) bad(fmt::format("mixed.per_sequence holds {} tokens, not step_tokens {}", tokens, figure(m, "step_tokens")));
+    if (figure(m, "prefill_sequences") + figure(m, "decode_sequences") != double(rows.size()))
+      bad("mixed's prefill_sequences and decode_sequences do not sum to its sequences");
+  }
+}
 // What decode's figures say of each other: the latency in µs is its cycles at the wafer's clock; the critical path's
 // causes (the per-layer table's columns in cycles, but its total) are whole cycles that sum to the latency, and the
 // path's other counts whole too; a pipeline's regions hold a section per wafer, wafer_0 to wafer_{N-1}.
@@ -501,6 +576,7 @@ json read_decode_json(const std::filesystem::path& file) {
     throw hw::InputError(fmt::format("{}: latency_us is not {{\"value\": a time of 0 µs or more}} (edited?)", file.string()));
   check_form(j, "", file.string());
   check_sums(j, file.string());
+  check_phases(j, file.string());
   if (j.contains("regions")) {
     const json& reg = j["regions"];
     if (!reg.is_object()) throw hw::InputError(fmt::format("{}: regions is not a section (edited?)", file.string()));

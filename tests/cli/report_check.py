@@ -162,8 +162,8 @@ def main():
     # Results edited by hand into a form decode never writes are refused in one line (each was drawn: a latency of
     # "fast" as "-", -5 µs, a 1 x 1 heatmap where the regions are 8 x 8, a string cell, a count of -1 rows, a short
     # table row).
-    def edited(name, change):
-        e = json.loads(json.dumps(res))
+    def edited(name, change, base=None):
+        e = json.loads(json.dumps(res if base is None else base))
         change(e)
         json.dump(e, open(p(name + ".json"), "w"))
         r = subprocess.run([exe, "report", p(name + ".json"), "--out", p(name + ".html")], capture_output=True, text=True,
@@ -247,6 +247,24 @@ def main():
     for row in pf["prefill"]["per_chunk"]["rows"]:
         if f"<tr><td>{row[0]}</td><td>{row[1]}</td><td>{row[2]}</td><td>{row[3]}</td>" not in text:
             fail(f"the prefill page has no row for chunk {row}")
+    # Chunks and sequences that disagree with the step are refused (each was drawn as edited): a chunk's tokens, its
+    # cycles, its µs, its place in the prompt, a chunk deleted, the time to first token; a mixed step's sequence's
+    # tokens or rate, a sequence deleted.
+    chunk = lambda e: e["prefill"]["per_chunk"]["rows"][1]
+    edited("e_chunk_tokens", lambda e: chunk(e).__setitem__(1, chunk(e)[1] - 1), pf)
+    edited("e_chunk_cycles", lambda e: chunk(e).__setitem__(3, chunk(e)[3] + 1), pf)
+    edited("e_chunk_us", lambda e: chunk(e).__setitem__(4, chunk(e)[4] * 2), pf)
+    edited("e_chunk_first", lambda e: chunk(e).__setitem__(0, 0), pf)
+    edited("e_chunk_gone", lambda e: e["prefill"]["per_chunk"]["rows"].pop(), pf)
+    edited("e_ttft", lambda e: e["ttft_us"].update(value=1.0), pf)
+    run(["decode", "--wafer", "small", "--model", "small-llama", "--step", "32@128,1@64", "--json", p("mx.json")])
+    mx = json.load(open(p("mx.json")))
+    run(["report", p("mx.json"), "--out", p("mx.html")])
+    seq = lambda e: e["mixed"]["per_sequence"]["rows"][0]
+    edited("e_seq_tokens", lambda e: seq(e).__setitem__(2, seq(e)[2] + 1), mx)
+    edited("e_seq_rate", lambda e: seq(e).__setitem__(4, seq(e)[4] + 1), mx)
+    edited("e_seq_gone", lambda e: e["mixed"]["per_sequence"]["rows"].pop(), mx)
+    print("prefill and mixed pages: chunks and sequences that disagree with the step refused")
 
     # Two wafers with one map (a file given once): the counts are said to be each wafer's.
     run(tiny + ["--density", "20", "--seed", "3", "--defects-out", p("map3.csv")])
