@@ -414,6 +414,11 @@ void check_phases(const json& j, const std::string& file) {
   auto near = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); };
   const double latency = double(j["latency_cycles"]["value"].get<std::uint64_t>()), us = j["latency_us"]["value"].get<double>();
   const double clock = j["config"]["clock"]["value"].get<double>();
+  // (a section deleted, or added: the page drew a prefill or a mixed step as a decode step, or the other way)
+  for (const auto& [section, key] : {std::pair{"prefill", "prefill_tokens"}, std::pair{"mixed", "step"}})
+    if (j.contains(section) != j["config"].contains(key))
+      bad(fmt::format("{} but {}", j.contains(section) ? fmt::format("holds a {} section", section) : fmt::format("has no {} section", section),
+                      j["config"].contains(key) ? fmt::format("config.{} is given", key) : fmt::format("config has no {}", key)));
   // The table's rows as numbers by column name and unit (form checked: check_form).
   auto rows_of = [&](const json& sec, const char* table, std::initializer_list<std::pair<const char*, const char*>> cols) {
     std::vector<std::vector<double>> out;

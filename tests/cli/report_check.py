@@ -257,6 +257,7 @@ def main():
     edited("e_chunk_first", lambda e: chunk(e).__setitem__(0, 0), pf)
     edited("e_chunk_gone", lambda e: e["prefill"]["per_chunk"]["rows"].pop(), pf)
     edited("e_ttft", lambda e: e["ttft_us"].update(value=1.0), pf)
+    edited("e_prefill_gone", lambda e: e.pop("prefill"), pf)
     run(["decode", "--wafer", "small", "--model", "small-llama", "--step", "32@128,1@64", "--json", p("mx.json")])
     mx = json.load(open(p("mx.json")))
     run(["report", p("mx.json"), "--out", p("mx.html")])
@@ -264,6 +265,8 @@ def main():
     edited("e_seq_tokens", lambda e: seq(e).__setitem__(2, seq(e)[2] + 1), mx)
     edited("e_seq_rate", lambda e: seq(e).__setitem__(4, seq(e)[4] + 1), mx)
     edited("e_seq_gone", lambda e: e["mixed"]["per_sequence"]["rows"].pop(), mx)
+    edited("e_mixed_gone", lambda e: e.pop("mixed"), mx)
+    edited("e_mixed_added", lambda e: e.__setitem__("mixed", mx["mixed"]))
     print("prefill and mixed pages: chunks and sequences that disagree with the step refused")
 
     # Two wafers with one map (a file given once): the counts are said to be each wafer's.
