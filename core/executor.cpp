@@ -82,7 +82,6 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   validate();
   bool streams = false;
   prog0_.resize(image_.programs.size() + 1);
-  std::vector<std::uint32_t> first_weighted(image_.programs.size());  // (per program, its first task that streams)
   for (std::size_t p = 0; p < image_.programs.size(); ++p) {
     prog0_[p] = std::uint32_t(tinfo_.size());
     for (const Task& t : image_.programs[p].tasks) {
@@ -106,16 +105,22 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
       streams |= ti.weight_arrivals > 0;
       tinfo_.push_back(ti);
     }
-    // (each task's next task that streams weights, from the program's end)
-    std::uint32_t next = kNoWeighted;
-    for (std::size_t k = image_.programs[p].tasks.size(); k-- > 0;) {
-      TaskInfo& ti = tinfo_[prog0_[p] + k];
-      ti.next_weighted = next;
-      if (ti.weight_arrivals > 0) next = std::uint32_t(k);
-    }
-    first_weighted[p] = next;
   }
   prog0_[image_.programs.size()] = std::uint32_t(tinfo_.size());
+  if (streams) {  // (each task's local input, and who reads each task's output: start_task)
+    after_.assign(tinfo_.size(), 0);
+    dep0_.assign(tinfo_.size() + 1, 0);
+    for (std::size_t p = 0; p < image_.programs.size(); ++p)
+      for (std::size_t k = 0; k < image_.programs[p].tasks.size(); ++k)
+        if (const std::uint16_t a = image_.programs[p].tasks[k].after; a > 0)
+          after_[prog0_[p] + k] = a, ++dep0_[prog0_[p] + k - a + 1];
+    for (std::size_t f = 0; f < tinfo_.size(); ++f) dep0_[f + 1] += dep0_[f];
+    deps_.resize(dep0_.back());
+    std::vector<std::uint32_t> fill(dep0_.begin(), dep0_.end() - 1);
+    for (std::size_t p = 0; p < image_.programs.size(); ++p)
+      for (std::size_t k = 0; k < image_.programs[p].tasks.size(); ++k)
+        if (const std::uint16_t a = after_[prog0_[p] + k]; a > 0) deps_[fill[prog0_[p] + k - a]++] = std::uint16_t(k);
+  }
   // The claim groups (see group_of_).
   for (const auto& prog : image_.programs)
     for (const Task& t : prog.tasks) trigger_colors_ = std::max<std::uint32_t>(trigger_colors_, t.trigger + 1u);
@@ -169,10 +174,7 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
   if (sends >= kNone) throw hw::InputError("firmware: more than 4 billion bursts per step");
   ru_.cap = opt_.reuse_bytes ? opt_.reuse_bytes : reuse_cap(slots, sends);
   bursts_.reserve(sends);
-  cores_.assign(n, Core{opt_.start, kNone, kNoWeighted});  // (every core free from the step's start)
-  if (streams)
-    for (std::size_t t = 0; t < n; ++t)
-      if (const std::uint32_t p = image_.tile_program[t]; p != firmware::kIdle) cores_[t].next = first_weighted[p];
+  cores_.assign(n, Core{opt_.start, kNone});  // (every core free from the step's start)
   claim_cursor_.assign(n * long_max_, 0);
   slots_.assign_uncleared(slots);  // (cleared below, at the end: every task before anything reached it, Slot)
   wide_ = streams;  // (see Slot)
@@ -794,23 +796,19 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   // materializes the tiles of the tasks its state holds, timers' included)
   if (copied(tile)) throw std::logic_error(fmt::format("reuse: a task of tile {} starts before its copies are written", tile));
 #endif
-  // A step that streams weights: no task passes an earlier task of its tile that waits for its weights (the header's
-  // semantics; docs/streaming.md "Order on a tile"). A task after the tile's first one not yet started waits, and
-  // starts (through a timer) when that one starts.
+  // A step that streams weights: no task passes the task of its tile whose output it reads (firmware::Task::after:
+  // a reduction its tile's GEMV, a merge its tile's argmax; docs/streaming.md "Order on a tile"). Such a task waits,
+  // and starts (through a timer) when that one starts. A resident step runs as before: its arrivals keep that order.
   if (streams_) [[unlikely]] {
-    Core& c = cores_[tile];
-    if (k > c.next) return;  // (released when task c.next starts)
-    if (k == c.next) {
-      const std::uint32_t p = image_.tile_program[tile], n = prog0_[p + 1] - prog0_[p];
-      c.next = tinfo_[prog0_[p] + k].next_weighted;
-      // (the tasks it held back whose inputs are in: each at its trigger or now, whichever is later; a timer its
-      // arrivals set for a later trigger may fire too, and finds it started)
-      for (std::uint32_t j = k + 1; j < n && j <= c.next; ++j) {
-        const std::uint32_t s = slot0_[tile] + j;
-        const TaskInfo& tj = tinfo_[prog0_[p] + j];
-        if (!ran(s) && slots_[s].count == tj.arrivals && slots_[s].wcount == tj.weight_arrivals)
-          net_.timer(std::max(net_.now(), ready_of(s)), kTimerReady | (std::uint64_t(tile) << 16) | j);
-      }
+    const std::uint32_t p = image_.tile_program[tile], f = prog0_[p] + k;
+    if (ran(slot0_[tile] + k)) return;  // (a second timer of a task held back, released, and started)
+    if (after_[f] > 0 && !ran(slot0_[tile] + k - after_[f])) return;  // (released when that one starts)
+    // (the tasks that read its output, held back, whose inputs are in: each at its trigger or now, whichever is later)
+    for (std::uint32_t d = dep0_[f]; d < dep0_[f + 1]; ++d) {
+      const std::uint32_t j = deps_[d], s = slot0_[tile] + j;
+      const TaskInfo& tj = tinfo_[prog0_[p] + j];
+      if (!ran(s) && slots_[s].count == tj.arrivals && slots_[s].wcount == tj.weight_arrivals)
+        net_.timer(std::max(net_.now(), ready_of(s)), kTimerReady | (std::uint64_t(tile) << 16) | j);
     }
   }
   // (its core record fetched while the sends' routes are walked: it is read only after them)

@@ -301,11 +301,8 @@ class Executor final : public noc::NetworkClient {
     std::uint16_t layer = 0;            // Task::layer
     noc::Color trigger = 0;
     bool stream = false;
-    // streams_: the program's next task after this one that streams weights (kNoWeighted: none)
-    std::uint32_t next_weighted = 0xFFFFFFFFu;
   };
   static_assert(sizeof(TaskInfo) == 48);
-  static constexpr std::uint32_t kNoWeighted = 0xFFFFFFFFu;
   // One task of one tile: everything the event loop touches, in one place (32 bytes: two to a cache line;
   // 48-byte slots with 64-bit cycles took 460 MB on a full wafer and ran the default decode 0.3 s slower,
   // docs/timing.md "A run with every task emulated"). Its four cycles are offsets from the step's start
@@ -464,6 +461,10 @@ class Executor final : public noc::NetworkClient {
   std::vector<std::uint32_t> pgroup0_;
   std::vector<Group> groups_;
   std::vector<std::uint16_t> group_tasks_;
+  // streams_: per program task (flat, as tinfo_), firmware::Task::after, and the tasks that read its output (deps_
+  // from dep0_[f] to dep0_[f + 1], as indices in the program): Executor::start_task.
+  std::vector<std::uint16_t> after_, deps_;
+  std::vector<std::uint32_t> dep0_;
   // Per tile.
   std::vector<std::uint32_t> slot0_;   // first slot (size tiles + 1)
   // What the event loop reads and writes of a tile's core, in 16 bytes (four to a cache line): the cycle it
@@ -471,9 +472,6 @@ class Executor final : public noc::NetworkClient {
   struct alignas(16) Core {
     Cycle free;
     std::uint32_t last;  // kNone: no task yet
-    // streams_: the first of its tasks, in program order, that streams weights and has not started (kNoWeighted:
-    // none); the tasks after it wait for it (Executor::start_task)
-    std::uint32_t next = 0;
   };
   static_assert(sizeof(Core) == 16);
   noc::BigArray<Core> cores_;

@@ -69,9 +69,9 @@ std::string dump(const Image& image, hw::Coord tile) {
   };
   for (std::size_t t = 0; t < p.tasks.size(); ++t) {
     const Task& k = p.tasks[t];
-    out += fmt::format("  task {:>3}: on color {:>2} x{} {:<8} [{} / {}]\n", t, int(k.trigger), k.arrivals,
+    out += fmt::format("  task {:>3}: on color {:>2} x{} {:<8} [{} / {}]{}\n", t, int(k.trigger), k.arrivals,
                        k.start == Task::Start::Stream ? "stream" : "complete", name(image.layer_names, k.layer),
-                       name(image.op_names, k.op));
+                       name(image.op_names, k.op), k.after ? fmt::format(" after task {}", t - k.after) : std::string());
     for (const Op& o : k.ops)
       out += o.vectors > 1 ? fmt::format("      {:<9} {} elements in {} vector ops of {}\n", to_string(o.kind),
                                          o.elements, o.vectors, o.elements / o.vectors)

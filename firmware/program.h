@@ -80,6 +80,10 @@ struct Task {
   Start start = Start::Complete;
   std::uint16_t layer = 0;      // for the breakdown: index into Image::layer_names
   std::uint16_t op = 0;         // for the breakdown: index into Image::op_names
+  // > 0: the task reads what the task `after` places before it in its program computed (a reduction adds its
+  // tile's own partial sum, a merge its tile's own argmax), a local input that comes through no burst, so it starts
+  // only once that task has. 0: no such input the core must wait for (docs/streaming.md "Order on a tile").
+  std::uint16_t after = 0;
   std::vector<Op> ops;
   std::vector<Send> sends;      // issued in order once the ops are done (or streaming, see Start)
   friend bool operator==(const Task&, const Task&) = default;

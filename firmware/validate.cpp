@@ -57,6 +57,9 @@ ValidationResult validate(const Image& image, std::size_t max_problems) {
       }
       ix.by_color[ix.slot[c]].push_back(std::uint16_t(t));
       if (tasks[t].arrivals == 0) problem(fmt::format("program {} task {} waits for 0 arrivals", p, t));
+      if (tasks[t].after > t)
+        problem(fmt::format("program {} task {} reads the output of a task {} before it, before the program's first", p, t,
+                            tasks[t].after));
     }
     max_slots = std::max(max_slots, ix.by_color.size());
   }

@@ -53,6 +53,11 @@ void FragmentBuilder::op(Ix t, OpKind k, std::int64_t elements) {
   if (elements > 0) f_.tasks[t].ops.push_back({k, u32(elements * B_)});
 }
 
+void FragmentBuilder::after(Ix t, Ix from) {
+  if (from >= t || t - from > 0xFFFF) throw std::logic_error("emit: a task reads the output of one not before it");
+  f_.tasks[t].after = std::uint16_t(t - from);
+}
+
 void FragmentBuilder::matvec(Ix t, std::int64_t K, std::int64_t N) {
   if (K > 0 && N > 0) f_.tasks[t].ops.push_back({OpKind::Fmac, u32(K * N * B_), u32(K * B_)});
 }
@@ -236,6 +241,7 @@ class Builder : FragmentBuilder {
     if (h_ == 1) return finish(starter);
     if (top_) return send(starter, color::kChain, values, tile(0, 1), true);
     Ix t = task(color::kChain, 1, bot_ ? Task::Start::Complete : Task::Start::Stream);
+    after(t, starter);
     op(t, red, values);
     if (!bot_) send(t, color::kChain, values, tile(0, 1));
     else finish(t);
@@ -245,6 +251,7 @@ class Builder : FragmentBuilder {
     if (h_ == 1) return end(starter);
     if (top_) return send(starter, color::kColPs, values, tile(0, 1), true);
     Ix t = task(color::kColPs, 1, bot_ ? Task::Start::Complete : Task::Start::Stream);
+    after(t, starter);
     op(t, OpKind::Add, values);
     if (!bot_) send(t, color::kColPs, values, tile(0, 1));
     else end(t);
@@ -255,6 +262,7 @@ class Builder : FragmentBuilder {
     if (n == 1) return end(starter);
     if (first) return send(starter, color::kRowPs, values, tile(1, 0), true);
     Ix t = task(color::kRowPs, 1, last ? Task::Start::Complete : Task::Start::Stream);
+    after(t, starter);
     op(t, OpKind::Add, values);
     if (!last) send(t, color::kRowPs, values, tile(1, 0));
     else end(t);
@@ -288,6 +296,7 @@ class Builder : FragmentBuilder {
         if (top_) return send(t, color::kGather, H, tile(0, 1), true);
         op_ = kOpEgress;
         Ix g = task(color::kGather, 1, bot_ ? Task::Start::Complete : Task::Start::Stream);
+        after(g, t);  // (its own slice, with the ones above)
         send(g, bot_ ? color::kDone : color::kGather, H, bot_ ? self() : tile(0, 1));
         break;
       }
@@ -519,6 +528,7 @@ class Builder : FragmentBuilder {
     if (w_ == 1) return send(a, color::kDone, 4, self());
     if (first_) return send(a, color::kArg, 4, tile(1, 0), true);
     Ix r = task(color::kArg, 1, res_ ? Task::Start::Complete : Task::Start::Stream);
+    after(r, a);  // (the tile's own argmax, with the ones west of it)
     op(r, OpKind::Max, 2);
     send(r, res_ ? color::kDone : color::kArg, 4, res_ ? self() : tile(1, 0));
   }
@@ -568,7 +578,7 @@ std::size_t hash_fragment(const Fragment& f) {
   std::size_t h = 1469598103934665603ull;
   auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
   for (const Task& t : f.tasks) {
-    mix(t.trigger), mix(t.arrivals), mix(std::uint64_t(t.start)), mix(t.layer), mix(t.op);
+    mix(t.trigger), mix(t.arrivals), mix(std::uint64_t(t.start)), mix(t.layer), mix(t.op), mix(t.after);
     for (const Op& o : t.ops) mix(std::uint64_t(o.kind) << 32 | o.elements), mix(o.vectors);
     for (const auto& s : t.sends)
       mix(std::uint64_t(s.color) << 56 ^ std::uint64_t(s.wavelets) << 16 ^ std::uint64_t(s.dest.kind)),

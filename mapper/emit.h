@@ -148,6 +148,8 @@ class FragmentBuilder {
   // InputError when one op would process more than 2^32 - 1 elements.
   static std::uint32_t u32(std::int64_t v);
   void op(Ix t, firmware::OpKind k, std::int64_t elements);  // per sequence; nothing when elements <= 0
+  // Task t reads what the earlier task `from` computed, through no burst (firmware::Task::after).
+  void after(Ix t, Ix from);
   // A GEMV block of K inputs x N outputs per sequence: K vector ops of N MACs each (firmware::Op::vectors).
   void matvec(Ix t, std::int64_t K, std::int64_t N);
   void acts(std::int64_t values);                             // per-sequence activation values held

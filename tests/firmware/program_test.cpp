@@ -78,6 +78,22 @@ TEST(Validate, ASendLeavingTheGridIsReported) {
   EXPECT_TRUE(has(v.problems.front(), "leaves the 3 x 1 grid")) << v.problems.front();
 }
 
+// A task reads the output of a task before it in its program (Task::after): at most its own index back, and the dump
+// names the task it reads.
+TEST(Validate, ATaskReadsTheOutputOfATaskBeforeIt) {
+  Image img = chain();
+  img.programs[1].tasks.insert(img.programs[1].tasks.begin(), img.programs[0].tasks[0]);
+  img.programs[1].tasks[0].trigger = 5, img.programs[1].tasks[0].sends.clear();
+  img.start.push_back({{1, 0}, 5, 1});
+  img.programs[1].tasks[1].after = 1;
+  EXPECT_TRUE(validate(img).ok()) << validate(img).problems.front();
+  EXPECT_TRUE(has(dump(img, {1, 0}), "[layer 0 / qkv_proj] after task 0")) << dump(img, {1, 0});
+  img.programs[1].tasks[1].after = 2;
+  auto v = validate(img);
+  ASSERT_FALSE(v.ok());
+  EXPECT_TRUE(has(v.problems.front(), "program 1 task 1 reads the output of a task 2 before it")) << v.problems.front();
+}
+
 TEST(Validate, ABurstWithoutAConsumerIsReported) {
   Image img = chain();
   img.programs[0].tasks[0].sends[0].color = 7;

@@ -269,6 +269,44 @@ TEST(MemoryX, StreamedWeightsCrossThePortThenTheFabric) {
   EXPECT_EQ(r3.breakdown.cause[size_t(Cause::WeightStreaming)], 2575u + 3u + 2u);
 }
 
+// A task that reads what an earlier task of its tile computed (firmware::Task::after) does not pass it when that one
+// waits for its weights' arrival: (3,3)'s task 1 adds (2,3)'s partial sum, which arrives within a few cycles, to
+// the sum its own GEMV (task 0, streamed: start 2591, end 2807 as above) made, and reports to the done tile. With
+// `after` it starts task_overhead after the GEMV's end; without (after = 0), it runs on the partial sum alone and
+// the step ends before the weights have arrived (the merge of a head's argmax did so: docs/streaming.md).
+TEST(MemoryX, ATaskWaitsForTheTaskWhoseOutputItReads) {
+  const hw::WaferSpec spec = tiny();
+  auto image = [](std::uint16_t after) {
+    Image im = streaming_image(1);
+    firmware::Task add;
+    add.trigger = 3, add.after = after;
+    add.ops = {{firmware::OpKind::Add, 8}};
+    add.sends = {im.programs[0].tasks[0].sends[0]};
+    im.programs[0].tasks[0].sends.clear();
+    im.programs[0].tasks.push_back(add);
+    firmware::Program west;
+    firmware::Task part;
+    part.trigger = 1;
+    part.sends = {{3, 1, {firmware::Dest::Kind::Tile, 1, 0, 1}}};
+    west.tasks = {part};
+    im.programs.push_back(west);
+    im.tile_program[im.grid.index({2, 3})] = 1;
+    im.start.push_back({{2, 3}, 1, 1});
+    return im;
+  };
+  const StepResult waits = run(spec, image(1));
+  const auto& gemv = run_at(simulator().task_runs()[0], image(1).grid, {3, 3}, 0);
+  const auto& sum_task = run_at(simulator().task_runs()[0], image(1).grid, {3, 3}, 1);
+  EXPECT_EQ(gemv.start, 2591u);
+  EXPECT_EQ(gemv.end, 2807u);
+  EXPECT_LT(sum_task.trigger, 100u);  // (the partial sum came long before)
+  EXPECT_EQ(sum_task.start, gemv.end + spec.task_overhead);
+  EXPECT_GT(waits.latency, gemv.end);
+  EXPECT_EQ(sum(waits.breakdown.cause), waits.latency);
+  const StepResult passes = run(spec, image(0));
+  EXPECT_LT(passes.latency, 2591u);
+}
+
 // Two StreamIn ops of one tile share its channel: the second waits for the first's bytes on the channel
 // (FIFO), so its tail is one channel occupancy later (340,910 ps: 2,681,820 ps = 2950.002 -> 2951, + 3
 // hops + the delivery ramp's 2).
