@@ -283,6 +283,7 @@ void CycleMesh::step() {
     if (due <= now_ && now_ - due >= r &&
         push_wavelet(t, unsigned(Dir::Ramp), br.color, Wavelet{b, kNone, br.next, 0})) {
       ++moves_;
+      changed_ = true;
       if (br.next == 0) {
         br.inject = now_ - r;
         if (br.flow != kNone) ps_.out[br.flow].inject = br.inject;
