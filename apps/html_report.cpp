@@ -399,6 +399,8 @@ void check_repair_cells(const json& rp, const std::string& where, const std::str
                                        t ? t->dump() : std::string("(none)")));
   }
 }
+// Two figures that a result computes one from the other, equal but for rounding (relative 1e-9, absolute below 1).
+bool near(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
 // What a prefill's chunks and a mixed step's sequences say of the step (docs/mapping.md 3c, 3d): a prefill's chunks,
 // one after another, take the prompt's tokens in order up to the context and their cycles sum to the latency (the
 // time to first token); a mixed step's sequences hold its tokens, each at its tokens per latency. Each was drawn as
@@ -411,7 +413,6 @@ void check_phases(const json& j, const std::string& file) {
       bad(fmt::format("'{}' is not {{\"value\": a figure of 0 or more}}", key));
     return v->get<double>();
   };
-  auto near = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); };
   const double latency = double(j["latency_cycles"]["value"].get<std::uint64_t>()), us = j["latency_us"]["value"].get<double>();
   const double clock = j["config"]["clock"]["value"].get<double>();
   // (a section deleted, or added: the page drew a prefill or a mixed step as a decode step, or the other way)
@@ -421,25 +422,20 @@ void check_phases(const json& j, const std::string& file) {
                       j["config"].contains(key) ? fmt::format("config.{} is given", key) : fmt::format("config has no {}", key)));
   // The table's rows as numbers by column name and unit (form checked: check_form).
   auto rows_of = [&](const json& sec, const char* table, std::initializer_list<std::pair<const char*, const char*>> cols) {
-    std::vector<std::vector<double>> out;
-    if (!sec.contains(table) || !sec[table].is_object() || !sec[table].contains("columns")) bad(fmt::format("no table '{}'", table));
-    const json& t = sec[table];
-    std::vector<std::size_t> at;
+    const ResultTable t = result_table(sec, table);
+    if (!t.rows) bad(fmt::format("no table '{}'", table));
+    std::vector<int> at;
     for (const auto& [name, unit] : cols) {
-      std::size_t c = 0;
-      while (c < t["columns"].size() && !(t["columns"][c].is_object() && t["columns"][c].value("name", "") == name &&
-                                         t["columns"][c].value("unit", "") == unit))
-        ++c;
-      if (c == t["columns"].size()) bad(fmt::format("{} has no column {} [{}]", table, name, unit));
-      at.push_back(c);
+      at.push_back(t.column(name, unit));
+      if (at.back() < 0) bad(fmt::format("{} has no column {} [{}]", table, name, unit));
     }
-    for (const json& row : t["rows"]) {
-      out.emplace_back();
-      for (std::size_t c : at) {
-        if (!row[c].is_number()) bad(fmt::format("{} holds {} where a number is", table, row[c].dump()));
-        out.back().push_back(row[c].get<double>());
+    std::vector<std::vector<double>> out(t.size());
+    for (std::size_t i = 0; i < t.size(); ++i)
+      for (int c : at) {
+        const json* v = t.cell(i, c);
+        if (!v || !v->is_number()) bad(fmt::format("{} holds {} where a number is", table, v ? v->dump() : std::string("nothing")));
+        out[i].push_back(v->get<double>());
       }
-    }
     return out;
   };
   if (j.contains("prefill")) {
@@ -494,7 +490,7 @@ void check_sums(const json& j, const std::string& file) {
   if (const hw::ParamInfo& pi = *hw::wafer_param("clock_ghz"); !(clock->get<double>() >= pi.min && clock->get<double>() <= pi.max))
     bad(fmt::format("config.clock {} GHz is outside a wafer's {} to {}", clock->get<double>(), pi.min, pi.max));
   const double us = j["latency_us"]["value"].get<double>(), want = double(latency) / (clock->get<double>() * 1e3);
-  if (std::abs(us - want) > 1e-9 * std::max(1.0, want))
+  if (!near(us, want))
     bad(fmt::format("latency_us {} is not latency_cycles {} at the clock's {} GHz ({} µs)", us, latency, clock->get<double>(), want));
   const json& bd = j["breakdown"];
   std::uint64_t sum = 0;
@@ -514,18 +510,17 @@ void check_sums(const json& j, const std::string& file) {
     bad(fmt::format("the breakdown's causes sum to {} cycles, not the latency's {}", sum, latency));
   // The per-layer and per-operator tables: each row's total its causes' cycles, the rows' totals the latency.
   for (const char* name : {"per_layer", "per_op"}) {
-    if (!bd.contains(name) || !bd[name].is_object() || !bd[name].contains("columns") || !bd[name]["columns"].is_array()) continue;
-    const json& cols = bd[name]["columns"];
+    const ResultTable t = result_table(bd, name);
     std::optional<std::size_t> total;
     std::vector<std::size_t> causes;
-    for (std::size_t c = 0; c < cols.size(); ++c) {
-      if (!cols[c].is_object() || cols[c].value("unit", std::string()) != "cycles") continue;
-      if (cols[c].value("name", std::string()) == "total") total = c;
+    for (std::size_t c = 0; c < t.columns.size(); ++c) {
+      if (t.columns[c].second != "cycles") continue;
+      if (t.columns[c].first == "total") total = c;
       else causes.push_back(c);
     }
     if (!total) continue;
     std::uint64_t rows_sum = 0;
-    for (const json& row : bd[name]["rows"]) {
+    for (const json& row : *t.rows) {
       std::uint64_t of_causes = 0;
       for (std::size_t c : causes) {
         if (!row[c].is_number_unsigned() || row[c].get<std::uint64_t>() > latency)
@@ -588,11 +583,9 @@ json read_decode_json(const std::filesystem::path& file) {
     check_cells(reg, "regions", file.string(), {});
     // (the layers table's indices: what a cell of a wafer's `layer` may hold, beside -1 idle and -2 several)
     std::set<std::int64_t> layers{-1, -2};
-    if (const json* t = reg.contains("layers") && reg["layers"].is_object() && reg["layers"].contains("rows") ? &reg["layers"] : nullptr)
-      for (std::size_t c = 0; c < (*t)["columns"].size(); ++c)
-        if ((*t)["columns"][c].is_object() && (*t)["columns"][c].value("name", std::string()) == "index")
-          for (const json& row : (*t)["rows"])
-            if (row[c].is_number_integer()) layers.insert(row[c].get<std::int64_t>());
+    const ResultTable lt = result_table(reg, "layers");
+    for (std::size_t i = 0; i < lt.size(); ++i)
+      if (const json* ix = lt.cell(i, lt.column("index")); ix && ix->is_number_integer()) layers.insert(ix->get<std::int64_t>());
     const double cell_tiles = std::pow(double(reg["cell_side"]["value"].get<std::int64_t>()), 2);
     for (auto it = reg.begin(); it != reg.end(); ++it) {
       if (!it.value().is_object() || !it.key().starts_with("wafer_")) continue;

@@ -40,7 +40,6 @@ const std::vector<std::string_view> kKeys = {"wafer",   "model",     "context", 
 const std::vector<std::string_view> kTopKeys = {"schema", "name", "note", "fixed", "axes"};
 
 bool is_key(std::string_view k) { return std::find(kKeys.begin(), kKeys.end(), k) != kKeys.end(); }
-const hw::ParamInfo* param(std::string_view k) { return hw::wafer_param(k); }
 std::string join(const std::vector<std::string_view>& v) {
   std::string s;
   for (auto k : v) s += (s.empty() ? "" : ", ") + std::string(k);
@@ -71,7 +70,7 @@ void check_type(const std::string& where, const std::string& path, const std::st
   static const std::vector<std::string_view> number = {"density", "alpha"};
   if (std::find(text.begin(), text.end(), key) != text.end()) {
     if (!v.is_string() || v.get<std::string>().empty()) fail(where, path, fmt::format("{} must be a non-empty string", v.dump()));
-  } else if (std::find(number.begin(), number.end(), key) != number.end() || param(key)) {
+  } else if (std::find(number.begin(), number.end(), key) != number.end() || hw::wafer_param(key)) {
     if (!v.is_number()) fail(where, path, fmt::format("{} must be a number", v.dump()));
   } else {
     if (!v.is_number()) fail(where, path, fmt::format("{} must be a whole number", v.dump()));
@@ -124,7 +123,7 @@ ojson Study::settings(std::int64_t index) const {
   return s;
 }
 
-bool Study::joint(const std::string& axis) { return !is_key(axis) && !param(axis); }
+bool Study::joint(const std::string& axis) { return !is_key(axis) && !hw::wafer_param(axis); }
 
 std::string Study::axis_of(const std::string& setting) const {
   for (const auto& [k, vs] : axes)
@@ -153,7 +152,7 @@ Study parse_study(const ojson& j, const std::string& where, const std::filesyste
   st.hash = hash_text(hashed.dump());
 
   auto key_ok = [&](const std::string& path, const std::string& k, const char* hint = "") {
-    if (!is_key(k) && !param(k))
+    if (!is_key(k) && !hw::wafer_param(k))
       fail(where, path, fmt::format("unknown setting (known: {}, or a wafer parameter of `wafer-emu describe`{})", join(kKeys), hint));
   };
   if (auto f = j.find("fixed"); f != j.end()) {
@@ -309,7 +308,7 @@ void Resolver::check_value(const std::string& key, const ojson& v, const std::st
       if (v.get<double>() != 8 && v.get<double>() != 16) fail(w, path, fmt::format("{} is not 16 or 8", v.dump()));
     } else if (key == "density") range(0, 1e4);
     else if (key == "alpha") range(1e-6, 1e6);
-    else if (const hw::ParamInfo* p = param(key)) {
+    else if (const hw::ParamInfo* p = hw::wafer_param(key)) {
       range(p->min, p->max);
       if (std::holds_alternative<std::int64_t hw::WaferSpec::*>(p->member) && std::floor(v.get<double>()) != v.get<double>())
         fail(w, path, fmt::format("{} must be a whole number", v.dump()));
@@ -337,7 +336,7 @@ Resolved Resolver::resolve(const ojson& s, std::int64_t index) {
   hw::WaferSpec spec = wafer(wafer_arg, where("wafer"));
   std::string last_param;
   for (auto it = s.begin(); it != s.end(); ++it) {
-    const hw::ParamInfo* p = param(it.key());
+    const hw::ParamInfo* p = hw::wafer_param(it.key());
     if (!p) continue;
     last_param = it.key();
     std::visit(
