@@ -729,12 +729,14 @@ int run_decode(const std::vector<std::string>& args) {
   fab.add_int("colors_used", colors, "colors", "most distinct colors one tile's program uses");
   fab.add_int("programs", std::int64_t(mapping.program_count()), "programs", "distinct tile programs");
   fab.add_int("firmware_bytes", mapping.firmware_bytes(), "bytes", "encoded distinct programs");
-  std::uint64_t bursts = 0, traversals = 0, wait = 0, busy_max = 0, tasks = 0;
+  std::uint64_t bursts = 0, traversals = 0, wait = 0, busy_max = 0, tasks = 0, held = 0;
   for (const auto& w : res.wafers) {
     bursts += w.network.bursts, traversals += w.network.link_traversals, wait += w.network.wait_cycles;
-    busy_max = std::max(busy_max, w.link_busy_max), tasks += w.step.tasks_run;
+    busy_max = std::max(busy_max, w.link_busy_max), tasks += w.step.tasks_run, held += w.step.tasks_held;
   }
   fab.add_int("tasks_run", std::int64_t(tasks), "tasks");
+  fab.add_int("tasks_held", std::int64_t(held), "tasks",
+              "tasks that waited for their tile's task whose output they read (inputs reordered by streamed weights or a repair detour)");
   fab.add_int("bursts", std::int64_t(bursts), "bursts");
   fab.add_int("link_traversals", std::int64_t(traversals), "links");
   fab.add_int("wait_cycles_total", std::int64_t(wait), "cycles", "all bursts' heads waiting for busy links (not only the path)");

@@ -107,19 +107,23 @@ Executor::Executor(const hw::WaferSpec& spec, const firmware::Image& image, cons
     }
   }
   prog0_[image_.programs.size()] = std::uint32_t(tinfo_.size());
-  if (streams) {  // (each task's local input, and who reads each task's output: start_task)
-    after_.assign(tinfo_.size(), 0);
-    dep0_.assign(tinfo_.size() + 1, 0);
-    for (std::size_t p = 0; p < image_.programs.size(); ++p)
-      for (std::size_t k = 0; k < image_.programs[p].tasks.size(); ++k)
-        if (const std::uint16_t a = image_.programs[p].tasks[k].after; a > 0)
-          after_[prog0_[p] + k] = a, ++dep0_[prog0_[p] + k - a + 1];
-    for (std::size_t f = 0; f < tinfo_.size(); ++f) dep0_[f + 1] += dep0_[f];
-    deps_.resize(dep0_.back());
+  // Who reads each task's output (firmware::Task::after; start_task): per program task, deps_ from dep0_[f] to
+  // dep0_[f + 1], as indices in the program.
+  dep0_.assign(tinfo_.size() + 1, 0);
+  for (std::size_t p = 0; p < image_.programs.size(); ++p)
+    for (std::size_t k = 0; k < image_.programs[p].tasks.size(); ++k)
+      if (const std::uint16_t a = image_.programs[p].tasks[k].after; a > 0) {
+        tinfo_[prog0_[p] + k].after = a;
+        tinfo_[prog0_[p] + k - a].read = true;
+        ++dep0_[prog0_[p] + k - a + 1];
+      }
+  for (std::size_t f = 0; f < tinfo_.size(); ++f) dep0_[f + 1] += dep0_[f];
+  deps_.resize(dep0_.back());
+  {
     std::vector<std::uint32_t> fill(dep0_.begin(), dep0_.end() - 1);
     for (std::size_t p = 0; p < image_.programs.size(); ++p)
       for (std::size_t k = 0; k < image_.programs[p].tasks.size(); ++k)
-        if (const std::uint16_t a = after_[prog0_[p] + k]; a > 0) deps_[fill[prog0_[p] + k - a]++] = std::uint16_t(k);
+        if (const std::uint16_t a = tinfo_[prog0_[p] + k].after; a > 0) deps_[fill[prog0_[p] + k - a]++] = std::uint16_t(k);
   }
   // The claim groups (see group_of_).
   for (const auto& prog : image_.programs)
@@ -561,6 +565,7 @@ StepResult Executor::run() {
   r.breakdown.work_per_op = work_;
   r.color_switches = switches_run_;
   r.collective_starts = syncs_run_;
+  r.tasks_held = held_total_;
   return r;
 }
 
@@ -790,32 +795,40 @@ bool Executor::reroute(TileIndex src, const noc::Destination& d, noc::Color c) {
   return changed;
 }
 
+// A full task held back: its tile's task whose output it reads has not started (start_task). Reuse does not
+// describe a held task (a cut takes a tile whose tasks are full and whose core is free for settled), so a hold
+// while reuse watches ends it: the rest of the step is emulated.
+[[gnu::noinline]] void Executor::hold(std::uint32_t slot) {
+  held_.insert(slot);
+  ++held_total_;
+  if (ru_.on && !ru_.done) reuse_stop(false);
+}
+
+// Task f (flat) of `tile` starts: the tasks held for it, each at its trigger or now, whichever is later.
+[[gnu::noinline]] void Executor::release(TileIndex tile, std::uint32_t f) {
+  for (std::uint32_t d = dep0_[f]; d < dep0_[f + 1]; ++d) {
+    const std::uint32_t j = deps_[d], s = slot0_[tile] + j;
+    if (held_.erase(s)) net_.timer(std::max(net_.now(), ready_of(s)), kTimerReady | (std::uint64_t(tile) << 16) | j);
+  }
+}
+
 void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
 #ifndef NDEBUG
   // (a task starts once its arrivals are in: the delivery that brought them materialized its tile, and a jump
   // materializes the tiles of the tasks its state holds, timers' included)
   if (copied(tile)) throw std::logic_error(fmt::format("reuse: a task of tile {} starts before its copies are written", tile));
 #endif
-  // A step that streams weights: no task passes the task of its tile whose output it reads (firmware::Task::after:
-  // a reduction its tile's GEMV, a merge its tile's argmax; docs/streaming.md "Order on a tile"). Such a task waits,
-  // and starts (through a timer) when that one starts. A resident step runs as before: its arrivals keep that order.
-  if (streams_) [[unlikely]] {
-    const std::uint32_t p = image_.tile_program[tile], f = prog0_[p] + k;
-    if (ran(slot0_[tile] + k)) return;  // (a second timer of a task held back, released, and started)
-    if (after_[f] > 0 && !ran(slot0_[tile] + k - after_[f])) return;  // (released when that one starts)
-    // (the tasks that read its output, held back, whose inputs are in: each at its trigger or now, whichever is later)
-    for (std::uint32_t d = dep0_[f]; d < dep0_[f + 1]; ++d) {
-      const std::uint32_t j = deps_[d], s = slot0_[tile] + j;
-      const TaskInfo& tj = tinfo_[prog0_[p] + j];
-      if (!ran(s) && slots_[s].count == tj.arrivals && slots_[s].wcount == tj.weight_arrivals)
-        net_.timer(std::max(net_.now(), ready_of(s)), kTimerReady | (std::uint64_t(tile) << 16) | j);
-    }
-  }
-  // (its core record fetched while the sends' routes are walked: it is read only after them)
-  __builtin_prefetch(&cores_[tile], 1);
+  // No task passes the task of its tile whose output it reads (firmware::Task::after: a reduction its tile's GEMV,
+  // a merge its tile's argmax; docs/streaming.md "Order on a tile"). Such a task is held, and starts (through a
+  // timer) when that one starts. Streamed weights reorder a tile's inputs so; so can a repair detour that delays a
+  // tile's input and not its neighbour's partial sum. Without either, nothing is held.
   const std::uint32_t slot = slot0_[tile] + k;
   const std::uint32_t p = image_.tile_program[tile];
   TaskInfo& ti = tinfo_[prog0_[p] + k];  // (not const: counts its runs)
+  if (ti.after > 0 && !ran(slot - ti.after)) [[unlikely]] return hold(slot);
+  if (ti.read && !held_.empty()) [[unlikely]] release(tile, prog0_[p] + k);
+  // (its core record fetched while the sends' routes are walked: it is read only after them)
+  __builtin_prefetch(&cores_[tile], 1);
   const firmware::Send* const sends = sends_.data() + ti.send0;
   const bool stream = ti.stream;
   const Coord here = grid_.coord(tile);

@@ -66,6 +66,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -175,6 +176,9 @@ struct StepResult {
   std::uint32_t done_received = 0;    // bursts on done_color at done_tile
   std::uint64_t color_switches = 0;   // sends that reconfigured their color's route (0 when color_switch = 0)
   std::uint64_t collective_starts = 0;  // sends that started a collective (each paid collective_sync)
+  // tasks held until their tile's task whose output they read started (firmware::Task::after): inputs reordered
+  // by streamed weights or a repair detour (docs/streaming.md "Order on a tile")
+  std::uint64_t tasks_held = 0;
   Breakdown breakdown;
   std::vector<PathSegment> path;  // ExecOptions::keep_path: in time order
 };
@@ -299,8 +303,10 @@ class Executor final : public noc::NetworkClient {
     std::uint16_t arrivals = 1;
     std::uint16_t op = 0;               // Task::op
     std::uint16_t layer = 0;            // Task::layer
+    std::uint16_t after = 0;            // Task::after
     noc::Color trigger = 0;
     bool stream = false;
+    bool read = false;                  // a later task's `after` names it
   };
   static_assert(sizeof(TaskInfo) == 48);
   // One task of one tile: everything the event loop touches, in one place (32 bytes: two to a cache line;
@@ -461,10 +467,15 @@ class Executor final : public noc::NetworkClient {
   std::vector<std::uint32_t> pgroup0_;
   std::vector<Group> groups_;
   std::vector<std::uint16_t> group_tasks_;
-  // streams_: per program task (flat, as tinfo_), firmware::Task::after, and the tasks that read its output (deps_
-  // from dep0_[f] to dep0_[f + 1], as indices in the program): Executor::start_task.
-  std::vector<std::uint16_t> after_, deps_;
+  // Per program task (flat, as tinfo_): the tasks that read its output (firmware::Task::after), deps_ from dep0_[f]
+  // to dep0_[f + 1], as indices in the program; the slots of the tasks held now, and how many were held in all
+  // (Executor::hold).
+  std::vector<std::uint16_t> deps_;
   std::vector<std::uint32_t> dep0_;
+  std::unordered_set<std::uint32_t> held_;
+  std::uint64_t held_total_ = 0;
+  void hold(std::uint32_t slot);
+  void release(hw::TileIndex tile, std::uint32_t f);
   // Per tile.
   std::vector<std::uint32_t> slot0_;   // first slot (size tiles + 1)
   // What the event loop reads and writes of a tile's core, in 16 bytes (four to a cache line): the cycle it

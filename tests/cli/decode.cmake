@@ -277,3 +277,5 @@ wafer_cli_test(decode_prefill_beyond_model ${DERR} --stderr "--prefill .the cont
 # weights (docs/streaming.md "Order on a tile").
 add_test(NAME cli.stream_order COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/stream_order_check.py ${WAFER_EMU}
   ${OUT}/stream_order ${DATA}/stream_mid_llama.json)
+# So does a resident step whose repair detour delays a tile's input and not its neighbour's partial sum.
+add_test(NAME cli.held_order COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/held_order_check.py ${WAFER_EMU} ${OUT}/held_order)

@@ -42,6 +42,8 @@ reuse_test(small_whole_wafer_centre some ${SMALL8} --placement whole-wafer --ker
 reuse_test(square_bands some ${TINY6} --placement square)
 reuse_test(small_square_bands some ${SMALL8} --placement square)
 reuse_test(small_whole_wafer_bands_defects some ${SMALL8} --placement whole-wafer --batch 2 --density 0.5 --seed 3)
+# A task held for its tile's earlier task (a repair detour reordered its inputs: cli.held_order) ends reuse there.
+reuse_test(small_llama_held any --wafer small --model small-llama --context 256 --placement layer-bands --density 2 --seed 1)
 # Layers on one region of each wafer of a pipeline (too few per wafer to jump here: the same answer).
 reuse_test(small_square_wafers2 any ${SMALL8} --placement square --wafers 2)
 # The cycle reference cannot jump (noc::Network::supports_reuse): every task runs, same answer.

@@ -361,6 +361,52 @@ TEST(Executor, CoreRunsOneTaskAtATime) {
   }
 }
 
+// A task that reads its tile's earlier task's output (Task::after) is held until that one starts, in a step
+// without streamed weights too: B adds A's result to its neighbour's partial sum. A's input is an injection of 41
+// wavelets (trigger at its tail, 40): start 50, Fmac 8 (6 + 2) -> end 58. B's input arrives at `arrive`:
+//   39 (before A's trigger): held; released as A starts (cycle 40), it starts when the core is free: 58 + 10 = 68,
+//      ends 76, its result 1 hop east at 77. Without `after` it passes A: start 49.
+//   41 (after A started): not held, and the core makes it wait all the same: start 68.
+TEST(Executor, ATaskIsHeldUntilTheTaskWhoseOutputItReadsStarts) {
+  auto image = [](Cycle arrive, std::uint16_t after) {
+    Image im = empty_image({8, 8});
+    Program p;
+    p.tasks.push_back(task(1, {{OpKind::Fmac, 8}}, {}));
+    p.tasks.push_back(task(3, {{OpKind::Add, 8}}, {to(1, 0, 2)}, 1, Task::Start::Complete, 1));
+    p.tasks[1].after = after;
+    place(im, {0, 0}, p);
+    Program q;
+    q.tasks.push_back(task(4, {}, {to(-1, 0, 3)}, 1, Task::Start::Complete, 2));
+    place(im, {1, 0}, q);
+    im.start.push_back({{0, 0}, 1, 41});
+    im.start.push_back({{1, 0}, 4, std::uint32_t(arrive - 1 - 10 + 1)});
+    im.done_tile = {1, 0}, im.done_color = 2;
+    return im;
+  };
+  auto b_of = [](const Outcome& r) {
+    for (const auto& t : r.tasks)
+      if (t.tile == 0 && t.task == 1) return t;
+    throw std::logic_error("B did not run");
+  };
+  const Outcome held = run(tiny(), image(39, 1));
+  ASSERT_TRUE(held.r.finished);
+  EXPECT_EQ(b_of(held).trigger, 39u);
+  EXPECT_EQ(b_of(held).start, 68u);
+  EXPECT_EQ(held.r.latency(), 77u);
+  EXPECT_EQ(held.r.tasks_held, 1u);
+  EXPECT_EQ(sum(held.r.breakdown.cause), held.r.latency());
+  const Outcome passes = run(tiny(), image(39, 0));
+  EXPECT_EQ(b_of(passes).start, 49u);
+  EXPECT_EQ(passes.r.tasks_held, 0u);
+  for (std::uint16_t after : {0, 1}) {
+    const Outcome later = run(tiny(), image(41, after));
+    EXPECT_EQ(b_of(later).trigger, 41u) << after;
+    EXPECT_EQ(b_of(later).start, 68u) << after;
+    EXPECT_EQ(later.r.latency(), 77u) << after;
+    EXPECT_EQ(later.r.tasks_held, 0u) << after;
+  }
+}
+
 // Arrivals: a task needing 3 bursts runs at the tail of the third, not before; the first task in program
 // order with the trigger takes the burst; a second task with the same trigger gets the next one.
 TEST(Executor, ArrivalsAreCreditedInProgramOrder) {
