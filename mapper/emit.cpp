@@ -392,11 +392,12 @@ class Builder : FragmentBuilder {
   void embedding() {
     op_ = kOpEmbedding;
     if (s_.streamed) {
-      // Streamed table: MemoryX delivers the token's row, slice by slice, to the residual column.
+      // Streamed table: MemoryX delivers each of the step's tokens' rows, slice by slice, to the residual column
+      // (a row per token vector: tokens that share an id are not told apart, the ids being data).
       if (!res_) return;
       acts(Hr_);
       Ix t = task(color::kToken);
-      stream_in(t, Hr_);
+      stream_in(t, Hr_ * p_.token_vectors());
       op(t, OpKind::Copy, Hr_);
       return output(t);
     }

@@ -90,7 +90,8 @@ struct StageReport {
   bool streamed = false;           // weights streamed through MemoryX instead of resident
   std::int64_t weight_bytes = 0;   // all its weights at the chosen precision
   // Bytes it streams in a step when streamed (else 0): every streamed weight once, of the experts those the step's
-  // tokens are expected to route to (detail::streamed_expert_width); norm weights and Qwen2's bias stay resident.
+  // tokens are expected to route to (detail::streamed_expert_width), and the embedding's row of every token vector;
+  // norm weights and Qwen2's bias stay resident.
   std::int64_t streamed_bytes_per_token = 0;
   std::int64_t kv_bytes = 0;       // its KV cache at the chosen context and batch
   std::int64_t sram_max = 0;       // most SRAM bytes one of its tiles needs (this stage only)

@@ -354,6 +354,31 @@ TEST(Mapper, StreamedExpertsAreThoseTheStepsTokensRouteTo) {
   EXPECT_NEAR(double(two), 2.0 * double(attn + router + 3 * expert), 0.001 * double(two));
 }
 
+// A streamed embedding fetches a row per token vector of the step (hidden x 2 bytes each), where the GEMVs' weights
+// stream once whatever the batch: batch 1, batch 8, a prefill of 4 tokens, a mixed step of 1 + 4 tokens. (It
+// fetched one row whatever the step.)
+TEST(Mapper, AStreamedEmbeddingFetchesARowPerToken) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  const ModelConfig m = load_model("small-llama");
+  auto embedding = [&](MapOptions o) {
+    o.context = 16;
+    o.weights = WeightMode::Stream;
+    o.placement = "whole-wafer";
+    for (const auto& s : map_model(tiny, perfect(tiny), m, o).stages)
+      if (s.name == "embedding") return s.streamed_bytes_per_token;
+    return std::int64_t(-1);
+  };
+  const std::int64_t row = 2 * m.hidden;
+  MapOptions o;
+  EXPECT_EQ(embedding(o), row);
+  o.batch = 8;
+  EXPECT_EQ(embedding(o), 8 * row);
+  o.batch = 1, o.tokens = 4;
+  EXPECT_EQ(embedding(o), 4 * row);
+  o.tokens = 1, o.step = {{1, 16}, {4, 16}};
+  EXPECT_EQ(embedding(o), 5 * row);
+}
+
 TEST(Mapper, PipelineOfWafersSplitsTheStages) {
   hw::WaferSpec tiny = hw::preset("tiny");
   ModelConfig m = load_model("tiny-llama");
