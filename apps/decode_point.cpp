@@ -337,11 +337,14 @@ PrefillRun run_prefill(sim::Simulator& simulator, const DecodePoint& p, const no
   return run_prefill_with(
       p, max_chunk, cache, [&](const DecodePoint& q) { return map_point(q, fabrics); },
       [&](const DecodePoint& q, const mapper::Mapping& m) {
-        if (!progress) return emulate_point(simulator, q, fabrics, m);
+        DecodePoint r = q;
+        // (a trace is the last chunk's: the earlier ones keep no runs, which counted against its tile tracks' cap)
+        if (q.options.context != p.options.context)
+          r.keep_task_runs = false, r.keep_tile = {}, r.keep_path = false, r.series_cells = 0;
+        if (!progress) return emulate_point(simulator, r, fabrics, m);
         std::string what = fmt::format("decode: prefill to position {} of {}", q.options.context, p.options.context);
         if (line) line->restart(std::move(what), std::uint64_t(m.task_runs()));
         else line.emplace(std::move(what), std::uint64_t(m.task_runs()));
-        DecodePoint r = q;
         r.progress = line->counter();
         return emulate_point(simulator, r, fabrics, m);
       });
