@@ -736,7 +736,7 @@ int run_decode(const std::vector<std::string>& args) {
   }
   fab.add_int("tasks_run", std::int64_t(tasks), "tasks");
   fab.add_int("tasks_held", std::int64_t(held), "tasks",
-              "tasks that waited for their tile's task whose output they read (inputs reordered by streamed weights or a repair detour)");
+              "tasks that waited for their tile's task whose output they read (inputs out of program order: streamed weights, a repair detour, a neighbour done sooner)");
   fab.add_int("bursts", std::int64_t(bursts), "bursts");
   fab.add_int("link_traversals", std::int64_t(traversals), "links");
   fab.add_int("wait_cycles_total", std::int64_t(wait), "cycles", "all bursts' heads waiting for busy links (not only the path)");

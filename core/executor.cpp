@@ -821,7 +821,7 @@ void Executor::start_task(TileIndex tile, std::uint32_t k, Cycle now) {
   // No task passes the task of its tile whose output it reads (firmware::Task::after: a reduction its tile's GEMV,
   // a merge its tile's argmax; docs/streaming.md "Order on a tile"). Such a task is held, and starts (through a
   // timer) when that one starts. Streamed weights reorder a tile's inputs so; so can a repair detour that delays a
-  // tile's input and not its neighbour's partial sum. Without either, nothing is held.
+  // tile's input and not its neighbour's partial sum, or a neighbour whose own work ended sooner.
   const std::uint32_t slot = slot0_[tile] + k;
   const std::uint32_t p = image_.tile_program[tile];
   TaskInfo& ti = tinfo_[prog0_[p] + k];  // (not const: counts its runs)

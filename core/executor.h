@@ -176,8 +176,8 @@ struct StepResult {
   std::uint32_t done_received = 0;    // bursts on done_color at done_tile
   std::uint64_t color_switches = 0;   // sends that reconfigured their color's route (0 when color_switch = 0)
   std::uint64_t collective_starts = 0;  // sends that started a collective (each paid collective_sync)
-  // tasks held until their tile's task whose output they read started (firmware::Task::after): inputs reordered
-  // by streamed weights or a repair detour (docs/streaming.md "Order on a tile")
+  // tasks held until their tile's task whose output they read started (firmware::Task::after): inputs out of
+  // program order, by streamed weights, a repair detour or a neighbour done sooner (docs/streaming.md "Order on a tile")
   std::uint64_t tasks_held = 0;
   Breakdown breakdown;
   std::vector<PathSegment> path;  // ExecOptions::keep_path: in time order
