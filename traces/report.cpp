@@ -254,9 +254,16 @@ OutputPath output_path(const std::filesystem::path& path) {
   if (text.starts_with("/dev/") || text.starts_with("/proc/") ||
       (exists && st.type() != fs::file_type::regular && st.type() != fs::file_type::directory))
     return {path, {}};
+  // A link (or a chain of them) is followed by hand: weakly_canonical does not follow one to a file that does not
+  // exist yet, and a rename over the link itself replaced it with the file, its target never written.
   fs::path target = path;
-  if (fs::is_symlink(fs::symlink_status(path, ec))) {
-    const fs::path resolved = fs::weakly_canonical(path, ec);
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(target, ec)); ++hops) {
+    const fs::path to = fs::read_symlink(target, ec);
+    if (ec) break;
+    target = to.is_absolute() ? to : target.parent_path() / to;
+  }
+  if (target != path) {
+    const fs::path resolved = fs::weakly_canonical(target, ec);
     if (!ec) target = resolved;
   }
   fs::path tmp = target;

@@ -87,6 +87,17 @@ def main():
     if r.returncode != 0 or not os.path.islink(link) or "latency_us" not in json.load(open(target)):
         fail(f"--json LINK: exit {r.returncode}, the link kept: {os.path.islink(link)}: {r.stderr}")
     print("ok: --json LINK: written through the link, the link kept")
+    # A link to a file not there yet: that file is written, the link kept (the link itself was replaced by the file).
+    target, link = os.path.join(base, "new_target.json"), os.path.join(base, "dangling.json")
+    for p in (target, link):
+        if os.path.lexists(p):
+            os.remove(p)
+    os.symlink("new_target.json", link)
+    r = run([exe, "decode"] + TINY + ["--json", link])
+    if r.returncode != 0 or not os.path.islink(link) or not os.path.exists(target) or "latency_us" not in json.load(open(target)):
+        fail(f"--json DANGLING_LINK: exit {r.returncode}, the link kept: {os.path.islink(link)}, its target written: "
+             f"{os.path.exists(target)}: {r.stderr}")
+    print("ok: --json DANGLING_LINK: its target written, the link kept")
 
     for args, ext, what in ((["decode"] + TINY + ["--density", "100", "--seed", "3", "--defects-out"], "csv", "decode --defects-out"),
                             (["defects", "--wafer", "tiny", "--maps", "1", "--density", "100", "--out"], "json", "defects --out")):
