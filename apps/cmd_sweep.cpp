@@ -202,7 +202,7 @@ int run_sweep(const std::vector<std::string>& args) {
     for (NamedPath& p : given_paths(vm, {"json"})) outputs.push_back(std::move(p));
     check_apart(outputs, study_files(dir, "--summarize"));
     const Study study = read_dir_study(dir);
-    PointsFile pf(dir, study.hash, study.points());
+    PointsFile pf(dir, study.hash, study.points(), true);
     const auto lines = pf.read_all();
     finish(summarize(dir, study, lines), vm);
     return 0;

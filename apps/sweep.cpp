@@ -11,9 +11,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <numeric>
+#include <regex>
 #include <sstream>
 
 #include "apps/file_lock.h"
@@ -575,9 +577,10 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
 
 // ---- DIR/points.jsonl --------------------------------------------------------------------------------------
 
-PointsFile::PointsFile(const std::filesystem::path& dir, std::string study_hash, std::int64_t points)
-    : path_(dir / "points.jsonl"), study_(std::move(study_hash)), points_(points) {
-  fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+PointsFile::PointsFile(const std::filesystem::path& dir, std::string study_hash, std::int64_t points, bool read_only)
+    : path_(dir / "points.jsonl"), study_(std::move(study_hash)), points_(points), read_only_(read_only) {
+  fd_ = read_only ? ::open(path_.c_str(), O_RDONLY | O_CLOEXEC) : ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0 && read_only && errno == ENOENT) return;  // (no point written yet: none to read)
   if (fd_ < 0) throw InputError(fmt::format("{}: cannot open ({})", path_.string(), std::strerror(errno)));
   // (a device or a pipe in its place: /dev/zero was read until the memory ran out, a FIFO failed to seek)
   if (!regular_file(fd_)) {
@@ -591,6 +594,7 @@ PointsFile::~PointsFile() {
 }
 
 void PointsFile::refresh() {
+  if (fd_ < 0) return;
   FileLock lock(fd_);
   refresh_locked();
 }
@@ -617,6 +621,7 @@ void PointsFile::refresh_locked() {
       if (nl != std::string::npos && nl + 1 < buf.size())
         throw InputError(fmt::format("{}: byte {}: a line that is not JSON before the last line; the file is damaged",
                                      path_.string(), offset_ + std::int64_t(pos)));
+      if (read_only_) break;  // (a reader leaves it to the next run, which cuts it off)
       if (::ftruncate(fd_, off_t(offset_ + std::int64_t(pos))) != 0)
         throw std::runtime_error(fmt::format("{}: truncate: {}", path_.string(), std::strerror(errno)));
       break;
@@ -643,14 +648,18 @@ void PointsFile::append(const ojson& line) {
     FileLock lock(fd_);
     refresh_locked();
     if (done(line["index"].get<std::int64_t>())) return;
-    if (const int e = write_all(fd_, line.dump() + "\n"))
-      throw std::runtime_error(fmt::format("{}: write: {}", path_.string(), std::strerror(e)));
+    if (const int e = write_all(fd_, line.dump() + "\n"))  // (a line cut short is cut off by the next run)
+      throw InputError(fmt::format("{}: writing point {} failed ({}); the points before it are kept: run the same "
+                                   "command again to go on", path_.string(), line["index"].get<std::int64_t>(),
+                                   std::strerror(e)));
     refresh_locked();
   }
   // Other processes see the line as soon as it is written (the lock orders the writes); the fsync is for a crash
   // of the machine only, so it waits outside the lock: workers of cheap points no longer queue behind each
   // other's disk flushes.
-  if (::fsync(fd_) != 0) throw std::runtime_error(fmt::format("{}: fsync: {}", path_.string(), std::strerror(errno)));
+  if (::fsync(fd_) != 0)
+    throw InputError(fmt::format("{}: writing point {} failed at its flush to disk ({}); run the same command again to "
+                                 "go on", path_.string(), line["index"].get<std::int64_t>(), std::strerror(errno)));
 }
 
 void check_point_line(const ojson& p, const Study& study, std::int64_t index, const std::string& where, Resolver* resolver) {
@@ -714,6 +723,7 @@ void check_point_line(const ojson& p, const Study& study, std::int64_t index, co
 }
 
 std::map<std::int64_t, ojson> PointsFile::read_all() {
+  if (fd_ < 0) return {};
   FileLock lock(fd_);
   refresh_locked();
   std::map<std::int64_t, ojson> out;
@@ -764,10 +774,28 @@ ojson input_digests(const Study& study) {
   return out;
 }
 
+namespace {
+// The temporary files (write_temp) of runs killed before their rename: DIR/NAME.tmp.PID of a study's own files
+// whose process no longer exists (a live one may be writing it).
+void remove_stale_temps(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  static const std::regex temp(R"((spec\.json|summary\.csv|summary\.json|placements\.csv|sensitivity\.csv)\.tmp\.([0-9]{1,9}))");
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::smatch m;
+    const std::string name = it->path().filename().string();
+    if (!std::regex_match(name, m, temp)) continue;
+    const pid_t pid = pid_t(std::stol(m[2].str()));
+    if (pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove(it->path(), ec), ec.clear();
+  }
+}
+}  // namespace
+
 void prepare_dir(const std::filesystem::path& dir, const Study& study) {
   namespace fs = std::filesystem;
   const fs::path spec = dir / "spec.json";
   std::error_code ec;
+  remove_stale_temps(dir);
   auto same_study = [&] {
     const Study old = read_dir_study(dir);
     if (old.hash != study.hash)
@@ -803,22 +831,51 @@ void prepare_dir(const std::filesystem::path& dir, const Study& study) {
   out["points"] = study.points();
   out["inputs"] = input_digests(study);  // (hash_text of each model and wafer file the study names)
   out["spec"] = study.spec;
-  write_shared(spec, out.dump(2) + "\n");
+  // Created once, by a hard link that fails where the file exists: two runs started at once on a new DIR, each
+  // having found no spec.json, would otherwise each put theirs in place, the later over the earlier's points. The
+  // one that finds it there compares, as a run started later does. (A file system without hard links: renamed.)
+  const fs::path tmp = write_temp(spec, out.dump(2) + "\n");
+  if (::link(tmp.c_str(), spec.c_str()) == 0) {
+    fs::remove(tmp, ec);
+    return;
+  }
+  const int e = errno;
+  if (e == EEXIST) {
+    fs::remove(tmp, ec);
+    return same_study();
+  }
+  fs::rename(tmp, spec, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw InputError(fmt::format("{}: cannot write output file ({})", spec.string(), std::strerror(e)));
+  }
 }
 
-void write_shared(const std::filesystem::path& path, const std::string& text) {
+std::filesystem::path write_temp(const std::filesystem::path& path, const std::string& text) {
   hw::refuse_overwriting_input(path);
   std::filesystem::path tmp = path;
   tmp += fmt::format(".tmp.{}", ::getpid());
-  {
-    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-    o << text;
-    o.flush();
-    if (!o) throw InputError(fmt::format("{}: cannot write output file", path.string()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(fmt::format("{}: cannot write output file ({})", path.string(), std::strerror(errno)));
+  int e = write_all(fd, text);
+  if (::close(fd) != 0 && e == 0) e = errno;
+  if (e != 0) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);  // (no PATH.tmp.PID left behind)
+    throw InputError(fmt::format("{}: cannot write output file ({})", path.string(), std::strerror(e)));
   }
+  return tmp;
+}
+
+void write_shared(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = write_temp(path, text);
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw InputError(fmt::format("{}: cannot write output file: {}", path.string(), ec.message()));
+  if (ec) {
+    std::error_code rm;
+    std::filesystem::remove(tmp, rm);
+    throw InputError(fmt::format("{}: cannot write output file ({})", path.string(), ec.message()));
+  }
 }
 
 Study read_dir_study(const std::filesystem::path& dir) {

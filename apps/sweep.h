@@ -105,7 +105,9 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
 // is not complete JSON (a writer killed mid-line) is cut off before anything is read or appended.
 class PointsFile {
  public:
-  PointsFile(const std::filesystem::path& dir, std::string study_hash, std::int64_t points);
+  // read_only: for a reader (--summarize), which neither creates the file (none: no point yet) nor cuts off a line
+  // cut short.
+  PointsFile(const std::filesystem::path& dir, std::string study_hash, std::int64_t points, bool read_only = false);
   ~PointsFile();
   PointsFile(const PointsFile&) = delete;
   PointsFile& operator=(const PointsFile&) = delete;
@@ -125,6 +127,7 @@ class PointsFile {
   std::filesystem::path path_;
   std::string study_;
   std::int64_t points_;
+  bool read_only_ = false;
   int fd_ = -1;
   std::int64_t offset_ = 0;  // bytes read so far
   std::set<std::int64_t> done_;
@@ -146,6 +149,9 @@ std::vector<std::pair<std::string, std::filesystem::path>> input_files(const Stu
 // Writes PATH through a temporary file of this process's own (PATH.tmp.PID) and a rename: processes of one
 // study may write the same file at once, and a reader never sees a partial one.
 void write_shared(const std::filesystem::path& path, const std::string& text);
+// Writes `text` to PATH.tmp.PID and returns that path; InputError naming PATH (and the reason) when it cannot,
+// the temporary file removed.
+std::filesystem::path write_temp(const std::filesystem::path& path, const std::string& text);
 // Reads DIR/spec.json back (for --summarize, report): `dir` is the folder of the study file it was made from.
 Study read_dir_study(const std::filesystem::path& dir);
 

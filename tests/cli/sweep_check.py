@@ -190,7 +190,19 @@ def mode_resume(exe, study, out):
     with open(path, "a") as f:
         f.write('{"study": "' + json.load(open(os.path.join(d, "spec.json")))["study"] + '", "index": 0, "sta')
     print(f"killed after {n} points; a partial line appended")
+    # A reader leaves the partial line to the next run: --summarize reads the whole lines and cuts nothing off.
+    before = open(path).read()
+    run([exe, "sweep", "--summarize", d])
+    if open(path).read() != before:
+        raise SystemExit("FAIL: sweep --summarize changed points.jsonl")
+    # A temporary file of a run killed before its rename (its process gone) is removed by the next run.
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = os.path.join(d, f"summary.csv.tmp.{gone.pid}")
+    open(stale, "w").write("half a summary")
     run([exe, "sweep", "--spec", study, "--out", d, "--jobs", "2"])
+    if os.path.exists(stale):
+        raise SystemExit(f"FAIL: {stale}, a killed run's temporary file, is still there after the restart")
     lines = lines_of(d)
     exactly_once(lines, len(want), "after the restart")
     if comparable(lines) != want:
