@@ -108,6 +108,14 @@ struct Totals {
         t.sum_usable < double(t.maps) * double(t.min_usable))
       bad("usable tiles");
     if (t.sum_dead > double(t.maps) * physical) bad("failed tiles");
+    // (a map has at most the logical array's links, a link's detour is within the physical grid, the longest is one
+    // of the sums, which have at most the longest on every link with a path: links 0 with 1e15 extra hops gave a
+    // mean of 2e6 hops a link)
+    const double w = double(spec.logical_width), h = double(spec.logical_height);
+    if (double(t.links) > double(t.maps) * ((w - 1) * h + w * (h - 1))) bad("link counts");
+    if (double(t.max_extra) > physical || t.max_extra > t.extra ||
+        double(t.extra) > double(t.links - t.no_path) * double(t.max_extra))
+      bad("hop counts");
     return t;
   }
 };

@@ -464,18 +464,52 @@ int run_table(const std::vector<std::string>& args) {
     std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>, std::size_t> index;
     for (std::size_t i = 0; i < points.size(); ++i)
       index[{points[i].phase, points[i].tokens, points[i].context, points[i].batch}] = i;
+    // A record as record() writes it, else the reason, in words of this table's (not the JSON reader's): its point
+    // of the grid, and either why it was not mapped or its chunks, latency and critical-path cycles per operator,
+    // counts that sum to the latency (an edited one made table.csv print a negative time as 2^64 - 5).
+    auto count = [](const nlohmann::json& j, const char* key, std::int64_t least) {
+      if (!j.contains(key)) throw std::runtime_error(fmt::format("a record without '{}'", key));
+      const nlohmann::json& v = j[key];
+      if (!v.is_number_integer() || v.get<std::int64_t>() < least)
+        throw std::runtime_error(fmt::format("a record whose '{}' is {}, not a whole number of at least {}", key, v.dump(), least));
+      return v.get<std::int64_t>();
+    };
     try {
+      std::size_t line = 0;
       for (const nlohmann::json& j : journal.kept()) {
-        const auto it = index.find({j.at("phase").get<std::string>(), j.at("tokens").get<std::int64_t>(),
-                                    j.at("context").get<std::int64_t>(), j.at("batch").get<std::int64_t>()});
-        if (it == index.end()) throw std::runtime_error("a point not of this grid");
-        Resumed r{points[it->second], j.value("not_mapped", std::string())};
-        if (r.why.empty()) {
-          r.p.chunk = j.at("chunk").get<std::int64_t>(), r.p.chunks = j.at("chunks").get<std::int64_t>();
-          r.p.latency = j.at("latency").get<Cycle>();
-          for (const auto& o : j.at("ops")) r.p.ops.push_back({o.at(0).get<std::string>(), o.at(1).get<Cycle>()});
+        ++line;
+        try {
+          if (!j.is_object() || !j.contains("phase") || !j["phase"].is_string())
+            throw std::runtime_error("a record without a 'phase' name");
+          const auto it = index.find({j["phase"].get<std::string>(), count(j, "tokens", 1), count(j, "context", 1),
+                                      count(j, "batch", 1)});
+          if (it == index.end()) throw std::runtime_error("a point not of this grid");
+          Resumed r{points[it->second], {}};
+          if (j.contains("not_mapped")) {
+            if (!j["not_mapped"].is_string() || j["not_mapped"].get<std::string>().empty())
+              throw std::runtime_error("a 'not_mapped' that is no reason");
+            r.why = j["not_mapped"].get<std::string>();
+          } else {
+            r.p.chunk = count(j, "chunk", 1), r.p.chunks = count(j, "chunks", 1);
+            r.p.latency = Cycle(count(j, "latency", 1));
+            if (!j.contains("ops") || !j["ops"].is_array()) throw std::runtime_error("a record without its 'ops'");
+            Cycle sum = 0;
+            for (const auto& o : j["ops"]) {
+              if (!o.is_array() || o.size() != 2 || !o[0].is_string() || !o[1].is_number_integer() || o[1].get<std::int64_t>() < 0)
+                throw std::runtime_error(fmt::format("an operator's entry {} that is no [name, cycles]", o.dump()));
+              r.p.ops.push_back({o[0].get<std::string>(), o[1].get<Cycle>()});
+              sum += o[1].get<Cycle>();
+            }
+            if (sum != r.p.latency)
+              throw std::runtime_error(fmt::format("operators' cycles that sum to {}, not its latency {}", sum, r.p.latency));
+          }
+          if (const auto was = resumed.find(it->second); was != resumed.end() &&
+              (was->second.why != r.why || was->second.p.latency != r.p.latency || was->second.p.ops != r.p.ops))
+            throw std::runtime_error("a second record of a point, with other figures");
+          resumed[it->second] = std::move(r);
+        } catch (const std::exception& e) {
+          throw std::runtime_error(fmt::format("line {}: {}", line + 1, e.what()));  // (line 1: its settings)
         }
-        resumed[it->second] = std::move(r);
       }
     } catch (const std::exception& e) {
       throw hw::InputError(fmt::format("--out: the journal {} does not read as this table's ({}); remove it to start "

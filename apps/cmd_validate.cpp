@@ -115,7 +115,13 @@ int run_validate(const std::vector<std::string>& args) {
   if (check && vm.count("no-cache")) throw hw::InputError("--check emulates nothing: --no-cache does not apply");
   if (!vm["max-iterations"].defaulted() && !vm.count("fit")) throw hw::InputError("--max-iterations applies to --fit");
   if (vm.count("wafer-out")) traces::check_writable(vm["wafer-out"].as<std::string>(), "--wafer-out");
-  check_apart(given_paths(vm, {"json", "wafer-out"}), given_paths(vm, {"cases"}));
+  {
+    // (the journal beside --json is an output too: --wafer-out over it was written, then removed with the journal)
+    std::vector<NamedPath> outputs = given_paths(vm, {"json", "wafer-out"});
+    if (vm.count("json") && !traces::output_path(vm["json"].as<std::string>()).stream())
+      outputs.push_back({"--json (its journal)", Journal::beside(vm["json"].as<std::string>()).string()});
+    check_apart(outputs, given_paths(vm, {"cases"}));
+  }
 
   const CaseFile file = load_case_file(vm["cases"].as<std::string>());
   const std::vector<const Case*> cases = select(file, vm.count("only") ? vm["only"].as<std::string>() : std::string());
@@ -177,9 +183,26 @@ int run_validate(const std::vector<std::string>& args) {
   // (none when --json is a stream, /dev/stdout or a pipe: nothing names the run there)
   if (vm.count("json") && !traces::output_path(vm["json"].as<std::string>()).stream()) {
     journal.emplace(Journal::beside(vm["json"].as<std::string>()), validate_settings(file, fidelity), "--json", "validation");
+    // (each record as the run writes it, else refused in words of this command's, not the JSON reader's: a prediction
+    // is a positive figure, a case one of the file's, a second record of the same case and values the same)
     try {
-      for (const nlohmann::json& r : journal->kept())
-        made[{r.at("case").get<std::string>(), r.at("values").dump()}] = r.at("predicted").get<double>();
+      std::size_t line = 1;  // (line 1: its settings)
+      for (const nlohmann::json& r : journal->kept()) {
+        ++line;
+        auto bad = [&](const std::string& what) { throw std::runtime_error(fmt::format("line {}: {}", line, what)); };
+        if (!r.is_object() || !r.contains("case") || !r["case"].is_string() || !r.contains("values") || !r.contains("predicted"))
+          bad("a record without its case, values and prediction");
+        const std::string name = r["case"].get<std::string>();
+        if (std::none_of(file.cases.begin(), file.cases.end(), [&](const Case& c) { return c.name == name; }))
+          bad(fmt::format("case '{}' is not one of {}'s", name, file.path));
+        if (!r["predicted"].is_number() || !(r["predicted"].get<double>() > 0) || !std::isfinite(r["predicted"].get<double>()))
+          bad(fmt::format("case '{}' predicted {}, not a positive figure", name, r["predicted"].dump()));
+        const auto key = std::make_pair(name, r["values"].dump());
+        const double v = r["predicted"].get<double>();
+        if (const auto it = made.find(key); it != made.end() && it->second != v)
+          bad(fmt::format("case '{}' at {} predicted twice, {} and {}", name, key.second, it->second, v));
+        made[key] = v;
+      }
     } catch (const std::exception& e) {
       throw hw::InputError(fmt::format("--json: the journal {} does not fit this validation ({}); remove it to start "
                                        "afresh",

@@ -75,10 +75,14 @@ def main():
     # fraction above 1).
     edited = os.path.join(base, "edited.json")
     # (and sums beyond the wafer: 9e15 usable tiles gave a mean of 4.5e12 on a wafer of 893,064, 9e9 failed tiles one
-    # above the physical grid's; a key missing was said in the JSON library's words)
+    # above the physical grid's, no links with 1e15 extra hops a mean of 2e6 hops a link; a key missing was said in the
+    # JSON library's words)
     for name, edit, want in (("zero", lambda r: r.update(zero=r["maps"] + 5), r"its zero-defect count cannot come from the maps it counts"),
                              ("usable", lambda r: r.update(sum_usable=9e15), r"its usable tiles cannot come from the maps it counts"),
                              ("failed", lambda r: r.update(sum_failed_tiles=9e9), r"its failed tiles cannot come from the maps it counts"),
+                             ("no links", lambda r: r.update(links=0, no_path=0, extra_hops=10**15), r"its hop counts cannot come from the maps it counts"),
+                             ("longest", lambda r: r.update(max_extra=10**9), r"its hop counts cannot come from the maps it counts"),
+                             ("links", lambda r: r.update(links=10**15), r"its link counts cannot come from the maps it counts"),
                              ("missing", lambda r: r.pop("maps"), r"does not fit this study \(no 'maps'\)"),
                              ("text", lambda r: r.update(links="many"), r"\('links' is \"many\", no count\)")):
         rec = json.loads(lines[-1])

@@ -11,8 +11,9 @@ With --jobs JOBS:
   the half line dropped), the files are the reference's byte for byte (meta.yaml's time stamp aside), and the
   journal is gone;
 - refusals, each one line and exit 2, nothing at --out, the journal left as it was: a journal of other settings, a
-  journal another process holds (locked), a damaged line before the last; but a journal of no point (a run stopped
-  before its first) of other settings is started afresh.
+  journal another process holds (locked), a damaged line before the last, records no run writes (a negative
+  operator time, a latency its operators do not sum to, no phase, a point twice with other figures); but a journal
+  of no point (a run stopped before its first) of other settings is started afresh.
 """
 import fcntl, filecmp, json, os, re, shutil, subprocess, sys
 
@@ -105,6 +106,23 @@ def main():
         f.write("\n".join([lines[0], "{not json", lines[1]]) + "\n")
     refused(lambda: table(exe, damaged, jobs, check=False), damaged, r"has a damaged line 2", "a damaged line")
     os.remove(journal_of(damaged))
+    # Records no run writes, each refused in the table's words (not the JSON reader's): a negative operator time (it
+    # was taken, and table.csv printed 2^64 - 5), a latency its operators do not sum to, a record without its phase,
+    # a second record of a point with other figures.
+    rec = next(json.loads(l) for l in lines[1:] if '"ops"' in l)
+    neg = dict(rec, ops=[[rec["ops"][0][0], -5]] + rec["ops"][1:])
+    off = dict(rec, latency=rec["latency"] + 1)
+    nophase = {k: v for k, v in rec.items() if k != "phase"}
+    twice = dict(rec, latency=rec["latency"] + 7, ops=[[rec["ops"][0][0], rec["ops"][0][1] + 7]] + rec["ops"][1:])
+    for bad, pattern, what in ((neg, r"line 2: an operator's entry \[.*,-5\] that is no \[name, cycles\]", "a negative time"),
+                               (off, r"line 2: operators' cycles that sum to \d+, not its latency", "a latency edited"),
+                               (nophase, r"line 2: a record without a 'phase' name", "a record without its phase"),
+                               (twice, r"line 3: a second record of a point, with other figures", "a point recorded twice")):
+        edited = os.path.join(base, "edited")
+        with open(journal_of(edited), "w") as f:
+            f.write("\n".join([lines[0], json.dumps(rec if bad is twice else bad)] + ([json.dumps(bad)] if bad is twice else [])) + "\n")
+        refused(lambda: table(exe, edited, jobs, check=False), edited, pattern, what)
+        os.remove(journal_of(edited))
 
     # A journal of no point (a run stopped before its first) is started afresh, whatever its settings.
     fresh = os.path.join(base, "fresh")

@@ -55,6 +55,9 @@ wafer_cli_test(validate_iterations_alone ${VERR} --stderr "--max-iterations appl
 wafer_cli_test(validate_wafer_out_alone ${VERR} --stderr "--wafer-out needs --fit" -- ${WAFER_EMU} validate --cases ${VCASES} --wafer-out ${OUT}/vwo.json)
 wafer_cli_test(validate_wafer_out_unwritable ${VERR} --stderr "no-such-dir/w.json: cannot write output file"
   -- ${WAFER_EMU} validate --cases ${VCASES} --fit task_overhead --wafer-out ${OUT}/no-such-dir/w.json)
+# The journal beside --json is an output too: --wafer-out over it was written, then removed with the journal.
+wafer_cli_test(validate_wafer_out_journal ${VERR} --stderr "--json .its journal. .*vj.json.partial.jsonl names the file --wafer-out writes"
+  -- ${WAFER_EMU} validate --cases ${VCASES} --fit task_overhead --json ${OUT}/vj.json --wafer-out ${OUT}/.vj.json.partial.jsonl)
 wafer_cli_test(validate_check_fit ${VERR} --stderr "--check emulates nothing" -- ${WAFER_EMU} validate --cases ${VCASES} --check --fit task_overhead)
 wafer_cli_test(validate_no_cases ${VERR} --stderr "--cases FILE is required" -- ${WAFER_EMU} validate)
 wafer_cli_test(validate_missing_file ${VERR} --stderr "nope.json: cannot open case file" -- ${WAFER_EMU} validate --cases ${DATA}/nope.json)

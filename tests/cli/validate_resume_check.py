@@ -8,7 +8,8 @@ validate_resume_check.py WAFER_EMU CASES OUT_DIR
 - the same fit killed (SIGKILL) once its journal holds 30 predictions, and a half-written line added as a process
   killed mid-line leaves it: no JSON written, the journal kept;
 - refusals, each one line and exit 2, no JSON written, the journal left as it was: a journal of other settings (the
-  cycle fidelity), a journal another process holds (locked), a damaged line before the last;
+  cycle fidelity), a journal another process holds (locked), a damaged line before the last, records no run writes
+  (a prediction that is no positive figure, none, a case not of the file, one predicted twice otherwise);
 - the same command again: it says how many predictions it takes from the journal (every whole line, the half line
   dropped), its output and JSON are the reference's byte for byte, and the journal is gone;
 - without --fit, a prediction in the journal (the case at its own wafer) is taken as it is, not emulated again.
@@ -79,6 +80,19 @@ def main():
         f.write("\n".join([lines[0], "{not json", lines[1]]) + "\n")
     refused(lambda: run(exe, cases, damaged, FIT, check=False), damaged, r"has a damaged line 2", "a damaged line")
     os.remove(journal_of(damaged))
+    # Records no run writes, refused in the command's words (not the JSON reader's): a prediction that is no positive
+    # figure (-5 was taken, and the fit's residuals showed -100 %), a record without its prediction, a case not of
+    # the file, the same case and values predicted twice otherwise.
+    rec = json.loads(lines[1])
+    for bad, pattern, what in (([dict(rec, predicted=-5.0)], r"line 2: case '.*' predicted -5.0, not a positive figure", "a negative prediction"),
+                               ([{k: v for k, v in rec.items() if k != "predicted"}], r"line 2: a record without its case, values and prediction", "no prediction"),
+                               ([dict(rec, case="nobody")], r"line 2: case 'nobody' is not one of", "a case not of the file"),
+                               ([rec, dict(rec, predicted=rec["predicted"] * 2)], r"line 3: case '.*' at .* predicted twice", "a prediction twice")):
+        edited = os.path.join(base, "edited.json")
+        with open(journal_of(edited), "w") as f:
+            f.write("\n".join([lines[0]] + [json.dumps(b) for b in bad]) + "\n")
+        refused(lambda: run(exe, cases, edited, FIT, check=False), edited, pattern, what)
+        os.remove(journal_of(edited))
 
     resumed(exe, cases, part, FIT, done, ref, a, "--fit")
 
