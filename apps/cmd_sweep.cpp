@@ -202,6 +202,8 @@ int run_sweep(const std::vector<std::string>& args) {
     for (NamedPath& p : given_paths(vm, {"json"})) outputs.push_back(std::move(p));
     check_apart(outputs, study_files(dir, "--summarize"));
     const Study study = read_dir_study(dir);
+    // (a wafer file edited since: its points' µs checked against the new clock were called edited)
+    check_inputs(dir, study, "restore the file to summarise them");
     PointsFile pf(dir, study.hash, study.points(), true);
     const auto lines = pf.read_all();
     finish(summarize(dir, study, lines), vm);

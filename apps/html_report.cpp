@@ -856,6 +856,7 @@ Output from_study(const std::filesystem::path& dir) {
   }
   if (pts.empty()) throw hw::InputError(fmt::format("{}: holds no results (no finished point)", pf.string()));
   const sweep::Study st = sweep::read_dir_study(dir);  // its schema and hash checked as sweep --summarize does
+  sweep::check_inputs(dir, st, "restore the file to draw them");  // (as sweep --summarize)
   // Each point of this study, within its count, the first line of an index taken, its settings the study's at its
   // index (as sweep --summarize reads them: sweep::PointsFile).
   std::set<std::int64_t> seen;

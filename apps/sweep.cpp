@@ -801,16 +801,9 @@ void prepare_dir(const std::filesystem::path& dir, const Study& study) {
     if (old.hash != study.hash)
       throw InputError(fmt::format("{}: holds study {} ({}), not this one ({}: {}); never mixed (use another --out)",
                                    dir.string(), old.hash, old.path, study.path, study.hash));
-    // The files the study names, as they were when its first points ran (a folder of an older build has none):
-    // a model config edited since would mix points of two models in one study.
-    const ojson was = hw::parse_input_json<ojson>(hw::read_input_file(spec, "study directory's spec"), spec.string());
-    if (!was.contains("inputs") || !was["inputs"].is_object()) return;
-    const ojson now = input_digests(study);
-    for (auto it = was["inputs"].begin(); it != was["inputs"].end(); ++it)
-      if (now.contains(it.key()) && now[it.key()] != it.value())
-        throw InputError(fmt::format("{}: its points ran with {} of other content (hash {}, now {}); never mixed (restore "
-                                     "the file, or use another --out)",
-                                     dir.string(), it.key(), it.value().dump(), now[it.key()].dump()));
+    // The files the study names, as they were when its first points ran: a model config edited since would mix
+    // points of two models in one study.
+    check_inputs(dir, study, "never mixed (restore the file, or use another --out)");
   };
   if (fs::exists(spec, ec)) return same_study();
   // (a rank of the same study may have written spec.json and its first points since the test above: the
@@ -865,6 +858,17 @@ std::filesystem::path write_temp(const std::filesystem::path& path, const std::s
     throw InputError(fmt::format("{}: cannot write output file ({})", path.string(), std::strerror(e)));
   }
   return tmp;
+}
+
+void check_inputs(const std::filesystem::path& dir, const Study& study, const std::string& remedy) {
+  const std::filesystem::path spec = dir / "spec.json";
+  const ojson was = hw::parse_input_json<ojson>(hw::read_input_file(spec, "study directory's spec"), spec.string());
+  if (!was.contains("inputs") || !was["inputs"].is_object()) return;  // (a folder of an older build has none)
+  const ojson now = input_digests(study);
+  for (auto it = was["inputs"].begin(); it != was["inputs"].end(); ++it)
+    if (now.contains(it.key()) && now[it.key()] != it.value())
+      throw InputError(fmt::format("{}: its points ran with {} of other content (hash {}, now {}); {}", dir.string(),
+                                   it.key(), it.value().dump(), now[it.key()].dump(), remedy));
 }
 
 void write_shared(const std::filesystem::path& path, const std::string& text) {

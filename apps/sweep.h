@@ -152,6 +152,9 @@ void write_shared(const std::filesystem::path& path, const std::string& text);
 // Writes `text` to PATH.tmp.PID and returns that path; InputError naming PATH (and the reason) when it cannot,
 // the temporary file removed.
 std::filesystem::path write_temp(const std::filesystem::path& path, const std::string& text);
+// Refuses (InputError ending in `remedy`) a study whose model config or wafer file has other content than when its
+// first points ran (DIR/spec.json's `inputs`; a file that cannot be read now, or a folder of an older build, passes).
+void check_inputs(const std::filesystem::path& dir, const Study& study, const std::string& remedy);
 // Reads DIR/spec.json back (for --summarize, report): `dir` is the folder of the study file it was made from.
 Study read_dir_study(const std::filesystem::path& dir);
 

@@ -1,7 +1,8 @@
 """A study's folder keeps the hash of each model and wafer file the study names (spec.json's `inputs`): a sweep
 resumed after one was edited is refused in one line (it ran the rest of the points with the new file, mixing two
-models in one study), and runs again once the file is restored; a spec.json whose point count was edited is
-refused by --summarize; a study naming no model keeps the default model's hash.
+models in one study), --summarize and report say the file changed, and it runs again once the file is restored;
+a spec.json whose point count was edited is refused by --summarize; a study naming no model keeps the default
+model's hash.
 
 Usage: sweep_inputs_check.py WAFER_EMU OUTDIR CONFIGS_DIR
 """
@@ -36,6 +37,12 @@ if r.returncode != 2 or "ran with model mm.json of other content" not in r.stder
     fails.append(f"resumed with the model edited: exit {r.returncode}, {r.stderr!r}")
 if len(open(p("o/points.jsonl")).readlines()) != 1:
     fails.append("resumed with the model edited: points were added")
+# --summarize and report say the file changed (a wafer file's clock edited made them call the untouched points edited).
+for args, remedy in ((["--summarize", "o"], "restore the file to summarise them"), (["report", "o"], "restore the file to draw them")):
+    r = subprocess.run([exe] + (["sweep"] if args[0] == "--summarize" else []) + args + (["--out", "o.html"] if args[0] == "report" else []),
+                       capture_output=True, text=True, timeout=300, cwd=out)
+    if r.returncode != 2 or "ran with model mm.json of other content" not in r.stderr or remedy not in r.stderr:
+        fails.append(f"{' '.join(args)} with the model edited: exit {r.returncode}, {r.stderr!r}")
 open(p("mm.json"), "w").write(original)
 r = sweep("--spec", "s.json", "--out", "o")
 if r.returncode != 0 or len(open(p("o/points.jsonl")).readlines()) != 3:
