@@ -579,7 +579,9 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
 
 PointsFile::PointsFile(const std::filesystem::path& dir, std::string study_hash, std::int64_t points, bool read_only)
     : path_(dir / "points.jsonl"), study_(std::move(study_hash)), points_(points), read_only_(read_only) {
-  fd_ = read_only ? ::open(path_.c_str(), O_RDONLY | O_CLOEXEC) : ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  // (O_NONBLOCK: opened for reading alone, a FIFO waits for a writer; a regular file ignores it)
+  fd_ = read_only ? ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+                  : ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0 && read_only && errno == ENOENT) return;  // (no point written yet: none to read)
   if (fd_ < 0) throw InputError(fmt::format("{}: cannot open ({})", path_.string(), std::strerror(errno)));
   // (a device or a pipe in its place: /dev/zero was read until the memory ran out, a FIFO failed to seek)
