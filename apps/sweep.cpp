@@ -15,7 +15,6 @@
 #include <cstring>
 #include <fstream>
 #include <numeric>
-#include <regex>
 #include <sstream>
 
 #include "apps/file_lock.h"
@@ -777,17 +776,22 @@ ojson input_digests(const Study& study) {
 }
 
 namespace {
+// The files of a study's folder written through a temporary file (write_shared, write_temp).
+constexpr std::string_view kStudyFiles[] = {"spec.json", "summary.csv", "summary.json", "placements.csv", "sensitivity.csv"};
 // The temporary files (write_temp) of runs killed before their rename: DIR/NAME.tmp.PID of a study's own files
 // whose process no longer exists (a live one may be writing it).
 void remove_stale_temps(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
-  static const std::regex temp(R"((spec\.json|summary\.csv|summary\.json|placements\.csv|sensitivity\.csv)\.tmp\.([0-9]{1,9}))");
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::smatch m;
     const std::string name = it->path().filename().string();
-    if (!std::regex_match(name, m, temp)) continue;
-    const pid_t pid = pid_t(std::stol(m[2].str()));
+    const std::size_t dot = name.rfind(".tmp.");
+    if (dot == std::string::npos) continue;
+    const std::string file = name.substr(0, dot), digits = name.substr(dot + 5);
+    if (std::find(std::begin(kStudyFiles), std::end(kStudyFiles), file) == std::end(kStudyFiles) || digits.empty() ||
+        digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    const pid_t pid = pid_t(std::stol(digits));
     if (pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove(it->path(), ec), ec.clear();
   }
 }
