@@ -401,7 +401,7 @@ class Builder : FragmentBuilder {
       op(t, OpKind::Copy, Hr_);
       return output(t);
     }
-    weights(Vi_ * Hr_);
+    if (!s_.table_in_head) weights(Vi_ * Hr_);  // (else the head's block of the table, on this tile, is read)
     acts(Hr_);
     if (res_) {
       Ix t = task(color::kToken);
@@ -786,7 +786,8 @@ void Emitter::extend(hw::TileIndex t, std::uint32_t f, Run& run) {
 bool same_but_layer(const StageSpec& a, const StageSpec& b) {
   return a.kind == b.kind && a.region == b.region && a.streamed == b.streamed && a.in_arrivals == b.in_arrivals &&
          a.relay_in == b.relay_in && a.out == b.out && a.out_dest == b.out_dest && a.out_color == b.out_color &&
-         a.k == b.k && a.n == b.n && a.residual_in == b.residual_in && a.out_last_token == b.out_last_token;
+         a.k == b.k && a.n == b.n && a.residual_in == b.residual_in && a.out_last_token == b.out_last_token &&
+         a.table_in_head == b.table_in_head;
 }
 
 std::optional<Fragment> relabelled(const Fragment& f, std::uint16_t from, std::uint16_t to) {

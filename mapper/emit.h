@@ -70,6 +70,10 @@ struct StageSpec {
   std::int64_t k = 0, n = 0;
   bool residual_in = false;  // meshgemv: the input is a decoder layer's output to add to the residual stream
   bool out_last_token = false;  // the next stage is the head: only each sequence's last token goes on
+  // Embedding, tied to the head (tie_word_embeddings), on the head's tiles in the same split (one region, the bands
+  // kernel), the head's weights resident: the lookup reads its rows from the head's table rather than holding the
+  // table again (mapper::map_model sets it, and clears it when either stage streams).
+  bool table_in_head = false;
   // (A new field must be compared in same_but_layer.)
 };
 

@@ -387,6 +387,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
     std::int64_t stream_bytes;
   };
   std::vector<Emitted> emitted;
+  bool table_shared = false;  // a wafer's embedding reads the head's table (StageSpec::table_in_head)
   for (int w = 0; w < opt.wafers; ++w) {
     const noc::Fabric& fabric = fabrics.of(std::size_t(w));
     const std::size_t s0 = first_stage[std::size_t(w)], s1 = first_stage[std::size_t(w) + 1];
@@ -454,8 +455,26 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
     const std::uint32_t cap = std::uint32_t(spec.sram_bytes);
     std::vector<detail::StageNeed> needs(specs.size());
     std::optional<detail::Emitter> stamped;  // the stages stamped for the budget's check, kept for the image
+    // A tied embedding on the head's tiles, split as the head's table (one region: the same blocks of the table on
+    // each tile, the bands kernel's split), reads the head's resident table rather than holding it again; while
+    // either streams, it holds (or streams) its own. share_table() sets that from the stages' streaming and says
+    // whether it changed (the embedding's need with it).
+    const auto stage_of = [&](StageKind k) {
+      return std::size_t(std::find_if(specs.begin(), specs.end(), [&](const StageSpec& s) { return s.kind == k; }) - specs.begin());
+    };
+    const std::size_t emb = stage_of(StageKind::Embedding), head = stage_of(StageKind::Head);
+    const bool may_share = model.tie_embeddings && !mesh && emb < specs.size() && head < specs.size() &&
+                           specs[emb].region == specs[head].region;
+    auto share_table = [&] {
+      const bool share = may_share && !specs[emb].streamed && !specs[head].streamed;
+      if (!may_share || specs[emb].table_in_head == share) return false;
+      specs[emb].table_in_head = share;
+      return true;
+    };
+    share_table();
     if (same_wafer != emitted.end()) {
       for (std::size_t i = 0; i < specs.size(); ++i) specs[i].streamed = same_wafer->specs[i].streamed;
+      share_table();
       needs = same_wafer->needs;
     } else {
       // ---- budgets: SRAM per tile, streaming where allowed -----------------------------------------------
@@ -557,14 +576,17 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
           }
         if (over > 0) {
           const firmware::SramUse& u = use[worst];
+          const bool shared = emb < specs.size() && specs[emb].table_in_head;
           throw InputError(fmt::format(
               "{} {} (weights {}, KV cache {}, activations {}, code {}); a tile has {}{}. The model's weights are {} at "
               "{}-bit{} against {} of SRAM on one wafer; try {}",
               where(worst, u), at_step, kb(u.weights), kb(u.kv_cache), kb(u.activations), kb(u.code), kb(cap),
               over > groups[worst].size() ? fmt::format(" ({} of {} stages on this wafer do not fit)", over, specs.size())
                                           : "",
-              gb(double(total_weights)), opt.weight_bits,
-              model.tie_embeddings ? " as held (the tied embedding table twice: by the lookup and by the head)" : "",
+              gb(double(total_weights - (shared ? model.vocab * model.hidden * ep.weight_bytes : 0))), opt.weight_bits,
+              !model.tie_embeddings ? ""
+              : shared ? " as held (the tied embedding table once: the lookup reads the head's on the same tiles)"
+                       : " as held (the tied embedding table twice: by the lookup and by the head)",
               gb(wafer_sram), remedy()));
         }
       } else {
@@ -572,10 +594,18 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
         // while its fullest tile is still over.
         // (each group's stages, the heaviest first; a group whose tiles fit stays so, as no other group's stage
         // lies on them)
+        // (the embedding weighed with its table: the order does not hang on the head's streaming, which takes the
+        // table from it)
+        std::vector<std::uint64_t> heft(specs.size());
+        for (std::size_t i = 0; i < specs.size(); ++i) heft[i] = needs[i].worst.weights;
+        if (may_share && specs[emb].table_in_head) {
+          StageSpec own = specs[emb];
+          own.table_in_head = false;
+          heft[emb] = detail::stage_need(own, ep).worst.weights;
+        }
         std::vector<std::vector<std::size_t>> order = groups;
         for (auto& o : order)
-          std::stable_sort(o.begin(), o.end(),
-                           [&](std::size_t a, std::size_t b) { return needs[a].worst.weights > needs[b].worst.weights; });
+          std::stable_sort(o.begin(), o.end(), [&](std::size_t a, std::size_t b) { return heft[a] > heft[b]; });
         bool restamp = false;
         for (std::size_t gi = 0; gi < groups.size(); ++gi) {
           if (use[gi].total() <= cap) continue;
@@ -583,6 +613,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
             if (group_need(groups[gi]).total() <= cap) break;
             specs[i].streamed = true, restamp = true;
             needs[i] = detail::stage_need(specs[i], ep);
+            if (share_table()) needs[emb] = detail::stage_need(specs[emb], ep);
           }
         }
         for (; restamp; ) {
@@ -606,6 +637,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
             }
             specs[*next].streamed = true, restamp = true;
             needs[*next] = detail::stage_need(specs[*next], ep);
+            if (share_table()) needs[emb] = detail::stage_need(specs[emb], ep);
           }
         }
         // The sum can stream more stages than a shared region needs: each takes its streamed stages back, the
@@ -616,13 +648,16 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
           for (auto it = order[gi].rbegin(); it != order[gi].rend(); ++it) {
             if (!specs[*it].streamed) continue;
             specs[*it].streamed = false;
+            share_table();
             detail::Emitter alone(ep, fabric.grid());
             for (std::size_t i : groups[gi]) alone.add(specs[i]);
             if (fullest(alone, gi).total() > cap) {
               specs[*it].streamed = true;
+              share_table();
               break;
             }
             needs[*it] = detail::stage_need(specs[*it], ep);
+            if (may_share) needs[emb] = detail::stage_need(specs[emb], ep);
             stamped.reset();
           }
         }
@@ -764,6 +799,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
       sr.kv_bytes = plans[s0 + i].kv_bytes;
       sr.sram_max = needs[i].worst.total();
       out.stages.push_back(std::move(sr));
+      table_shared = table_shared || specs[i].table_in_head;
     }
     if (streamed_stages)
       out.notes.push_back(fmt::format("wafer {}: {} of {} stages stream their weights through MemoryX ({} per token)",
@@ -771,7 +807,14 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
     out.images.push_back(std::move(img));
     out.wafers.push_back(wr);
   }
-  if (model.tie_embeddings)
+  // (what the wafers hold of a tied table: once where the lookup reads the head's, twice where both hold it resident,
+  // and no note where either streams it: the streaming note names those stages)
+  const auto resident = [&](std::string_view name) {
+    return std::any_of(out.stages.begin(), out.stages.end(), [&](const StageReport& r) { return r.name == name && !r.streamed; });
+  };
+  if (model.tie_embeddings && table_shared)
+    out.notes.push_back("tied embeddings: the table is held once, by the head; the lookup reads it on the same tiles");
+  else if (model.tie_embeddings && resident("embedding") && resident("head"))
     out.notes.push_back("tied embeddings: the table is held twice, in the lookup layout and the LM-head layout");
   return out;
 }

@@ -379,6 +379,48 @@ TEST(Mapper, AStreamedEmbeddingFetchesARowPerToken) {
   EXPECT_EQ(embedding(o), 5 * row);
 }
 
+// A tied embedding on the head's tiles (whole-wafer, square: one region, the table split alike) reads the head's
+// resident table: the wafer holds every parameter once (tiny-qwen: 98,816 of them, 16-bit). On layer-bands the
+// lookup and the head lie on other tiles, and the table is held twice (+ vocab x hidden); so it is when the model is
+// not tied, and when the head streams (the lookup then holds its own).
+TEST(Mapper, ATiedEmbeddingOnTheHeadsTilesReadsTheHeadsTable) {
+  hw::WaferSpec tiny = hw::preset("tiny");
+  auto held = [&](const ModelConfig& m, const std::string& placement) {
+    MapOptions o;
+    o.context = 64;
+    o.placement = placement;
+    const Mapping mp = map_model(tiny, perfect(tiny), m, o);
+    std::int64_t sum = 0;
+    for (const auto& im : mp.images)
+      for (std::uint32_t p : im.tile_program)
+        if (p != firmware::kIdle) sum += im.programs[p].sram.weights;
+    return sum;
+  };
+  ModelConfig m = load_model("tiny-qwen");
+  ASSERT_TRUE(m.tie_embeddings);
+  const std::int64_t once = 2 * m.parameter_count(), table = 2 * m.vocab * m.hidden;
+  EXPECT_EQ(held(m, "whole-wafer"), once);
+  EXPECT_EQ(held(m, "square"), once);
+  EXPECT_EQ(held(m, "layer-bands"), once + table);
+  m.tie_embeddings = false;  // (the same shapes, untied: the head's table is a parameter of its own)
+  EXPECT_EQ(held(m, "whole-wafer"), 2 * m.parameter_count());
+  EXPECT_EQ(2 * m.parameter_count(), once + table);
+  // Llama-3.2-1B (tied) on small, whole-wafer, streamed: the head streams, so does the lookup (its rows), and no
+  // note says the table is held.
+  hw::WaferSpec small = hw::preset("small");
+  MapOptions o;
+  o.context = 256;
+  o.placement = "whole-wafer";
+  o.weights = WeightMode::Stream;
+  const Mapping mp = map_model(small, perfect(small), load_model("llama-3.2-1b"), o);
+  for (const auto& s : mp.stages) {
+    if (s.name == "head" || s.name == "embedding") {
+      EXPECT_TRUE(s.streamed) << s.name;
+    }
+  }
+  for (const auto& n : mp.notes) EXPECT_EQ(n.find("tied embeddings"), std::string::npos) << n;
+}
+
 TEST(Mapper, PipelineOfWafersSplitsTheStages) {
   hw::WaferSpec tiny = hw::preset("tiny");
   ModelConfig m = load_model("tiny-llama");
