@@ -808,7 +808,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
     out.wafers.push_back(wr);
   }
   // (what the wafers hold of a tied table: once where the lookup reads the head's, twice where both hold it resident,
-  // and no note where either streams it: the streaming note names those stages)
+  // and no note where either streams it: the streaming note counts those stages)
   const auto resident = [&](std::string_view name) {
     return std::any_of(out.stages.begin(), out.stages.end(), [&](const StageReport& r) { return r.name == name && !r.streamed; });
   };
