@@ -115,10 +115,13 @@ int run_validate(const std::vector<std::string>& args) {
   if (check && vm.count("no-cache")) throw hw::InputError("--check emulates nothing: --no-cache does not apply");
   if (!vm["max-iterations"].defaulted() && !vm.count("fit")) throw hw::InputError("--max-iterations applies to --fit");
   if (vm.count("wafer-out")) traces::check_writable(vm["wafer-out"].as<std::string>(), "--wafer-out");
+  // With --json to a file, each prediction made is kept in a journal beside it (below; none when --json is a stream,
+  // /dev/stdout or a pipe: nothing names the run there).
+  const bool journaled = vm.count("json") && !traces::output_path(vm["json"].as<std::string>()).stream();
   {
     // (the journal beside --json is an output too: --wafer-out over it was written, then removed with the journal)
     std::vector<NamedPath> outputs = given_paths(vm, {"json", "wafer-out"});
-    if (vm.count("json") && !traces::output_path(vm["json"].as<std::string>()).stream())
+    if (journaled)
       outputs.push_back({"--json (its journal)", Journal::beside(vm["json"].as<std::string>()).string()});
     check_apart(outputs, given_paths(vm, {"cases"}));
   }
@@ -180,8 +183,7 @@ int run_validate(const std::vector<std::string>& args) {
   // emulating them again: the fit asks for the same parameter vectors in the same order, so it goes the same way.
   std::optional<Journal> journal;
   std::map<std::pair<std::string, std::string>, double> made;  // (case, values as JSON) -> prediction
-  // (none when --json is a stream, /dev/stdout or a pipe: nothing names the run there)
-  if (vm.count("json") && !traces::output_path(vm["json"].as<std::string>()).stream()) {
+  if (journaled) {
     journal.emplace(Journal::beside(vm["json"].as<std::string>()), validate_settings(file, fidelity), "--json", "validation");
     // (each record as the run writes it, else refused in words of this command's, not the JSON reader's: a prediction
     // is a positive figure, a case one of the file's, a second record of the same case and values the same)
@@ -195,10 +197,10 @@ int run_validate(const std::vector<std::string>& args) {
         const std::string name = r["case"].get<std::string>();
         if (std::none_of(file.cases.begin(), file.cases.end(), [&](const Case& c) { return c.name == name; }))
           bad(fmt::format("case '{}' is not one of {}'s", name, file.path));
-        if (!r["predicted"].is_number() || !(r["predicted"].get<double>() > 0) || !std::isfinite(r["predicted"].get<double>()))
+        const double v = r["predicted"].is_number() ? r["predicted"].get<double>() : 0;
+        if (!(v > 0) || !std::isfinite(v))
           bad(fmt::format("case '{}' predicted {}, not a positive figure", name, r["predicted"].dump()));
         const auto key = std::make_pair(name, r["values"].dump());
-        const double v = r["predicted"].get<double>();
         if (const auto it = made.find(key); it != made.end() && it->second != v)
           bad(fmt::format("case '{}' at {} predicted twice, {} and {}", name, key.second, it->second, v));
         made[key] = v;

@@ -170,8 +170,7 @@ std::vector<NamedPath> study_files(const std::filesystem::path& dir, const std::
 
 std::vector<NamedPath> study_outputs(const std::filesystem::path& dir, const std::string& option) {
   std::vector<NamedPath> out;
-  for (const char* f : {"summary.csv", "summary.json", "placements.csv", "sensitivity.csv"})
-    out.push_back({option, (dir / f).string()});
+  for (const std::string_view f : sweep::kSummaryFiles) out.push_back({option, (dir / f).string()});
   out.push_back({option, MemoryGate::table(dir).string()});  // (the workers' memory table)
   return out;
 }

@@ -776,10 +776,8 @@ ojson input_digests(const Study& study) {
 }
 
 namespace {
-// The files of a study's folder written through a temporary file (write_shared, write_temp).
-constexpr std::string_view kStudyFiles[] = {"spec.json", "summary.csv", "summary.json", "placements.csv", "sensitivity.csv"};
 // The temporary files (write_temp) of runs killed before their rename: DIR/NAME.tmp.PID of a study's own files
-// whose process no longer exists (a live one may be writing it).
+// (spec.json, kSummaryFiles) whose process no longer exists (a live one may be writing it).
 void remove_stale_temps(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -788,7 +786,8 @@ void remove_stale_temps(const std::filesystem::path& dir) {
     const std::size_t dot = name.rfind(".tmp.");
     if (dot == std::string::npos) continue;
     const std::string file = name.substr(0, dot), digits = name.substr(dot + 5);
-    if (std::find(std::begin(kStudyFiles), std::end(kStudyFiles), file) == std::end(kStudyFiles) || digits.empty() ||
+    const bool ours = file == "spec.json" || std::find(std::begin(kSummaryFiles), std::end(kSummaryFiles), file) != std::end(kSummaryFiles);
+    if (!ours || digits.empty() ||
         digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
       continue;
     const pid_t pid = pid_t(std::stol(digits));

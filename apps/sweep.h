@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -146,6 +147,8 @@ ojson input_digests(const Study& study);
 // paths from the study file's folder), each once, and the default model's config when it names no model: what
 // input_digests hashes.
 std::vector<std::pair<std::string, std::filesystem::path>> input_files(const Study& study);
+// The summary files a whole sweep and --summarize write into DIR (each through write_shared, as spec.json).
+inline constexpr std::string_view kSummaryFiles[] = {"summary.csv", "summary.json", "placements.csv", "sensitivity.csv"};
 // Writes PATH through a temporary file of this process's own (PATH.tmp.PID) and a rename: processes of one
 // study may write the same file at once, and a reader never sees a partial one.
 void write_shared(const std::filesystem::path& path, const std::string& text);
