@@ -456,14 +456,14 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
     std::vector<detail::StageNeed> needs(specs.size());
     std::optional<detail::Emitter> stamped;  // the stages stamped for the budget's check, kept for the image
     // A tied embedding on the head's tiles, split as the head's table (one region: the same blocks of the table on
-    // each tile, the bands kernel's split), reads the head's resident table rather than holding it again; while
+    // each tile, with either kernel), reads the head's resident table rather than holding it again; while
     // either streams, it holds (or streams) its own. share_table() sets that from the stages' streaming and says
     // whether it changed (the embedding's need with it).
     const auto stage_of = [&](StageKind k) {
       return std::size_t(std::find_if(specs.begin(), specs.end(), [&](const StageSpec& s) { return s.kind == k; }) - specs.begin());
     };
     const std::size_t emb = stage_of(StageKind::Embedding), head = stage_of(StageKind::Head);
-    const bool may_share = model.tie_embeddings && !mesh && emb < specs.size() && head < specs.size() &&
+    const bool may_share = model.tie_embeddings && emb < specs.size() && head < specs.size() &&
                            specs[emb].region == specs[head].region;
     auto share_table = [&] {
       const bool share = may_share && !specs[emb].streamed && !specs[head].streamed;

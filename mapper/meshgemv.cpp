@@ -238,7 +238,7 @@ class Builder : FragmentBuilder {
     // its slice of the looked-up row (the hit is data-dependent: the cost is charged to all) and a row
     // allreduce leaves the row's slice of the embedding on every tile of the row.
     op_ = kOpEmbedding;
-    weights(c_.vocab * r_.hidden);
+    if (!s_.table_in_head) weights(c_.vocab * r_.hidden);  // (else the head's block, split alike, is read)
     acts(r_.hidden);
     if (c_.entry) {
       Ix t = task(mesh_color::kToken);

@@ -379,16 +379,18 @@ TEST(Mapper, AStreamedEmbeddingFetchesARowPerToken) {
   EXPECT_EQ(embedding(o), 5 * row);
 }
 
-// A tied embedding on the head's tiles (whole-wafer, square: one region, the table split alike) reads the head's
-// resident table: the wafer holds every parameter once (tiny-qwen: 98,816 of them, 16-bit). On layer-bands the
+// A tied embedding on the head's tiles (whole-wafer, square: one region, the table split alike, with either
+// kernel) reads the head's resident table: the wafer holds every parameter once (tiny-qwen: 98,816 of them,
+// 16-bit; meshgemv copies its norms' weights besides). On layer-bands the
 // lookup and the head lie on other tiles, and the table is held twice (+ vocab x hidden); so it is when the model is
 // not tied, and when the head streams (the lookup then holds its own).
 TEST(Mapper, ATiedEmbeddingOnTheHeadsTilesReadsTheHeadsTable) {
   hw::WaferSpec tiny = hw::preset("tiny");
-  auto held = [&](const ModelConfig& m, const std::string& placement) {
+  auto held = [&](const ModelConfig& m, const std::string& placement, Kernel kernel = Kernel::Bands) {
     MapOptions o;
     o.context = 64;
     o.placement = placement;
+    o.kernel = kernel;
     const Mapping mp = map_model(tiny, perfect(tiny), m, o);
     std::int64_t sum = 0;
     for (const auto& im : mp.images)
@@ -402,8 +404,14 @@ TEST(Mapper, ATiedEmbeddingOnTheHeadsTilesReadsTheHeadsTable) {
   EXPECT_EQ(held(m, "whole-wafer"), once);
   EXPECT_EQ(held(m, "square"), once);
   EXPECT_EQ(held(m, "layer-bands"), once + table);
+  // The meshgemv kernel splits the lookup's table as the head's too (vocabulary over columns, hidden over rows); it
+  // copies each norm's weights to every column (and a bias to every row), so it holds more than the parameters, but
+  // the tied table once: the same model untied holds one table more.
+  const std::int64_t mesh_tied = held(m, "whole-wafer", Kernel::MeshGemv);
+  EXPECT_GT(mesh_tied, once);
   m.tie_embeddings = false;  // (the same shapes, untied: the head's table is a parameter of its own)
   EXPECT_EQ(held(m, "whole-wafer"), 2 * m.parameter_count());
+  EXPECT_EQ(held(m, "whole-wafer", Kernel::MeshGemv), mesh_tied + table);
   EXPECT_EQ(2 * m.parameter_count(), once + table);
   // Llama-3.2-1B (tied) on small, whole-wafer, streamed: the head streams, so does the lookup (its rows), and no
   // note says the table is held.
