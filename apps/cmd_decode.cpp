@@ -134,6 +134,7 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
   traces::ChromeTrace tr;
   const double us_per_cycle = 1.0 / (spec.clock_ghz * 1e3);
   auto us = [&](Cycle c) { return double(c) * us_per_cycle; };
+  const Cycle overhead = core::CostModel::react(spec.task_overhead);  // (a task's span begins with it; 0 acts as 1)
   // pid 0: the critical path. tid 0: its layers, tid 1: its operators (the timed segments of the path,
   // merged: per layer they sum to the layer's row of the breakdown), tid 2..: its tasks, on as many
   // tracks as they overlap (streams do).
@@ -175,7 +176,7 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
   std::vector<std::pair<std::size_t, const core::TaskRun*>> crit;
   for (std::size_t k = 0; k < sim.task_runs().size(); ++k)
     for (const auto& t : sim.task_runs()[k])
-      if (t.critical) crit.push_back({k, &t}), iv.push_back({double(t.start - spec.task_overhead), double(t.end)});
+      if (t.critical) crit.push_back({k, &t}), iv.push_back({double(t.start - overhead), double(t.end)});
   auto lanes = traces::ChromeTrace::lanes(iv);
   // "layer / operator" names interned once per wafer, layer and operator.
   std::vector<std::vector<std::uint32_t>> task_names(images.size());
@@ -200,7 +201,7 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
     const auto& im = *images[k];
     hw::Coord c = im.grid.coord(t->tile);
     tr.complete(task_name(k, *t), cat_critical,
-                us(t->start - Cycle(spec.task_overhead)), us(t->end - t->start + Cycle(spec.task_overhead)), 0,
+                us(t->start - overhead), us(t->end - t->start + overhead), 0,
                 std::int32_t(lanes[i] + 2), tr.once(text(FMT_COMPILE("wafer {} tile ({},{}) task {}"), k, c.x, c.y, t->task)));
     nl = std::max(nl, lanes[i] + 1);
   }
@@ -250,8 +251,8 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
       const std::int32_t tid = std::int32_t(t.tile) + 1;
       if (t.tile != last) tr.thread_name(pid, tid, tr.once(text(FMT_COMPILE("tile ({},{})"), c.x, c.y)), tid);
       last = t.tile;
-      tr.complete(task_name(k, t), cat_task, us(t.start - Cycle(spec.task_overhead)),
-                  us(t.end - t.start + Cycle(spec.task_overhead)), pid, tid, detail(t.task));
+      tr.complete(task_name(k, t), cat_task, us(t.start - overhead),
+                  us(t.end - t.start + overhead), pid, tid, detail(t.task));
     }
   }
   tr.write_atomic(path);

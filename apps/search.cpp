@@ -79,8 +79,9 @@ std::string records(const mapper::Mapping& m) {
 // level, then the broadcast to the farthest tile.
 double line_cycles(const hw::WaferSpec& s, AllreduceAlgo a, std::int32_t n, std::int32_t group, double wl) {
   if (n <= 1) return 0;
-  const double h = double(s.hop_latency), R = double(s.ramp_latency), st = double(s.stream_stage_latency);
-  const double stage = h + 2 * R + st, block = (wl - 1) + double(s.task_overhead + s.vector_setup);
+  const double h = double(s.hop_latency), R = double(s.ramp_latency),
+               st = double(std::max<std::int64_t>(s.stream_stage_latency, 1));  // (0 acts as 1: core::CostModel::react)
+  const double stage = h + 2 * R + st, block = (wl - 1) + double(std::max<std::int64_t>(s.task_overhead, 1) + s.vector_setup);
   const double bcast = 2 * R + (wl - 1);
   const std::int32_t root = mapper::detail::final_position(n, a, group);
   const double far = double(std::max(root, n - 1 - root)) * h;
@@ -104,7 +105,7 @@ double meshgemv_closed_form(const hw::WaferSpec& spec, const mapper::Mapping& m)
   const core::CostModel costs(spec, std::uint32_t(m.options.weight_bits / 8));
   double cycles = 0;
   for (const auto& t : p->tasks) {
-    cycles += double(spec.task_overhead);
+    cycles += double(costs.task_overhead);
     for (const auto& op : t.ops) cycles += double(costs.cycles(op));
     for (const auto& s : t.sends)
       if (s.dest.kind != firmware::Dest::Kind::Tile)

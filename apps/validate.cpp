@@ -394,6 +394,12 @@ std::vector<FitParam> parse_fit(std::string_view arg, const std::vector<Case>& c
         throw InputError(fmt::format("--fit '{}': the start '{}' is not a whole number", item, v));
       fp.start = s;
     }
+    // A task's delays after its trigger act as 1 at 0 (core::CostModel::react): 0 and 1 are one point, which the
+    // fit's forward differences would find insensitive, so it searches from 1 and takes a start of 0 as 1.
+    if (key == "task_overhead" || key == "stream_stage_latency") {
+      fp.lo = std::max<std::int64_t>(fp.lo, 1);
+      if (fp.start == 0) fp.start = 1;
+    }
     if (fp.start < fp.lo || fp.start > fp.hi)
       throw InputError(fmt::format("--fit '{}': the start {} is outside [{}, {}] {}", key, fp.start, fp.lo, fp.hi,
                                    pinfo->unit));

@@ -9,9 +9,9 @@ namespace wafer::core {
 using firmware::OpKind;
 
 CostModel::CostModel(const hw::WaferSpec& spec, std::uint32_t wb)
-    : task_overhead(Cycle(spec.task_overhead)),
+    : task_overhead(react(spec.task_overhead)),
       vector_setup(Cycle(spec.vector_setup)),
-      stream_stage_latency(Cycle(spec.stream_stage_latency)),
+      stream_stage_latency(react(spec.stream_stage_latency)),
       color_switch(Cycle(spec.color_switch)),
       collective_sync(Cycle(spec.collective_sync)),
       weight_bytes(wb),

@@ -31,6 +31,7 @@
 //
 // Factors are first-principles estimates (no published per-op microbenchmarks for this class of core);
 // they are the place to calibrate when such figures appear.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -64,6 +65,10 @@ class CostModel {
   // Whether the SRAM ports, not the lanes, set the op's body.
   bool port_bound(const firmware::Op& op) const;
 
+  // A task's delays after the input that triggers it, at least 1 each: a core reacts to an arrival the cycle after
+  // at the earliest (docs/timing.md, "Rules both models implement"; the meshes' Plans charge max(delay, 1) alike).
+  // A wafer parameter of 0 is taken as 1 (react).
+  static Cycle react(std::int64_t delay) { return Cycle(std::max<std::int64_t>(delay, 1)); }
   Cycle task_overhead = 0;
   Cycle vector_setup = 0;
   Cycle stream_stage_latency = 0;

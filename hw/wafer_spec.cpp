@@ -52,13 +52,14 @@ const std::vector<ParamInfo>& wafer_params() {
        "Luczynski et al., \"Near-Optimal Wafer-Scale Reduce\", HPDC'24 (arXiv 2404.15888): T_R ~ 2 on WSE-2",
        &W::ramp_latency, 0, 1000},
       {"stream_stage_latency", "cycles",
-       "pipeline latency a tile adds when it transforms a stream and forwards it (reduce chains, relays)",
+       "pipeline latency a tile adds when it transforms a stream and forwards it (reduce chains, relays); 0 acts as 1 "
+       "(a core reacts the cycle after an arrival at the earliest)",
        "fitted with task_overhead and vector_setup (docs/fidelity.md, `wafer-emu validate --fit` on "
        "configs/validation/public.json); equals the one cycle of work per dependent step in Luczynski et al.'s model",
        &W::stream_stage_latency, 0, 1000},
       {"colors", "colors", "routable colors (virtual channels) per router",
        "public: 24 routable colors (WSE-2); WSE-3 assumed the same", &W::colors, 1, 64},
-      {"task_overhead", "cycles", "running a task beyond its vector work: activation when its trigger (data on a color) arrives, and its fixed software costs",
+      {"task_overhead", "cycles", "running a task beyond its vector work: activation when its trigger (data on a color) arrives, and its fixed software costs; 0 acts as 1 (a core reacts the cycle after an arrival at the earliest)",
        "fitted (docs/fidelity.md, `wafer-emu validate --fit` on configs/validation/public.json: WaferLLM decode "
        "layers on WSE-2); no published figure: it stands for a kernel phase's software costs",
        &W::task_overhead, 0, 1e6},

@@ -155,7 +155,7 @@ Cycle CycleMesh::wavelet_ready(const Burst& b, std::uint32_t j) const {
     auto it = ps_.arrivals.find(std::uint64_t(tr.flow) * tiles_ + tr.tile);
     std::uint32_t k = std::min(j, ps_.plan->flows[tr.flow].wavelets - 1);
     if (it == ps_.arrivals.end() || it->second.size() <= k) return kNever;
-    t = std::max(t, it->second[k] + std::max<std::uint32_t>(tr.delay, 1));
+    t = std::max(t, it->second[k] + tr.reaction());
   }
   return t;
 }

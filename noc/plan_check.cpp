@@ -83,7 +83,7 @@ void plan_dependents(const Plan& plan, std::vector<std::uint32_t>& start, std::v
   std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
   for (std::uint32_t g = 0; g < n; ++g)
     for (const Trigger& t : plan.flows[g].after)
-      deps[fill[t.flow]++] = PlanDep{g, t.tile, std::max<std::uint32_t>(t.delay, 1), t.kind};
+      deps[fill[t.flow]++] = PlanDep{g, t.tile, t.reaction(), t.kind};
 }
 
 }  // namespace wafer::noc

@@ -101,7 +101,8 @@ struct Builder {
 };
 
 std::int64_t hh(const CollectiveParams& p) { return p.hop_latency; }
-std::int64_t ss(const CollectiveParams& p) { return p.stage_latency; }
+// (a stage delay of 0 acts as 1, as the meshes charge it: a core reacts the cycle after an arrival at the earliest)
+std::int64_t ss(const CollectiveParams& p) { return std::max<std::int64_t>(p.stage_latency, 1); }
 std::int64_t rr(const CollectiveParams& p) { return p.ramp_latency; }
 // A one-hop burst's head from core to core: injection ramp, hop, delivery ramp.
 std::int64_t dd(const CollectiveParams& p) { return hh(p) + 2 * rr(p); }
@@ -459,10 +460,10 @@ ZeroLoad zero_load(const Plan& plan, const Fabric& f, std::uint32_t hop_latency,
     for (const Trigger& t : fl.after) {
       std::uint64_t head = z.head_at(t.flow, t.tile);
       if (t.kind == Trigger::Kind::Stream) {
-        start = std::max(start, head + t.delay);
-        tail_floor = std::max(tail_floor, head + z.lag[t.flow] + t.delay);
+        start = std::max(start, head + t.reaction());
+        tail_floor = std::max(tail_floor, head + z.lag[t.flow] + t.reaction());
       } else {
-        start = std::max(start, head + z.lag[t.flow] + t.delay);
+        start = std::max(start, head + z.lag[t.flow] + t.reaction());
       }
     }
     z.start[i] = start;

@@ -10,7 +10,8 @@
 // sending to itself, pays no ramp); its tail leaves `lag` cycles after its head, lag = max(wavelets - 1,
 // what its Stream inputs impose) and arrives lag cycles after the head. Trigger::Stream starts `delay`
 // after the input's head arrives and the tail leaves no earlier than `delay` after the input's tail;
-// Trigger::Complete starts `delay` after the input's tail. Stage delays are
+// Trigger::Complete starts `delay` after the input's tail; a delay of 0 acts as 1 (a core reacts the cycle after
+// an arrival at the earliest; the formulas below take s as max(s, 1) too). Stage delays are
 // WaferSpec::stream_stage_latency. Notation below: h = hop latency, R = ramp latency, s = stage latency,
 // w = wavelets per tile, a W x H rectangle, root = its north-EAST tile (x1, y0). Reductions run east and
 // north, toward that root, because west-first routing can detour around a fault on an eastward or

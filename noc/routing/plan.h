@@ -32,6 +32,9 @@ struct Trigger {
   TileIndex tile;
   Kind kind = Kind::Complete;
   std::uint32_t delay = 0;
+  // The delay as charged: at least 1, a core reacts the cycle after an arrival at the earliest (docs/timing.md,
+  // "Rules both models implement"; the tile cores likewise, core::CostModel::react).
+  std::uint32_t reaction() const { return delay > 0 ? delay : 1; }
 };
 
 struct Flow {

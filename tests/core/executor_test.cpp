@@ -502,6 +502,43 @@ TEST(Executor, StreamChainPipelines) {
   }
 }
 
+// A core reacts to an arrival the cycle after at the earliest (docs/timing.md, "Rules both models implement"), as
+// the meshes' Plans do: a delay of 0 (stream_stage_latency, task_overhead) is taken as 1 (CostModel::react).
+//   StreamChainPipelines' chain with vector_setup 0 (armed at 10, never binding): the source starts at
+//   0 + max(o, 1) (o = task_overhead) and its head reaches relay 1 a hop later; relay i starts max(s, 1) after
+//   its head (s = stream_stage_latency), its head reaches relay i + 1 a hop later: relays 1 + max(s, 1) apart.
+TEST(Executor, ACoreReactsTheCycleAfterAnArrivalAtTheEarliest) {
+  const int n = 6;
+  Image im = empty_image({8, 8});
+  Program src;
+  src.tasks.push_back(task(1, {}, {to(1, 0, 3, 64)}));
+  place(im, {0, 0}, src);
+  place_relays(im, 1, n, 64);
+  im.start.push_back({{0, 0}, 1, 1});
+  im.done_tile = {n + 1, 0}, im.done_color = 3;
+  for (std::int64_t stage : {0, 1, 2}) {
+    hw::WaferSpec spec = tiny();
+    spec.vector_setup = 0, spec.stream_stage_latency = stage;
+    Outcome r = run(spec, im);
+    ASSERT_TRUE(r.r.finished);
+    const Cycle react = Cycle(std::max<std::int64_t>(stage, 1));
+    EXPECT_EQ(r.tasks[0].start, 10u);
+    EXPECT_EQ(r.tasks[1].start, 11u + react) << stage;
+    for (int i = 2; i <= n; ++i) EXPECT_EQ(r.tasks[i].start - r.tasks[i - 1].start, 1u + react) << stage << " " << i;
+    EXPECT_EQ(sum(r.r.breakdown.cause), r.r.latency());
+  }
+  // The source's start after the injection at 0: 0 and 1 give 1, 2 gives 2.
+  for (std::int64_t overhead : {0, 1, 2}) {
+    hw::WaferSpec spec = tiny();
+    spec.vector_setup = 0, spec.task_overhead = overhead;
+    Outcome r = run(spec, im);
+    ASSERT_TRUE(r.r.finished);
+    EXPECT_EQ(r.tasks[0].start, Cycle(std::max<std::int64_t>(overhead, 1))) << overhead;
+    EXPECT_EQ(sum(r.r.breakdown.cause), r.r.latency());
+    EXPECT_EQ(r.r.breakdown.cause[size_t(Cause::TaskOverhead)] > 0, true);
+  }
+}
+
 // Ramps (ramp_latency R) are a cause of their own: 2R per burst on the critical path that leaves its tile,
 // none for a burst a tile sends to itself; the rest of the zero-load network time stays network_transfer.
 //   (0,0) task 0 (injection at 0): start 10, no ops, activates task 1 on its own tile at 10 (no ramps:
@@ -745,11 +782,14 @@ TEST(Executor, RefusesSendsOutsideTheArray) {
 namespace wafer::core {
 namespace {
 
-// A task's sends are costed before they leave; delivering its own copy of a segment multicast can start
-// another task of the same tile at once (nested in the first one's send loop). The nested task's costs must
-// not replace the first one's: here the first task's second send is a collective start (1 sync), and the
-// nested task has two collective sends of its own (cumulative syncs 1, 2). The second send leaves after one
-// collective_sync: the done tile 3 hops east has its tail at sync + 3 (not 2 sync + 3).
+// A task's sends are costed before they leave; delivering its own copy of a segment multicast triggers
+// another task of the same tile. That task's costs must not replace the first one's: here the first task's
+// second send is a collective start (1 sync), and the other task has two collective sends of its own
+// (cumulative syncs 1, 2). The second send leaves after one collective_sync: the done tile 3 hops east has its
+// tail at 1 + sync + 3 (not 1 + 2 sync + 3). task_overhead 0 is taken as 1 (a core reacts the cycle after an
+// arrival at the earliest: CostModel::react), so the first task starts at 1 and the copy's task a cycle after
+// the copy, from a timer; with 0 taken as 0 it started inside the first one's send loop, which this test was
+// written for.
 TEST(Executor, ATaskStartedInsideAnothersSendsKeepsItsOwnCosts) {
   Image im = empty_image({8, 8});
   Send segment;  // (0..1, 0), holding the sender; not a collective start here
@@ -772,12 +812,12 @@ TEST(Executor, ATaskStartedInsideAnothersSendsKeepsItsOwnCosts) {
   im.start.push_back({{0, 0}, 1, 1});
   im.done_tile = {3, 0}, im.done_color = 2;
   hw::WaferSpec spec = tiny();
-  spec.task_overhead = 0;  // so the self copy is delivered, and its task started, inside the send loop
+  spec.task_overhead = 0;  // (taken as 1)
   for (std::int64_t sync : {4, 5}) {
     spec.collective_sync = sync;
     Outcome r = run(spec, im);
     ASSERT_TRUE(r.r.finished);
-    EXPECT_EQ(r.r.latency(), Cycle(sync) + 3u) << sync;
+    EXPECT_EQ(r.r.latency(), 1u + Cycle(sync) + 3u) << sync;
     EXPECT_EQ(r.r.unclaimed, 0u);
   }
 }

@@ -224,7 +224,9 @@ Rect row_of(std::int32_t P) { return Rect{2, 1, P, 1}; }
 
 TEST(RowAllreduces, ZeroLoadLatencyEqualsTheFormulaOnHealthyRows) {
   Fabric f = Fabric::perfect({40, 3});
-  for (CollectiveParams p : {CollectiveParams{1, 2, 24, 0}, CollectiveParams{1, 2, 24, 2}, CollectiveParams{3, 5, 24, 3}})
+  // (s 0 acts as 1 in the Plans and the formulas alike: a core reacts the cycle after an arrival at the earliest)
+  for (CollectiveParams p : {CollectiveParams{1, 2, 24, 0}, CollectiveParams{1, 2, 24, 2}, CollectiveParams{3, 5, 24, 3},
+                             CollectiveParams{1, 0, 24, 0}, CollectiveParams{1, 0, 24, 2}})
     for (std::uint32_t w : {1u, 8u})
       for (std::int32_t P : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17, 24, 25, 33, 36}) {
         SCOPED_TRACE("P " + std::to_string(P) + " w " + std::to_string(w) + " h " + std::to_string(p.hop_latency) +
