@@ -97,7 +97,28 @@ struct Point {
   }
 };
 
-std::string num(double v) { return fmt::format("{:.6g}", v); }
+// A time in the CSVs: the shortest digits that read back as the same double (6 significant digits lost a few
+// microseconds of a slow clock's steps), and never in exponent form, which tools reading decimals refuse.
+std::string num(double v) {
+  std::string s = fmt::format("{}", v);
+  const std::size_t e = s.find('e');
+  if (e == std::string::npos) return s;
+  const std::size_t dot = s.find('.');
+  const int decimals = (dot == std::string::npos || dot > e ? 0 : int(e - dot - 1)) - std::stoi(s.substr(e + 1));
+  return fmt::format("{:.{}f}", v, std::max(0, decimals));
+}
+
+// A YAML double-quoted scalar: the names in meta.yaml come from a wafer file's `name` and the model's path, which may
+// hold ': ' or ' #' (plain, they made the file no YAML, or cut the name short).
+std::string yaml_string(const std::string& v) {
+  std::string out = "\"";
+  for (const char c : v) {
+    if (c == '"' || c == '\\') out += '\\', out += c;
+    else if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    else out += c;
+  }
+  return out + "\"";
+}
 
 class Writer {
  public:
@@ -621,6 +642,40 @@ int run_table(const std::vector<std::string>& args) {
   for (const Point& p : done)
     if (p.phase == "prefill" && p.context == p.tokens) by_tokens.emplace(p.tokens, &p);
 
+  // What the exporters' attention rows hold. A serving simulator rebuilds a step as the rows of its tokens (dense.csv,
+  // moe.csv: taken at the smallest context), of its sequences (per_sequence.csv: a prompt is one) and one attention
+  // row per layer, keyed on the context; so the attention row is the one place the rest of the step's dependence
+  // on the context can go (the mapper gives the stages other tiles at another context, and a streamed step's
+  // weight waits move from one operator to another). It is the step, less the transfers between wafers (which the
+  // simulators time themselves) and less the rows of its tokens and sequences, per layer: the rebuilt step is the
+  // emulated one at every point. At a point whose own rows those are (decode at the smallest context, a prompt from
+  // scratch), it is attention's own critical-path time. A point whose rows the grid lacks (the simulator
+  // interpolates them) keeps attention's own time; one whose rows exceed it alone writes 0 and is counted.
+  std::vector<std::string> token_ops{"embedding", "layernorm", "qkv_proj", "rotary_emb", "o_proj"};
+  if (model.moe()) token_ops.push_back("moe_router");
+  token_ops.insert(token_ops.end(), {"gate_up_proj", "act_fn", "down_proj", "final_layernorm"});
+  std::int64_t attention_at_zero = 0;
+  std::map<const Point*, double> attention_of;
+  for (const Point& p : done) {
+    const auto d = by_tokens.find(p.tokens);
+    const auto q = by_sequences.find(p.phase == "decode" ? p.batch : 1);
+    if (d == by_tokens.end() || q == by_sequences.end()) {
+      attention_of[&p] = per_layer_us(p, "attention");
+      continue;
+    }
+    Cycle rest = 0;
+    for (const auto& op : token_ops) rest += d->second->op(op);
+    for (const char* op : {"lm_head", "sampler"}) rest += q->second->op(op);
+    const Cycle step = p.latency - p.op("inter_wafer") - p.op("egress");
+    if (step < rest) ++attention_at_zero;
+    attention_of[&p] = step < rest ? 0.0 : us(step - rest) / L;
+  }
+  if (attention_at_zero > 0)
+    fmt::print(stderr,
+               "table: {} point(s) take less time than the rows of their tokens and sequences alone (taken at the "
+               "smallest context): their attention rows hold 0, and a simulator's rebuilt step is longer there\n",
+               attention_at_zero);
+
   // ---- LLMServingSim perf bundle -----------------------------------------------------------------------
   // The model as HuggingFace names it, <org>/<name>, which the simulator looks the folder up by (case-sensitive): from
   // the config's path, ORG/NAME.json (the shipped ones: meta-llama/Llama-3.1-8B.json) or ORG/NAME/config.json (a
@@ -651,7 +706,7 @@ int run_table(const std::vector<std::string>& args) {
   {
     std::vector<std::string> dense{"embedding", "layernorm", "qkv_proj", "rotary_emb", "o_proj"};
     if (!model.moe()) dense.insert(dense.end(), {"gate_up_proj", "act_fn", "down_proj"});
-    dense.push_back("final_layernorm");
+    dense.push_back("final_layernorm");  // (token_ops but the MoE layer's, which moe.csv holds)
     Writer w(bundle / "tp1" / "dense.csv");
     *w << "layer,tokens,time_us\n";
     for (const auto& name : dense)
@@ -669,7 +724,7 @@ int run_table(const std::vector<std::string>& args) {
     Writer w(bundle / "tp1" / "attention.csv");
     *w << "prefill_chunk,kv_prefill,n_decode,kv_decode,time_us\n";
     for (const Point& p : done) {
-      const double t = per_layer_us(p, "attention");
+      const double t = attention_of.at(&p);
       if (p.phase == "decode") *w << fmt::format("0,0,{},{},{}\n", p.batch, p.context, num(t));
       else *w << fmt::format("{},{},0,0,{}\n", p.tokens, p.context - p.tokens, num(t));
     }
@@ -694,8 +749,9 @@ int run_table(const std::vector<std::string>& args) {
     Writer w(bundle / "meta.yaml");
     *w << "profiler_version: wafer-emu-table-1\n"
        << "vllm_version: none\n"
-       << fmt::format("gpu: {}\n", hardware) << fmt::format("hardware: {}\n", hardware) << fmt::format("variant: {}\n", variant)
-       << fmt::format("model: {}/{}\n", org, hf_name) << "tp_degrees: [1]\n"
+       << fmt::format("gpu: {}\n", yaml_string(hardware)) << fmt::format("hardware: {}\n", yaml_string(hardware))
+       << fmt::format("variant: {}\n", variant) << fmt::format("model: {}\n", yaml_string(org + "/" + hf_name))
+       << "tp_degrees: [1]\n"
        << fmt::format("profiled_at: {}\n", when) << "engine_effective:\n"
        << fmt::format("  max_num_batched_tokens: {}\n", max_tokens) << fmt::format("  max_num_seqs: {}\n", max_seqs);
     w.close();
@@ -732,7 +788,7 @@ int run_table(const std::vector<std::string>& args) {
          << ",n_embd,n_q_head,n_kv_head,block_size,num_tensor_parallel_workers,max_model_len,batch_size,"
             "prefill_chunk_size,kv_cache_size,is_prefill,attention_backend\n";
       for (const Point& p : done) {
-        const double ms = per_layer_us(p, "attention") / 1e3;
+        const double ms = attention_of.at(&p) / 1e3;
         const bool pre = p.phase == "prefill";
         *w << stats(pre ? ms : 0.0) << "," << stats(pre ? 0.0 : ms)
            << fmt::format(",{},{},{},16,1,{},{},{},{},{},wafer-emu\n", model.hidden, model.heads, model.kv_heads,
@@ -769,6 +825,8 @@ int run_table(const std::vector<std::string>& args) {
   rep.add_int("meshes_reused", fig.meshes_reused, "steps",
               "steps that reset the mesh model of the step before instead of building one (--no-cache: none)");
   rep.add_text("out", out.string());
+  rep.add_int("attention_rows_at_zero", attention_at_zero, "points",
+              "points that take less than the rows of their tokens and sequences alone: their attention rows hold 0");
   if (model.moe())
     rep.add_text("vidur", "not written", "an MoE model: Vidur's profiling CSVs have no router or expert columns");
   rep.add("wall_time", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), "s");

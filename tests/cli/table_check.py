@@ -99,7 +99,7 @@ def layer_us(key, op):
 # ---- LLMServingSim ----
 bundle = os.path.join(tables, "llmservingsim", "wafer-emu-tiny", "test", MODEL, "default")
 meta = open(os.path.join(bundle, "meta.yaml")).read()
-for k in ["profiler_version:", "vllm_version:", "gpu:", "hardware: wafer-emu-tiny", "variant: default", "model: test/tiny-llama",
+for k in ["profiler_version:", "vllm_version:", "gpu:", 'hardware: "wafer-emu-tiny"', "variant: default", 'model: "test/tiny-llama"',
           "tp_degrees: [1]", "profiled_at:", "engine_effective:", "max_num_batched_tokens: 16", "max_num_seqs: 2"]:
     check(k in meta, f"meta.yaml lacks {k}")
 check(sorted(os.listdir(os.path.join(bundle, "tp1"))) == ["attention.csv", "dense.csv", "per_sequence.csv"],
@@ -121,14 +121,107 @@ for r in ps:
 att = rows(os.path.join(bundle, "tp1", "attention.csv"))
 check(list(att[0].keys()) == ["prefill_chunk", "kv_prefill", "n_decode", "kv_decode", "time_us"], "attention.csv columns")
 check(len(att) == 10, "attention.csv: one row per point")
+# An attention row is what a simulator needs beside the rows of its tokens (dense.csv, at the smallest context) and
+# sequences (per_sequence.csv; a prompt is one) to rebuild the step: the step less those rows, per layer. At a point
+# whose own rows those are (decode at context 32, a prompt from scratch) it is attention's own time; at the others
+# it also holds what the rest of the step changed with the context.
+dense_at = {}
+for r in dense:
+    dense_at.setdefault(int(r["tokens"]), {})[r["layer"]] = float(r["time_us"])
+ps_at = {}
+for r in ps:
+    ps_at.setdefault(int(r["sequences"]), {})[r["layer"]] = float(r["time_us"])
+per_layer = lambda op: 2 * L if op == "layernorm" else 1 if op in ("embedding", "final_layernorm") else L
+attention_at = {}
 for r in att:
     if r["prefill_chunk"] == "0":
         key = ("decode", int(r["n_decode"]), int(r["kv_decode"]), int(r["n_decode"]))
+        tokens, seqs = key[1], key[1]
     else:
         key = ("prefill", int(r["prefill_chunk"]), int(r["prefill_chunk"]) + int(r["kv_prefill"]), 1)
-    if key in steps:
-        close(r["time_us"], layer_us(key, "attention"), f"attention.csv {key}")
-    close(r["time_us"], tidy_of(*key)["attention"]["per_layer_time_us"], f"attention.csv vs table {key}")
+        tokens, seqs = key[1], 1
+    attention_at[key] = float(r["time_us"])
+    own = key[2] == 32 if key[0] == "decode" else key[1] == key[2]
+    if own:
+        close(r["time_us"], tidy_of(*key)["attention"]["per_layer_time_us"], f"attention.csv vs table {key}")
+        if key in steps:
+            close(r["time_us"], layer_us(key, "attention"), f"attention.csv {key}")
+    rebuilt = sum(v * per_layer(op) for op, v in dense_at[tokens].items()) + sum(ps_at[seqs].values()) + \
+        L * float(r["time_us"])
+    close(rebuilt, tidy_of(*key)["step"]["time_us"], f"attention.csv {key}: the step rebuilt from the rows", rel=1e-9)
+# On tiny the rest of the step does not change with the context: every row above is attention's own time. On
+# small it does (the mapper gives the head fewer tiles as the KV cache grows): decode of one sequence at 2048 is
+# rebuilt from the rows at 128 and an attention row other than attention's own time there, and a prompt of 16 from
+# scratch from the decode batch of 16's rows (16 tokens too). (Until 2026-12-07 every attention row was attention's
+# own time: a streamed step of small-llama at batch 16 and context 2048 was rebuilt 4x too short.)
+small = os.path.join(out, "small_tables")
+run(["table", "--wafer", "small", "--model", "small-llama", "--contexts", "128,2048", "--batches", "1,16",
+     "--prefill-tokens", "16", "--out", small])
+s_tidy = rows(os.path.join(small, "table.csv"))
+s_of = lambda key, op: float(next(r["time_us"] for r in s_tidy if (r["phase"], int(r["tokens"]), int(r["context"]),
+                                                                   int(r["batch"]), r["operator"]) == key + (op,)))
+s_tp1 = os.path.join(small, "llmservingsim", "wafer-emu-small", "test", "small-llama", "default", "tp1")
+s_dense, s_ps = {}, {}
+for r in rows(os.path.join(s_tp1, "dense.csv")):
+    s_dense.setdefault(int(r["tokens"]), {})[r["layer"]] = float(r["time_us"])
+for r in rows(os.path.join(s_tp1, "per_sequence.csv")):
+    s_ps.setdefault(int(r["sequences"]), {})[r["layer"]] = float(r["time_us"])
+s_att = {}
+for r in rows(os.path.join(s_tp1, "attention.csv")):
+    key = ("decode", int(r["n_decode"]), int(r["kv_decode"]), int(r["n_decode"])) if r["prefill_chunk"] == "0" else \
+        ("prefill", int(r["prefill_chunk"]), int(r["prefill_chunk"]) + int(r["kv_prefill"]), 1)
+    s_att[key] = float(r["time_us"])
+    tokens, seqs = key[1], key[1] if key[0] == "decode" else 1
+    rebuilt = sum(v * per_layer(op) for op, v in s_dense[tokens].items()) + sum(s_ps[seqs].values()) + L * s_att[key]
+    close(rebuilt, s_of(key, "step"), f"small: attention.csv {key}: the step rebuilt from the rows", rel=1e-9)
+check(len(s_att) == 6, f"small: 6 points map (decode of 16 at 2048 does not): {sorted(s_att)}")
+close(s_att[("decode", 1, 128, 1)], s_of(("decode", 1, 128, 1), "attention") / L, "small: decode at 128 is its own rows'")
+for key in [("decode", 1, 2048, 1), ("prefill", 16, 16, 1)]:
+    check(not math.isclose(s_att[key], s_of(key, "attention") / L, rel_tol=1e-6),
+          f"small: {key}'s attention row holds more than attention's own time")
+
+# meta.yaml's names are YAML strings, quoted: a wafer named 'tiny: v2 #a' (a plain ': ' made the file no YAML; a
+# plain ' #' would start a comment and cut the name short).
+odd_wafer = os.path.join(out, "odd.json")
+with open(odd_wafer, "w") as f:
+    json.dump({"preset": "tiny", "name": 'tiny: v2 #a "b"'}, f)
+odd = os.path.join(out, "odd_tables")
+run(["table", "--wafer", odd_wafer, "--model", MODEL, "--contexts", "64", "--batches", "1", "--prefill-tokens", "16",
+     "--out", odd])
+odd_meta = open(os.path.join(odd, "llmservingsim", 'wafer-emu-tiny: v2 #a "b"', "test", MODEL, "default",
+                             "meta.yaml")).read()
+for k in ['gpu: "wafer-emu-tiny: v2 #a \\"b\\""\n', 'hardware: "wafer-emu-tiny: v2 #a \\"b\\""\n']:
+    check(k in odd_meta, f"odd wafer name: meta.yaml lacks {k!r}: {odd_meta!r}")
+
+# Times in the shortest digits that read back as the same double, never in exponent form: on a 1 MHz clock a step's
+# microseconds are its cycles (six significant digits wrote 1,132,327 as 1.13233e+06), and Vidur's milliseconds of tiny's
+# operators are small (2.3e-06 would be exponent form).
+slow_wafer = os.path.join(out, "slow.json")
+with open(slow_wafer, "w") as f:
+    json.dump({"preset": "tiny", "name": "tiny-slow", "clock_ghz": 0.001}, f)
+slow = os.path.join(out, "slow_tables")
+run(["table", "--wafer", slow_wafer, "--model", MODEL, "--contexts", "64", "--batches", "1", "--prefill-tokens", "16",
+     "--out", slow])
+for r in rows(os.path.join(slow, "table.csv")):
+    check(float(r["time_us"]) == float(r["time_cycles"]), f"slow clock: {r['operator']} {r['time_us']} us for "
+          f"{r['time_cycles']} cycles")
+for dirpath, _, files in os.walk(slow):
+    for name in files:
+        if name.endswith(".csv"):
+            for r in rows(os.path.join(dirpath, name)):
+                for k, v in r.items():
+                    check("e+" not in v and "e-" not in v, f"{name} {k}: {v} in exponent form")
+fast_wafer = os.path.join(out, "fast.json")
+with open(fast_wafer, "w") as f:
+    json.dump({"preset": "tiny", "name": "tiny-fast", "clock_ghz": 100}, f)
+fast = os.path.join(out, "fast_tables")
+run(["table", "--wafer", fast_wafer, "--model", MODEL, "--contexts", "64", "--batches", "1", "--prefill-tokens", "16",
+     "--out", fast])
+fast_mlp = rows(os.path.join(fast, "vidur", "mlp.csv"))
+check(any(0 < float(r["time_stats.attn_rope.mean"]) < 1e-4 for r in fast_mlp), "vidur: a time below 1e-4 ms to print")
+for r in fast_mlp:
+    for k, v in r.items():
+        check("e+" not in v and "e-" not in v, f"vidur mlp.csv {k}: {v} in exponent form")
 
 # ---- Vidur ----
 ops = ["emb", "input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj", "post_attention_layernorm", "mlp_up_proj",
@@ -158,9 +251,8 @@ for r in va:
     key = ("prefill", int(r["prefill_chunk_size"]), int(r["prefill_chunk_size"]) + int(r["kv_cache_size"]), 1) if pre else \
         ("decode", int(r["batch_size"]), int(r["kv_cache_size"]), int(r["batch_size"]))
     check(pre or r["prefill_chunk_size"] == "0", "decode rows have prefill_chunk_size 0")
-    if key in steps:
-        close(r["time_stats.attn_prefill.mean" if pre else "time_stats.attn_decode.mean"], layer_us(key, "attention") / 1e3,
-              f"vidur attention {key}")
+    close(r["time_stats.attn_prefill.mean" if pre else "time_stats.attn_decode.mean"], attention_at[key] / 1e3,
+          f"vidur attention {key}: LLMServingSim's row")
 
 # ---- a prefill of one token is the decode step ----
 a, b = decode_json(["--context", "64"], "dec64"), decode_json(["--prefill", "1", "--context", "64"], "pre1c64")
@@ -218,7 +310,7 @@ run(["table", "--wafer", "tiny", "--model", os.path.join(hf, "config.json"), "--
      "--prefill-tokens", "4", "--out", named])
 nb = os.path.join(named, "llmservingsim", "wafer-emu-tiny", "acme", "Tiny-Model", "default")
 check(os.path.isdir(os.path.join(nb, "tp1")), f"a downloaded model's folder ORG/NAME/config.json: no bundle at {nb}")
-check("model: acme/Tiny-Model\n" in open(os.path.join(nb, "meta.yaml")).read() if os.path.isdir(nb) else False,
+check('model: "acme/Tiny-Model"\n' in open(os.path.join(nb, "meta.yaml")).read() if os.path.isdir(nb) else False,
       "meta.yaml's model is acme/Tiny-Model")
 
 # ... from where the file lies, not as typed: config.json from inside its folder, ../config.json from below it
@@ -274,7 +366,7 @@ for name, model, extra, hardware, org, variant in (
     b = os.path.join(d, "llmservingsim", hardware, org, os.path.splitext(os.path.basename(model))[0], variant)
     check(os.path.isfile(os.path.join(b, "tp1", "dense.csv")), f"{name}: no bundle at {b}")
     if os.path.isdir(b):
-        check(f"hardware: {hardware}\n" in open(os.path.join(b, "meta.yaml")).read() and
+        check(f'hardware: "{hardware}"\n' in open(os.path.join(b, "meta.yaml")).read() and
               f"variant: {variant}\n" in open(os.path.join(b, "meta.yaml")).read(), f"{name}: meta.yaml's hardware or variant")
         check(not {"inter_wafer", "egress"} & {r["layer"] for r in rows(os.path.join(b, "tp1", "dense.csv"))},
               f"{name}: the pipeline's transfers among the layers LLMServingSim looks up")
