@@ -746,9 +746,9 @@ int run_decode(const std::vector<std::string>& args) {
   auto& io = rep.section("io", "weight streaming and wafer links");
   // (a prefill in chunks: the mapping is the last chunk's, which may stream less than the others; what the port
   // carried is summed over every chunk, as the requests and the busy time are)
-  // (named per token for the decode step of one sequence they were first written for: a step's tokens share one
-  // stream of the weights, and one hand-off carries them all)
-  io.add_int("streamed_bytes_per_token", mapping.streamed_bytes_per_token(), "bytes",
+  // (per step: a step's tokens share one stream of the weights; until 2026-12-07 the key said per token, for the
+  // decode step of one sequence it was first written for)
+  io.add_int("streamed_bytes_per_step", mapping.streamed_bytes_per_step(), "bytes",
              pre && pre->chunks.size() > 1 ? "the last chunk's mapping, per step of it"
                                            : "per step (all its tokens share the weights streamed once)");
   io.add_int("memoryx_bytes", std::int64_t(res.memoryx_bytes), "bytes", "the MemoryX port carried, the whole step");

@@ -108,9 +108,9 @@ std::int64_t Mapping::task_runs() const {
   for (const auto& w : wafers) n += w.task_runs;
   return n;
 }
-std::int64_t Mapping::streamed_bytes_per_token() const {
+std::int64_t Mapping::streamed_bytes_per_step() const {
   std::int64_t n = 0;
-  for (const auto& w : wafers) n += w.streamed_bytes_per_token;
+  for (const auto& w : wafers) n += w.streamed_bytes_per_step;
   return n;
 }
 std::int64_t Mapping::interwafer_bytes_per_token() const {
@@ -776,7 +776,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
     }
     wr.sram_mean = wr.tiles_used ? sum / double(wr.tiles_used) : 0;
     wr.programs = img.programs.size();
-    wr.streamed_bytes_per_token = stream_bytes;
+    wr.streamed_bytes_per_step = stream_bytes;
     wr.io_channels_used = std::min<std::int64_t>(spec.io_channels, streamed_stages);
     wr.egress_bytes_per_token = w + 1 < opt.wafers ? model.hidden * ep.token_vectors() * kActivationBytes : 0;
     if (wr.sram_max > spec.sram_bytes)
@@ -795,15 +795,15 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
       sr.mirrored = specs[i].region.mirrored;
       sr.streamed = specs[i].streamed;
       sr.weight_bytes = plans[s0 + i].weight_bytes;
-      sr.streamed_bytes_per_token = specs[i].streamed ? needs[i].stream_bytes : 0;
+      sr.streamed_bytes_per_step = specs[i].streamed ? needs[i].stream_bytes : 0;
       sr.kv_bytes = plans[s0 + i].kv_bytes;
       sr.sram_max = needs[i].worst.total();
       out.stages.push_back(std::move(sr));
       table_shared = table_shared || specs[i].table_in_head;
     }
     if (streamed_stages)
-      out.notes.push_back(fmt::format("wafer {}: {} of {} stages stream their weights through MemoryX ({} per token)",
-                                      w, streamed_stages, specs.size(), gb(double(wr.streamed_bytes_per_token))));
+      out.notes.push_back(fmt::format("wafer {}: {} of {} stages stream their weights through MemoryX ({} per step)",
+                                      w, streamed_stages, specs.size(), gb(double(wr.streamed_bytes_per_step))));
     out.images.push_back(std::move(img));
     out.wafers.push_back(wr);
   }

@@ -92,7 +92,7 @@ struct StageReport {
   // Bytes it streams in a step when streamed (else 0): every streamed weight once, of the experts those the step's
   // tokens are expected to route to (detail::streamed_expert_width), and the embedding's row of every token vector;
   // norm weights and Qwen2's bias stay resident.
-  std::int64_t streamed_bytes_per_token = 0;
+  std::int64_t streamed_bytes_per_step = 0;
   std::int64_t kv_bytes = 0;       // its KV cache at the chosen context and batch
   std::int64_t sram_max = 0;       // most SRAM bytes one of its tiles needs (this stage only)
 };
@@ -104,7 +104,7 @@ struct WaferReport {
   int colors_used = 0;               // most distinct colors one tile's program uses
   std::size_t programs = 0;          // distinct programs after sharing
   std::int64_t firmware_bytes = 0;   // encoded size of the distinct programs (see program_bytes)
-  std::int64_t streamed_bytes_per_token = 0;
+  std::int64_t streamed_bytes_per_step = 0;
   std::int64_t io_channels_used = 0;  // edge channels carrying streamed weights
   std::int64_t egress_bytes_per_token = 0;  // bytes leaving over the inter-wafer link (0 on the last)
   std::int64_t task_runs = 0;        // tasks run per step over all tiles (what the emulator will execute)
@@ -121,7 +121,7 @@ struct Mapping {
   // Totals over wafers.
   std::int64_t tiles_used() const;
   std::int64_t task_runs() const;  // the tile tasks one step runs
-  std::int64_t streamed_bytes_per_token() const;
+  std::int64_t streamed_bytes_per_step() const;
   std::int64_t interwafer_bytes_per_token() const;  // per link (every link carries the same activations)
   std::size_t program_count() const;
   std::int64_t firmware_bytes() const;

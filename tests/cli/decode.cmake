@@ -197,7 +197,7 @@ wafer_cli_test(decode_prefill_chunks --stdout "ttft_us" --stdout "chunk_tokens +
   -- ${WAFER_EMU} decode ${TINY} --prefill 32 --chunk 8)
 # A streamed prefill whose last chunk (20 tokens) streams nothing where the chunks of 40 do: the mapping's
 # streamed bytes are said to be the last chunk's, and what the port carried is the whole step's.
-wafer_cli_test(decode_prefill_stream_io --stdout "streamed_bytes_per_token +0 bytes +the last chunk's mapping"
+wafer_cli_test(decode_prefill_stream_io --stdout "streamed_bytes_per_step +0 bytes +the last chunk's mapping"
   --stdout "memoryx_bytes +[1-9][0-9]* bytes +the MemoryX port carried, the whole step"
   -- ${WAFER_EMU} decode --wafer small --model small-llama --prefill 100 --context 700 --weights stream --chunk 40)
 

@@ -29,7 +29,7 @@ def main():
         lat = j["latency_us"]["value"]
         io = j["io"]
         channel, port = io["edge_channel_busy_max"]["value"], io["memoryx_busy"]["value"]
-        if io["streamed_bytes_per_token"]["value"] <= 0:
+        if io["streamed_bytes_per_step"]["value"] <= 0:
             print(f"FAIL: {placement}: nothing streamed (the test says nothing)")
             return 1
         if lat < channel or lat < port:

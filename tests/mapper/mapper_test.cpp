@@ -295,11 +295,11 @@ TEST(Mapper, SramBudgetExceededSaysWhyAndWhatToTry) {
   // Streaming makes it fit: StreamIn ops appear and each streamed stage says how many bytes it streams.
   o.weights = WeightMode::Stream;
   Mapping mp = map_model(tiny, perfect(tiny), m, o);
-  EXPECT_GT(mp.streamed_bytes_per_token(), 0);
+  EXPECT_GT(mp.streamed_bytes_per_step(), 0);
   EXPECT_GT(sum_elements(mp.images[0], firmware::OpKind::StreamIn), 0);
   std::int64_t per_stage = 0;
-  for (const auto& s : mp.stages) per_stage += s.streamed_bytes_per_token;
-  EXPECT_EQ(per_stage, mp.streamed_bytes_per_token());
+  for (const auto& s : mp.stages) per_stage += s.streamed_bytes_per_step;
+  EXPECT_EQ(per_stage, mp.streamed_bytes_per_step());
   auto v = firmware::validate(mp.images[0]);
   EXPECT_TRUE(v.ok()) << v.problems.front();
   // A context whose KV cache alone overflows cannot be fixed by streaming.
@@ -341,7 +341,7 @@ TEST(Mapper, StreamedExpertsAreThoseTheStepsTokensRouteTo) {
   auto layer0 = [&](std::int64_t batch) {
     o.batch = batch;
     for (const auto& s : map_model(tiny, perfect(tiny), m, o).stages)
-      if (s.name == "layer 0") return s.streamed_bytes_per_token;
+      if (s.name == "layer 0") return s.streamed_bytes_per_step;
     return std::int64_t(-1);
   };
   const std::int64_t H = m.hidden, attn = H * m.q_dim() + 2 * H * m.kv_dim() + m.q_dim() * H, router = H * m.experts;
@@ -365,7 +365,7 @@ TEST(Mapper, AStreamedEmbeddingFetchesARowPerToken) {
     o.weights = WeightMode::Stream;
     o.placement = "whole-wafer";
     for (const auto& s : map_model(tiny, perfect(tiny), m, o).stages)
-      if (s.name == "embedding") return s.streamed_bytes_per_token;
+      if (s.name == "embedding") return s.streamed_bytes_per_step;
     return std::int64_t(-1);
   };
   const std::int64_t row = 2 * m.hidden;
@@ -491,7 +491,7 @@ TEST(Mapper, AMappingFitsExactlyWhenItsFullestTileDoes) {
       Mapping less;
       ASSERT_NO_THROW(less = map_model(spec, perfect(spec), m, o));
       EXPECT_LT(less.wafers[0].sram_max, fullest);
-      EXPECT_GT(less.streamed_bytes_per_token(), at.streamed_bytes_per_token());
+      EXPECT_GT(less.streamed_bytes_per_step(), at.streamed_bytes_per_step());
     }
   }
   hw::WaferSpec small = hw::preset("small");
@@ -575,12 +575,12 @@ TEST(Mapper, Llama70BIsRejectedResidentAndAcceptedStreamedOrOnFourWafers) {
       << e;
   o.weights = WeightMode::Stream;
   Mapping s = map_model(wse3, perfect(wse3), m, o);
-  EXPECT_GT(s.streamed_bytes_per_token(), 100'000'000'000);  // ~141 GB of 16-bit weights
+  EXPECT_GT(s.streamed_bytes_per_step(), 100'000'000'000);  // ~141 GB of 16-bit weights
   o.weights = WeightMode::Resident;
   o.wafers = 4;
   Mapping w = map_model(wse3, perfect(wse3), m, o);
   EXPECT_EQ(w.images.size(), 4u);
-  EXPECT_EQ(w.streamed_bytes_per_token(), 0);
+  EXPECT_EQ(w.streamed_bytes_per_step(), 0);
   EXPECT_EQ(w.interwafer_bytes_per_token(), 8192 * 2);
   for (const auto& wr : w.wafers) EXPECT_LE(wr.sram_max, wse3.sram_bytes);
 }
@@ -597,8 +597,8 @@ TEST(Mapper, RealModelValidatesOnEveryPlacementOfASmallWafer) {
     Mapping mp = map_model(small, perfect(small), m, o);
     auto v = firmware::validate(mp.images[0]);
     EXPECT_TRUE(v.ok()) << name << ": " << v.problems.front();
-    EXPECT_GT(mp.streamed_bytes_per_token(), 2'000'000'000) << name;  // ~2.5 GB of 16-bit weights, lm head twice
-    for (const auto& s : mp.stages) EXPECT_EQ(s.streamed, s.streamed_bytes_per_token > 0) << name << " " << s.name;
+    EXPECT_GT(mp.streamed_bytes_per_step(), 2'000'000'000) << name;  // ~2.5 GB of 16-bit weights, lm head twice
+    for (const auto& s : mp.stages) EXPECT_EQ(s.streamed, s.streamed_bytes_per_step > 0) << name << " " << s.name;
   }
 }
 
@@ -614,7 +614,7 @@ TEST(Mapper, Llama8BOnWse3SharesProgramsAndCoversEveryMac) {
   EXPECT_LE(w.sram_max, wse3.sram_bytes);
   EXPECT_GT(w.sram_mean, 16e9 / 893064.0);    // 16 GB of weights spread over the tiles, plus KV cache
   EXPECT_LE(w.colors_used, wse3.colors);
-  EXPECT_EQ(mp.streamed_bytes_per_token(), 0);
+  EXPECT_EQ(mp.streamed_bytes_per_step(), 0);
   EXPECT_GT(w.task_runs, 8 * w.tiles_used);   // every tile runs its operators' tasks ...
   EXPECT_LT(w.task_runs, 20 * w.tiles_used);  // ... once per step (layer-bands: one stage per tile)
   // (The full replay of this image by firmware::validate takes ~0.5 s in a release build and several seconds in
