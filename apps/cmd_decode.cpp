@@ -135,29 +135,32 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
   const double us_per_cycle = 1.0 / (spec.clock_ghz * 1e3);
   auto us = [&](Cycle c) { return double(c) * us_per_cycle; };
   const Cycle overhead = core::CostModel::react(spec.task_overhead);  // (a task's span begins with it; 0 acts as 1)
-  // pid 0: the critical path. tid 0: its layers, tid 1: its operators (the timed segments of the path,
-  // merged: per layer they sum to the layer's row of the breakdown), tid 2..: its tasks, on as many
-  // tracks as they overlap (streams do).
-  tr.process_name(0,
+  // pid 1: the critical path. tid 1: its layers, tid 2: its operators (the timed segments of the path,
+  // merged: per layer they sum to the layer's row of the breakdown), tid 3..: its tasks, on as many
+  // tracks as they overlap (streams do). Wafer K is pid K + 2. (No pid 0: Perfetto's importer and UI treat it
+  // as the kernel's idle process; and no tid 0, which Perfetto takes for the process's own track, tid = pid.)
+  constexpr std::int32_t path_pid = 1, layers_tid = 1, ops_tid = 2, first_task_tid = 3;
+  tr.process_name(path_pid,
                   chunks > 1 ? fmt::format("critical path of the last of {} chunks (the results sum the chunks)", chunks)
                              : std::string("critical path"),
                   0);
-  tr.thread_name(0, 0, "layers", 0);
-  tr.thread_name(0, 1, "operators", 1);
+  tr.thread_name(path_pid, layers_tid, "layers", 0);
+  tr.thread_name(path_pid, ops_tid, "operators", 1);
   for (std::size_t k = 0; k < res.wafers.size(); ++k) {
     const auto& im = *images[k];
     const auto& segs = res.wafers[k].step.path;
     if (k > 0 && k - 1 < res.link_cycles.size()) {
       const Cycle to = res.wafers[k].step.start, from = to - res.link_cycles[k - 1];
-      tr.complete("inter-wafer links", "layer", us(from), us(to - from), 0, 0, fmt::format("wafer {} -> {}", k - 1, k));
-      tr.complete("inter_wafer", "operator", us(from), us(to - from), 0, 1,
+      tr.complete("inter-wafer links", "layer", us(from), us(to - from), path_pid, layers_tid,
+                  fmt::format("wafer {} -> {}", k - 1, k));
+      tr.complete("inter_wafer", "operator", us(from), us(to - from), path_pid, ops_tid,
                   fmt::format("inter_wafer {} cycles (wafer {} -> {})", to - from, k - 1, k));
     }
     for (std::size_t i = 0; i < segs.size();) {  // runs of one layer, and inside them runs of one operator
       std::size_t j = i;
       while (j < segs.size() && segs[j].layer == segs[i].layer) ++j;
-      tr.complete(im.layer_names[segs[i].layer], "layer", us(segs[i].from), us(segs[j - 1].to - segs[i].from), 0, 0,
-                  fmt::format("wafer {}", k));
+      tr.complete(im.layer_names[segs[i].layer], "layer", us(segs[i].from), us(segs[j - 1].to - segs[i].from), path_pid,
+                  layers_tid, fmt::format("wafer {}", k));
       for (std::size_t a = i; a < j;) {
         std::size_t b = a;
         core::CauseCycles causes{};
@@ -166,7 +169,7 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
         for (std::size_t c = 0; c < core::kCauses; ++c)
           if (causes[c]) detail += fmt::format("{}{} {}", detail.empty() ? "" : ", ", core::to_string(core::Cause(c)), causes[c]);
         tr.complete(fmt::format("{} / {}", im.layer_names[segs[a].layer], im.op_names[segs[a].op]), "operator",
-                    us(segs[a].from), us(segs[b - 1].to - segs[a].from), 0, 1, detail + " cycles");
+                    us(segs[a].from), us(segs[b - 1].to - segs[a].from), path_pid, ops_tid, detail + " cycles");
         a = b;
       }
       i = j;
@@ -201,17 +204,18 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
     const auto& im = *images[k];
     hw::Coord c = im.grid.coord(t->tile);
     tr.complete(task_name(k, *t), cat_critical,
-                us(t->start - overhead), us(t->end - t->start + overhead), 0,
-                std::int32_t(lanes[i] + 2), tr.once(text(FMT_COMPILE("wafer {} tile ({},{}) task {}"), k, c.x, c.y, t->task)));
+                us(t->start - overhead), us(t->end - t->start + overhead), path_pid,
+                std::int32_t(lanes[i]) + first_task_tid, tr.once(text(FMT_COMPILE("wafer {} tile ({},{}) task {}"), k, c.x, c.y, t->task)));
     nl = std::max(nl, lanes[i] + 1);
   }
-  for (std::uint32_t l = 0; l < nl; ++l) tr.thread_name(0, std::int32_t(l + 2), fmt::format("path tasks {}", l), std::int32_t(l + 2));
+  for (std::uint32_t l = 0; l < nl; ++l)
+    tr.thread_name(path_pid, std::int32_t(l) + first_task_tid, fmt::format("path tasks {}", l), std::int32_t(l + 2));
 
   // One process per wafer: counters per region (link utilisation, tiles busy, SRAM use), then one track
   // per tile of the window (a core runs one task at a time, so a tile's spans never overlap).
   for (std::size_t k = 0; k < sim.task_runs().size(); ++k) {
     const auto& im = *images[k];
-    const std::int32_t pid = std::int32_t(k + 1);
+    const std::int32_t pid = std::int32_t(k) + 2;
     std::string tracks = tt.whole_wafer ? "every tile" : fmt::format("window x {}-{}, y {}-{}", tt.window.x0,
                                                                       tt.window.x0 + tt.window.w - 1, tt.window.y0,
                                                                       tt.window.y0 + tt.window.h - 1);
@@ -246,7 +250,7 @@ void write_trace(const std::string& path, const sim::Simulator& sim, const sim::
     for (const auto& t : sim.task_runs()[k]) {
       if (!tt.admitted[k][t.tile]) continue;
       hw::Coord c = im.grid.coord(t.tile);
-      // (tile t's track is tid t + 1: Perfetto takes tid 0 of a process other than 0 for the process's own track,
+      // (tile t's track is tid t + 1: Perfetto takes tid 0 for the process's own track,
       // tid = pid, where tile (0,0) landed on another tile's)
       const std::int32_t tid = std::int32_t(t.tile) + 1;
       if (t.tile != last) tr.thread_name(pid, tid, tr.once(text(FMT_COMPILE("tile ({},{})"), c.x, c.y)), tid);

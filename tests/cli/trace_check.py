@@ -7,8 +7,9 @@ On the tiny wafer (one wafer, a pipeline of two, the whole-wafer meshgemv kernel
 - the trace is valid JSON in object form, and every X event has name, ph, ts, dur, pid, tid;
 - the spans of one track (pid, tid) nest, read as Perfetto's importer reads them (ts and dur each rounded to whole
   nanoseconds): each starts after the previous ended or lies inside it, exactly (it drops a span that does not);
-- no process but 0 has a track of tid 0 (Perfetto takes it for the process's own track, tid = pid);
-- the critical path's "layers" track (pid 0, tid 0) sums per layer to that layer's row of the
+- no event has pid 0 (Perfetto treats it as the kernel's idle process) or tid 0 (Perfetto takes it for the
+  process's own track, tid = pid);
+- the critical path's "layers" track (pid 1, tid 1) sums per layer to that layer's row of the
   results' breakdown.per_layer (total [us]), and its spans tile the step from 0 to the latency;
 - the "operators" track's details (cycles by cause) sum per operator and cause to breakdown.per_op, the
   inter-wafer links' included;
@@ -76,12 +77,12 @@ def check(trace_path, results_path, window=None):
                 fail(f"{trace_path}: track {key}: {e['name']} [{e['ts']}, +{e['dur']}] overlaps "
                      f"{stack[-1][2]['name']} [{stack[-1][2]['ts']}, +{stack[-1][2]['dur']}] without nesting")
             stack.append((b, end, e))
-    if any(pid != 0 and tid == 0 for pid, tid in tracks):
-        fail(f"{trace_path}: a track of tid 0 in a process other than 0")
+    if any(pid == 0 or tid == 0 for pid, tid in tracks) or any(e.get("pid") == 0 for e in ev):
+        fail(f"{trace_path}: an event of pid 0 or a track of tid 0")
     # The layers track sums to the breakdown per layer, and tiles the step.
-    layers = sorted(tracks.get((0, 0), []), key=lambda e: e["ts"])
+    layers = sorted(tracks.get((1, 1), []), key=lambda e: e["ts"])
     if not layers:
-        fail(f"{trace_path}: no critical-path layers track (pid 0, tid 0)")
+        fail(f"{trace_path}: no critical-path layers track (pid 1, tid 1)")
     sums = {}
     for e in layers:
         sums[e["name"]] = sums.get(e["name"], 0.0) + e["dur"]
@@ -102,7 +103,7 @@ def check(trace_path, results_path, window=None):
             fail(f"{trace_path}: a gap or overlap in the layers track between {a['name']} and {b['name']}")
     # The operators track's causes (args.detail, "cause N, ... cycles") sum per operator and cause to per_op.
     got = {}
-    for e in tracks.get((0, 1), []):
+    for e in tracks.get((1, 2), []):
         op = e["name"].split(" / ")[-1]
         for cause, n in re.findall(r"([a-z_]+) (\d+)", e["args"]["detail"]):
             got[(op, cause)] = got.get((op, cause), 0) + int(n)
@@ -117,11 +118,11 @@ def check(trace_path, results_path, window=None):
     late = [e for e in cs if e["ts"] > lat + EPS]
     if late:
         fail(f"{trace_path}: a counter sample at {late[0]['ts']} us, after the step's end at {lat} us")
-    for pid in range(1, wafers + 1):
+    for pid in range(2, wafers + 2):
         for kind in ("link utilisation [%]", "tiles busy [%]", "SRAM use [%]"):
             mine = [e for e in cs if e.get("pid") == pid and e["name"].startswith(kind)]
             if not mine:
-                fail(f"{trace_path}: wafer {pid - 1}: no '{kind}' counter")
+                fail(f"{trace_path}: wafer {pid - 2}: no '{kind}' counter")
             for e in mine:
                 if not isinstance(e.get("args", {}).get("value"), (int, float)) or "ts" not in e:
                     fail(f"{trace_path}: bad counter event {e}")
@@ -129,7 +130,7 @@ def check(trace_path, results_path, window=None):
         fail(f"{trace_path}: every link utilisation sample is 0")
     # Tile tracks.
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    tiles = [n for (pid, tid), n in names.items() if pid >= 1 and n.startswith("tile (")]
+    tiles = [n for (pid, tid), n in names.items() if pid >= 2 and n.startswith("tile (")]
     if not tiles:
         fail(f"{trace_path}: no tile tracks")
     if window:
@@ -165,7 +166,7 @@ def main():
     # A prefill in chunks is traced as its last chunk, and the trace says so.
     run(exe, TINY + ["--prefill", "64", "--chunk", "16", "--json", p("pf.json"), "--trace", p("pf_trace.json")])
     ev = json.load(open(p("pf_trace.json")))["traceEvents"]
-    name = [e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name" and e["pid"] == 0]
+    name = [e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name" and e["pid"] == 1]
     if name != ["critical path of the last of 4 chunks (the results sum the chunks)"]:
         fail(f"a prefill of 4 chunks: the critical path's process is named {name}")
     # Its tile tracks are the last chunk's every run: the earlier chunks' runs counted against the tracks' cap of
@@ -175,7 +176,7 @@ def main():
     ev = json.load(open(p("pf4_trace.json")))["traceEvents"]
     tasks = sum(1 for e in ev if e.get("ph") == "X" and e.get("cat") == "task")
     runs = json.load(open(p("pf4.json")))["fabric"]["tasks_run"]["value"]
-    wafer = [e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name" and e["pid"] == 1]
+    wafer = [e["args"]["name"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name" and e["pid"] == 2]
     if tasks != runs or wafer != ["wafer 0 (every tile)"]:
         fail(f"a prefill of 4 chunks on small: {tasks} task events against the last chunk's {runs} runs; wafer 0 named {wafer}")
     print("ok: the traces are valid, nest, and sum to the results")
