@@ -31,6 +31,15 @@ std::string cell(const ojson& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+// An axis's value in a summary table: a number where the study gives one (summary.json's readers join it with the
+// points' settings, which hold numbers), else its text as cell() gives it.
+Cell axis_cell(const ojson& v) {
+  if (v.is_number_integer() && !(v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(INT64_MAX)))
+    return v.get<std::int64_t>();
+  if (v.is_number_float()) return v.get<double>();
+  return cell(v);
+}
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string q = "\"";
@@ -49,7 +58,8 @@ std::string table_csv(const traces::Table& t) {
           [](const auto& v) -> std::string {
             using T = std::decay_t<decltype(v)>;
             if constexpr (std::is_same_v<T, std::string>) return v;
-            else if constexpr (std::is_same_v<T, double>) return std::isfinite(v) ? fmt::format("{:.17g}", v) : std::string();
+            // (the shortest digits that read back as the same number: 17 wrote an axis's 0.1 as 0.10000000000000001)
+            else if constexpr (std::is_same_v<T, double>) return std::isfinite(v) ? fmt::format("{}", v) : std::string();
             else return fmt::format("{}", v);
           },
           row[c]);
@@ -169,7 +179,7 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
     std::string reasons;
     for (const auto& [r, n] : g.reasons) reasons += fmt::format("{}{} x {}", reasons.empty() ? "" : "; ", n, r);
     std::vector<Cell> row;
-    for (const auto& a : axes) row.emplace_back(cell(g.key[a]));
+    for (const auto& a : axes) row.emplace_back(axis_cell(g.key[a]));
     row.emplace_back(g.points);
     row.emplace_back(g.done);
     row.emplace_back(g.ok());
@@ -215,8 +225,8 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
       for (std::size_t g : set) {
         const Group& x = groups[g];
         std::vector<Cell> row;
-        for (const auto& a : others) row.emplace_back(cell(x.key[a]));
-        row.emplace_back(cell(x.key[pa]));
+        for (const auto& a : others) row.emplace_back(axis_cell(x.key[a]));
+        row.emplace_back(axis_cell(x.key[pa]));
         row.emplace_back(x.points);
         row.emplace_back(x.ok());
         row.emplace_back(x.mean());
@@ -231,7 +241,7 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
         pt.rows.push_back(std::move(row));
       }
       std::vector<Cell> row;
-      for (const auto& a : others) row.emplace_back(cell(groups[set[0]].key[a]));
+      for (const auto& a : others) row.emplace_back(axis_cell(groups[set[0]].key[a]));
       if (!best) {
         row.emplace_back(std::string("-"));
         for (int k = 0; k < 2; ++k) row.emplace_back(nan());
@@ -239,13 +249,13 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
         row.emplace_back(nan());
         row.emplace_back(std::string("no placement has every seed done and ok"));
       } else {
-        row.emplace_back(cell(best->key[pa]));
+        row.emplace_back(axis_cell(best->key[pa]));
         row.emplace_back(best->mean());
         row.emplace_back(best->p(50));
         std::string note = fmt::format("{} of {} placements ranked", ranked.size(), set.size());
         if (ranked.size() > 1) {
           const Group& second = groups[ranked[1]];
-          row.emplace_back(cell(second.key[pa]));
+          row.emplace_back(axis_cell(second.key[pa]));
           row.emplace_back(100.0 * (second.mean() / best->mean() - 1.0));
           if (second.mean() == best->mean())
             note += fmt::format("; tie on the mean with {}{}", cell(second.key[pa]),
@@ -293,7 +303,7 @@ traces::Report summarize(const std::filesystem::path& dir, const Study& study, c
           y.push_back(groups[g].mean());
         }
         std::vector<Cell> row = {prm, unit};
-        for (const auto& a : axes) row.emplace_back(a == prm ? std::string("swept") : cell(groups[set[0]].key[a]));
+        for (const auto& a : axes) row.emplace_back(a == prm ? Cell(std::string("swept")) : axis_cell(groups[set[0]].key[a]));
         row.emplace_back(fmt::format("{} of {}", x.size(), values));
         const double n = double(x.size());
         const double mx = n > 0 ? std::accumulate(x.begin(), x.end(), 0.0) / n : nan();

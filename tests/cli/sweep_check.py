@@ -419,10 +419,11 @@ def point_hash(spec_in, i):
 
 
 def cell(v):
-    # (a joint axis's value, an object of settings: its values joined by '/', as the summary writes it)
+    # (a joint axis's value, an object of settings: its values joined by '/', as the summary writes it; a number a
+    # number, as the points' settings hold it: until 2026-12-07 the summary wrote every axis's value as text)
     if isinstance(v, dict):
-        return "/".join(cell(x) for x in v.values())
-    return v if isinstance(v, str) else json.dumps(v)
+        return "/".join(x if isinstance(x, str) else json.dumps(x) for x in v.values())
+    return v if isinstance(v, (str, int, float)) and not isinstance(v, bool) else json.dumps(v)
 
 
 def placement_axis(spec_in):
@@ -623,27 +624,27 @@ def mode_summary(exe, study, out):
         if best[key] != pl:
             raise SystemExit(f"FAIL: best placement at density {key[0]}, hop latency {key[1]}: {best[key]}, expected {pl}")
     b = {(r_["density"], r_["hop_latency"]): r_ for r_ in results.rows(rep["best_placement"])}
-    if "tie on the mean with defect-aware (lower p50 wins)" not in b[("100", "2")]["note"]:
-        raise SystemExit(f"FAIL: the tie at density 100, hop latency 2 is not named: {b[('100', '2')]}")
+    if "tie on the mean with defect-aware (lower p50 wins)" not in b[(100, 2)]["note"]:
+        raise SystemExit(f"FAIL: the tie at density 100, hop latency 2 is not named: {b[(100, 2)]}")
     pr = {(r_["density"], r_["hop_latency"], r_["placement"]): r_ for r_ in results.rows(rep["placements"])}
-    if pr[("100", "1", "serpentine-bands")]["best"] != "not ranked: 1 of 4 seeds failed":
-        raise SystemExit(f"FAIL: serpentine-bands with a failed seed: {pr[('100', '1', 'serpentine-bands')]}")
+    if pr[(100, 1, "serpentine-bands")]["best"] != "not ranked: 1 of 4 seeds failed":
+        raise SystemExit(f"FAIL: serpentine-bands with a failed seed: {pr[(100, 1, 'serpentine-bands')]}")
     s = {(r_["density"], r_["placement"]): r_ for r_ in results.rows(rep["sensitivity"])}
-    close(s[("100", "defect-aware")]["slope [us per unit]"], 19 / 28, "slope by hand (defect-aware, density 100)", 1e-12)
-    close(s[("100", "layer-bands")]["slope [us per unit]"], 0.25, "slope by hand (layer-bands, density 100)", 1e-12)
-    close(s[("100", "layer-bands")]["elasticity [% per %]"], 0.25 * (7 / 3) / (31.75 / 3), "elasticity by hand", 1e-12)
-    close(s[("200", "defect-aware")]["slope [us per unit]"], 0.5, "slope by hand (defect-aware, density 200)", 1e-12)
-    if s[("200", "serpentine-bands")]["slope [us per unit]"] is not None:
+    close(s[(100, "defect-aware")]["slope [us per unit]"], 19 / 28, "slope by hand (defect-aware, density 100)", 1e-12)
+    close(s[(100, "layer-bands")]["slope [us per unit]"], 0.25, "slope by hand (layer-bands, density 100)", 1e-12)
+    close(s[(100, "layer-bands")]["elasticity [% per %]"], 0.25 * (7 / 3) / (31.75 / 3), "elasticity by hand", 1e-12)
+    close(s[(200, "defect-aware")]["slope [us per unit]"], 0.5, "slope by hand (defect-aware, density 200)", 1e-12)
+    if s[(200, "serpentine-bands")]["slope [us per unit]"] is not None:
         raise SystemExit("FAIL: a slope for a placement with no good point")
     st = {(r_["density"], r_["placement"], r_["hop_latency"]): r_ for r_ in results.rows(rep["settings"])}
-    row = st[("200", "layer-bands", "1")]
+    row = st[(200, "layer-bands", 1)]
     close(row["repair ok [%]"], 75.0, "repair ok by hand", 1e-12)
     close(row["p50 [us]"], 12.25 - 0.125, "p50 by hand (12, 12.25)", 1e-12)
     close(row["usable tiles [tiles]"], 55.0, "usable tiles by hand (58, 56, 54, 52)", 1e-12)
     close(row["extra hops [hops]"], 7.5, "extra hops by hand (3, 6, 9, 12)", 1e-12)
     if row["failures"] != "2 x map: row # has # failed tiles":
         raise SystemExit(f"FAIL: failures {row['failures']}")
-    row = st[("100", "layer-bands", "1")]  # 10, 10.25, 10.25, 10.5
+    row = st[(100, "layer-bands", 1)]  # 10, 10.25, 10.25, 10.5
     close(row["p5 [us]"], 10.0375, "p5 by hand", 1e-12)
     close(row["p95 [us]"], 10.4625, "p95 by hand", 1e-12)
     for word in ("placements", "best_placement", "sensitivity", "not ranked"):
