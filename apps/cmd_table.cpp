@@ -651,9 +651,13 @@ int run_table(const std::vector<std::string>& args) {
   // emulated one at every point. At a point whose own rows those are (decode at the smallest context, a prompt from
   // scratch), it is attention's own critical-path time. A point whose rows the grid lacks (the simulator
   // interpolates them) keeps attention's own time; one whose rows exceed it alone writes 0 and is counted.
-  std::vector<std::string> token_ops{"embedding", "layernorm", "qkv_proj", "rotary_emb", "o_proj"};
-  if (model.moe()) token_ops.push_back("moe_router");
-  token_ops.insert(token_ops.end(), {"gate_up_proj", "act_fn", "down_proj", "final_layernorm"});
+  // (dense.csv's operators, the names LLMServingSim looks up for a Llama-family model; an MoE model's layer MLP is
+  // moe.csv's)
+  std::vector<std::string> dense{"embedding", "layernorm", "qkv_proj", "rotary_emb", "o_proj"};
+  if (!model.moe()) dense.insert(dense.end(), {"gate_up_proj", "act_fn", "down_proj"});
+  dense.push_back("final_layernorm");
+  std::vector<std::string> token_ops = dense;
+  if (model.moe()) token_ops.insert(token_ops.end(), {"moe_router", "gate_up_proj", "act_fn", "down_proj"});
   std::int64_t attention_at_zero = 0;
   std::map<const Point*, double> attention_of;
   for (const Point& p : done) {
@@ -704,9 +708,6 @@ int run_table(const std::vector<std::string>& args) {
   const fs::path bundle = tmp / "llmservingsim" / hardware / org / hf_name / variant;
   fs::create_directories(bundle / "tp1");
   {
-    std::vector<std::string> dense{"embedding", "layernorm", "qkv_proj", "rotary_emb", "o_proj"};
-    if (!model.moe()) dense.insert(dense.end(), {"gate_up_proj", "act_fn", "down_proj"});
-    dense.push_back("final_layernorm");  // (token_ops but the MoE layer's, which moe.csv holds)
     Writer w(bundle / "tp1" / "dense.csv");
     *w << "layer,tokens,time_us\n";
     for (const auto& name : dense)
