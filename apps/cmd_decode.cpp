@@ -739,11 +739,12 @@ int run_decode(const std::vector<std::string>& args) {
     bursts += w.network.bursts, traversals += w.network.link_traversals, wait += w.network.wait_cycles;
     busy_max = std::max(busy_max, w.link_busy_max), tasks += w.step.tasks_run, held += w.step.tasks_held;
   }
-  fab.add_int("tasks_run", std::int64_t(tasks), "tasks");
+  fab.add_int("tasks_run", std::int64_t(tasks), "tasks", "tile task runs of the step, all tiles and wafers");
   fab.add_int("tasks_held", std::int64_t(held), "tasks",
               "tasks that waited for their tile's task whose output they read (inputs out of program order: streamed weights, a repair detour, a neighbour done sooner)");
-  fab.add_int("bursts", std::int64_t(bursts), "bursts");
-  fab.add_int("link_traversals", std::int64_t(traversals), "links");
+  fab.add_int("bursts", std::int64_t(bursts), "bursts", "bursts the mesh carried, all wafers (a multicast once)");
+  fab.add_int("link_traversals", std::int64_t(traversals), "links",
+              "links the bursts occupied, summed over the bursts (each link of a multicast's tree once)");
   fab.add_int("wait_cycles_total", std::int64_t(wait), "cycles", "all bursts' heads waiting for busy links (not only the path)");
   fab.add_int("busiest_link", std::int64_t(busy_max), "cycles", "occupied cycles of the busiest link");
 
@@ -756,15 +757,18 @@ int run_decode(const std::vector<std::string>& args) {
              pre && pre->chunks.size() > 1 ? "the last chunk's mapping, per step of it"
                                            : "per step (all its tokens share the weights streamed once)");
   io.add_int("memoryx_bytes", std::int64_t(res.memoryx_bytes), "bytes", "the MemoryX port carried, the whole step");
-  io.add_int("memoryx_requests", std::int64_t(res.memoryx_requests), "requests");
+  io.add_int("memoryx_requests", std::int64_t(res.memoryx_requests), "requests",
+             "requests to the MemoryX port: one per streamed-weights op of a tile (docs/streaming.md)");
   io.add("memoryx_busy", res.memoryx_busy_us, "us", "time the MemoryX port carried bytes");
   io.add("edge_channel_bandwidth", res.channel_rule.gbs, "GB/s",
          fmt::format("per channel: min(share {:.2f}, {} lanes x {:.2f}) (docs/streaming.md)", res.channel_rule.share_gbs,
                      res.channel_rule.lanes, res.channel_rule.lane_gbs));
   io.add("edge_channel_busy_max", res.channel_busy_max_us, "us", "time the busiest edge channel carried bytes");
-  io.add_int("interwafer_bytes_per_token", mapping.interwafer_bytes_per_token(), "bytes",
+  // (named per token until 2026-12-07, as streamed_bytes_per_step was)
+  io.add_int("interwafer_bytes_per_step", mapping.interwafer_bytes_per_step(), "bytes",
              "per link and step: every new token's hidden vector (batch x tokens x hidden x 2 bytes)");
-  io.add_int("interwafer_links", std::int64_t(res.link_cycles.size()), "links");
+  io.add_int("interwafer_links", std::int64_t(res.link_cycles.size()), "links",
+             "links between consecutive wafers the step crossed (wafers - 1)");
 
   if (searched) {
     auto& se = rep.section("search", "--placement auto: every candidate mapping, closed form first, the best few emulated");
@@ -777,9 +781,11 @@ int run_decode(const std::vector<std::string>& args) {
                             "predicted: closed form (meshgemv only; -1: none); emulated: -1 when not emulated");
     for (const auto& c : searched->candidates) {
       std::string status = !c.rejected.empty() ? "rejected: " + c.rejected : !c.skipped.empty() ? c.skipped : "emulated";
+      std::int64_t emulated = std::llround(c.emulated);
       if (&c == &ch) status = "chosen; " + status;
-      st.rows.push_back({c.label, c.task_runs, std::int64_t(std::llround(c.predicted)), std::int64_t(std::llround(c.emulated)),
-                         status});
+      // (a choice by closed form, not emulated by the search, is emulated as the step: its latency is the step's)
+      if (&c == &ch && emulated < 0) emulated = std::int64_t(res.latency), status += "; emulated as the step";
+      st.rows.push_back({c.label, c.task_runs, std::int64_t(std::llround(c.predicted)), emulated, status});
     }
   }
   auto& wall = rep.section("wall_time", "where the wall time went (not deterministic)");

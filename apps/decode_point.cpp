@@ -139,7 +139,7 @@ sim::StepOptions step_options(const DecodePoint& p, const mapper::Mapping& mappi
   so.series_cells = p.series_cells;
   so.reuse = p.reuse;
   so.progress = p.progress;
-  so.interwafer_bytes = std::uint64_t(std::max<std::int64_t>(1, mapping.interwafer_bytes_per_token()));
+  so.interwafer_bytes = std::uint64_t(std::max<std::int64_t>(1, mapping.interwafer_bytes_per_step()));
   return so;
 }
 }  // namespace

@@ -113,7 +113,7 @@ std::int64_t Mapping::streamed_bytes_per_step() const {
   for (const auto& w : wafers) n += w.streamed_bytes_per_step;
   return n;
 }
-std::int64_t Mapping::interwafer_bytes_per_token() const {
+std::int64_t Mapping::interwafer_bytes_per_step() const {
   return wafers.size() > 1 ? wafers.front().egress_bytes_per_token : 0;
 }
 std::size_t Mapping::program_count() const {

@@ -122,7 +122,7 @@ struct Mapping {
   std::int64_t tiles_used() const;
   std::int64_t task_runs() const;  // the tile tasks one step runs
   std::int64_t streamed_bytes_per_step() const;
-  std::int64_t interwafer_bytes_per_token() const;  // per link (every link carries the same activations)
+  std::int64_t interwafer_bytes_per_step() const;  // per link (every link carries the same activations)
   std::size_t program_count() const;
   std::int64_t firmware_bytes() const;
 };

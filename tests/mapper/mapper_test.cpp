@@ -438,7 +438,7 @@ TEST(Mapper, PipelineOfWafersSplitsTheStages) {
   o.wafers = 3;
   Mapping mp = map_model(tiny, perfect(tiny), m, o);
   ASSERT_EQ(mp.images.size(), 3u);
-  EXPECT_EQ(mp.interwafer_bytes_per_token(), m.hidden * 2);
+  EXPECT_EQ(mp.interwafer_bytes_per_step(), m.hidden * 2);
   int last = -1;
   for (const auto& s : mp.stages) {
     EXPECT_GE(s.wafer, last);
@@ -581,7 +581,7 @@ TEST(Mapper, Llama70BIsRejectedResidentAndAcceptedStreamedOrOnFourWafers) {
   Mapping w = map_model(wse3, perfect(wse3), m, o);
   EXPECT_EQ(w.images.size(), 4u);
   EXPECT_EQ(w.streamed_bytes_per_step(), 0);
-  EXPECT_EQ(w.interwafer_bytes_per_token(), 8192 * 2);
+  EXPECT_EQ(w.interwafer_bytes_per_step(), 8192 * 2);
   for (const auto& wr : w.wafers) EXPECT_LE(wr.sram_max, wse3.sram_bytes);
 }
 
