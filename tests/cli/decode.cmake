@@ -19,8 +19,9 @@ add_test(NAME cli.reaction COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/reaction_
 add_test(NAME cli.outputs_over_inputs COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/outputs_over_inputs_check.py ${WAFER_EMU}
   ${OUT}/outputs_over_inputs ${PROJECT_SOURCE_DIR}/configs)
 # The tiles available are those repair left with a working router (this map leaves one without: 63 of 64;
-# the count was the logical grid's whatever the repair).
-wafer_cli_test(decode_tiles_available --stdout "tiles_used +48 tiles" --stdout "tiles_available +63 tiles"
+# the count was the logical grid's whatever the repair). defect-aware uses 7 x 8 of them, the dead tile's column
+# left out (48 until 2026-12-07, when the column beside it went too).
+wafer_cli_test(decode_tiles_available --stdout "tiles_used +56 tiles" --stdout "tiles_available +63 tiles"
   -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64 --placement defect-aware --density 300 --seed 2)
 wafer_cli_test(decode_tiny_8bit --stdout "weight_bits +8 bits" -- ${WAFER_EMU} decode ${TINY} --weight-bits 8)
 wafer_cli_test(decode_tiny_stream --stdout "weights +stream" -- ${WAFER_EMU} decode ${TINY} --weights stream)

@@ -148,6 +148,70 @@ TEST(Placement, DefectAwareWorksOnTheLargestHealthyRectangle) {
   EXPECT_TRUE(mirrored[0].mirrored);
 }
 
+// The healthy rectangle excludes only what it would use: a tile beside a dead one, or whose dead link leaves the
+// rectangle, is in it. (Until 2026-12-07 a tile whose east or south link was bad was left out: the column west of
+// a dead tile, the row north of it, went with it.) Against a brute force over every rectangle, on random fabrics.
+TEST(Placement, TheHealthyRectangleKeepsTilesBesideADeadOne) {
+  noc::Fabric f = noc::Fabric::perfect({8, 8});
+  f.fail_router(f.grid().index({6, 6}));
+  // 8 x 6 (rows 0..5, the row above (6,6) included) or 6 x 8 (columns 0..5): 48 either way; not 8 x 5 = 40.
+  EXPECT_EQ(placement_detail::largest_healthy_rect(f).area(), 48);
+  noc::Fabric e = noc::Fabric::perfect({8, 8});
+  e.fail_router(e.grid().index({7, 5}));  // the east column: columns 0..6 whole, 7 x 8
+  EXPECT_EQ(placement_detail::largest_healthy_rect(e), (hw::Rect{0, 0, 7, 8}));
+  noc::Fabric l = noc::Fabric::perfect({8, 8});
+  for (hw::Dir d : {hw::Dir::East, hw::Dir::South}) l.fail_link(l.grid().index({3, 3}), d);
+  for (hw::Dir d : {hw::Dir::West, hw::Dir::North}) l.fail_link(l.grid().index({3, 3}), d);
+  // (3,3) cut off by its four links: columns 4..7 (32) or rows 4..7 (32), or 8 x 3 = 24; a rectangle holding
+  // (3,3) and a neighbour crosses a dead link. Columns 0..3, rows 0..3 hold (3,3) alone at a corner: 16.
+  EXPECT_EQ(placement_detail::largest_healthy_rect(l).area(), 32);
+
+  auto brute = [](const noc::Fabric& fb) {
+    const hw::Grid& g = fb.grid();
+    std::int64_t best = 0;
+    for (std::int32_t y0 = 0; y0 < g.height; ++y0)
+      for (std::int32_t y1 = y0; y1 < g.height; ++y1)
+        for (std::int32_t x0 = 0; x0 < g.width; ++x0)
+          for (std::int32_t x1 = x0; x1 < g.width; ++x1) {
+            bool ok = true;
+            for (std::int32_t y = y0; y <= y1 && ok; ++y)
+              for (std::int32_t x = x0; x <= x1 && ok; ++x) {
+                const hw::TileIndex t = g.index({x, y});
+                ok = fb.router_ok(t) && (x == x1 || fb.link_ok(t, hw::Dir::East)) &&
+                     (y == y1 || fb.link_ok(t, hw::Dir::South));
+              }
+            if (ok) best = std::max<std::int64_t>(best, std::int64_t(x1 - x0 + 1) * (y1 - y0 + 1));
+          }
+    return best;
+  };
+  std::uint64_t rng = 12345;
+  auto next = [&](std::uint32_t n) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return std::uint32_t((rng >> 33) % n);
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::int32_t w = 1 + std::int32_t(next(9)), h = 1 + std::int32_t(next(9));
+    noc::Fabric fb = noc::Fabric::perfect({w, h});
+    const std::uint32_t faults = next(6);
+    for (std::uint32_t k = 0; k < faults; ++k) {
+      const hw::TileIndex t = fb.grid().index({std::int32_t(next(std::uint32_t(w))), std::int32_t(next(std::uint32_t(h)))});
+      const hw::Coord c = fb.grid().coord(t);
+      if (next(2) == 0) fb.fail_router(t);
+      else if (next(2) == 0 && c.x + 1 < w) fb.fail_link(t, hw::Dir::East);
+      else if (c.y + 1 < h) fb.fail_link(t, hw::Dir::South);
+    }
+    const hw::Rect r = placement_detail::largest_healthy_rect(fb);
+    ASSERT_EQ(r.area(), brute(fb)) << "trial " << trial << ": " << w << " x " << h;
+    for (std::int32_t y = r.y0; y < r.y0 + r.h; ++y)  // and what it returns is healthy
+      for (std::int32_t x = r.x0; x < r.x0 + r.w; ++x) {
+        const hw::TileIndex t = fb.grid().index({x, y});
+        ASSERT_TRUE(fb.router_ok(t) && (x + 1 == r.x0 + r.w || fb.link_ok(t, hw::Dir::East)) &&
+                    (y + 1 == r.y0 + r.h || fb.link_ok(t, hw::Dir::South)))
+            << "trial " << trial << " tile (" << x << "," << y << ")";
+      }
+  }
+}
+
 TEST(Kernels, GemvPartitionCoversExactlyKTimesNMacs) {
   hw::WaferSpec tiny = hw::preset("tiny");
   for (auto [k, n, w, h] : std::vector<std::array<int, 4>>{{100, 37, 8, 8}, {64, 64, 3, 5}, {7, 300, 8, 1}, {9, 2, 1, 4}}) {
