@@ -155,7 +155,8 @@ void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const WaferRepa
                                                  k)),
                  wr.maps[k], wr.repairs[k]);
   }
-  auto& lt = sec.add_table("layers", {"index", "layer", "tiles"}, "the layer indexes of the layer matrices");
+  auto& lt = sec.add_table("layers", {"index", "layer", "tiles"},
+                           "the layer indexes of the layer matrices; tiles: those whose tasks are the layer's, all wafers");
   if (tiles_per_layer.count(kSeveralLayers)) names.push_back("several layers per tile");
   for (std::size_t i = 0; i < names.size(); ++i) {
     const bool several = tiles_per_layer.count(kSeveralLayers) && i + 1 == names.size();

@@ -13,6 +13,9 @@ wafer_cli_test(decode_defects_each_wafer --stdout "defects +generated: 100 per c
   -- ${WAFER_EMU} decode ${TINY} --wafers 2 --density 100)
 add_test(NAME cli.decode_wafer_maps COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/wafer_maps_check.py ${WAFER_EMU}
   ${OUT}/wafer_maps)
+# docs/decode-json.md lists every key path decode --json writes, checked both ways over the runs it names.
+add_test(NAME cli.json_keys COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/json_keys_check.py ${WAFER_EMU}
+  ${PROJECT_SOURCE_DIR}/docs/decode-json.md ${CMAKE_CURRENT_SOURCE_DIR}/data ${OUT}/json_keys)
 # A task's delay of 0 after its trigger acts as 1, on both meshes (docs/timing.md, "Rules both models implement").
 add_test(NAME cli.reaction COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/reaction_check.py ${WAFER_EMU} ${OUT}/reaction)
 # No output written over an input or another output, however named (docs/architecture.md, outputs).
