@@ -26,6 +26,10 @@ add_test(NAME cli.outputs_over_inputs COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR
 # left out (48 until 2026-12-07, when the column beside it went too).
 wafer_cli_test(decode_tiles_available --stdout "tiles_used +56 tiles" --stdout "tiles_available +63 tiles"
   -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --context 64 --placement defect-aware --density 300 --seed 2)
+# A tile cut off by four failed links: every logical tile is on a healthy physical one (repair "complete"), but the
+# placements that need every link refuse the map, so the configuration says how many links have no path.
+wafer_cli_test(decode_repair_no_path --stdout "repair +row-shift: complete \\(4 logical links left without a healthy path\\)"
+  --stdout "tiles_used +32 tiles" -- ${WAFER_EMU} decode ${TINY} --placement defect-aware --defects ${DATA}/defects_isolated.csv)
 wafer_cli_test(decode_tiny_8bit --stdout "weight_bits +8 bits" -- ${WAFER_EMU} decode ${TINY} --weight-bits 8)
 wafer_cli_test(decode_tiny_stream --stdout "weights +stream" -- ${WAFER_EMU} decode ${TINY} --weights stream)
 wafer_cli_test(decode_tiny_defects --stdout "defects +generated" -- ${WAFER_EMU} decode ${TINY} --density 20 --seed 3)
