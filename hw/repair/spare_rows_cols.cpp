@@ -7,7 +7,7 @@
 // made redundant by later ones. Where greedy leaves failed tiles, an exact search (must-repair at every
 // choice, then the first open tile's row or its column; bounds: once no line must go, r rows and c columns
 // cover at most 2rc tiles, and no fewer lines than a largest matching of the tiles' rows and columns cover them)
-// finds a cover if one exists, within kSearchChoices choices. When none exists (or
+// finds a cover if one exists, within kSearchWork steps. When none exists (or
 // the search stops) the result is incomplete: failed tiles left in the kept grid stay unmapped and the
 // largest rectangle around them is reported. (Until 2026-12-07 greedy alone: on `small`, failed tiles on
 // (10,7), (10,8), (20,7), (20,8), (1,30), (2,30), (3,40), (4,40) took rows 7 and 8 first and were called
@@ -25,7 +25,8 @@
 namespace wafer::hw::repair {
 namespace {
 
-constexpr std::uint64_t kSearchChoices = 1u << 16;
+// The exact search's budget, in steps (a tile looked at; a matching counts rows x tiles): some 0.1 s at most.
+constexpr std::uint64_t kSearchWork = std::uint64_t(1) << 26;
 
 // The size of a largest matching between the open tiles' rows and columns (a tile is an edge): by Konig's theorem
 // the fewest lines that cover them, whatever the split between rows and columns (augmenting paths, Kuhn).
@@ -53,12 +54,12 @@ std::size_t fewest_lines(const std::vector<Coord>& open) {
 }
 
 // An exact cover of the open tiles by at most `rows` rows and `cols` columns, depth first; the lines chosen are
-// appended to `row_out` / `col_out`. `choices` counts the nodes visited; past kSearchChoices the search gives up
-// (returns false with `gave_up` set).
+// appended to `row_out` / `col_out`. `work` counts the steps taken; past kSearchWork the search gives up (returns
+// false with `gave_up` set).
 bool exact_cover(const std::vector<Coord>& open, std::int64_t rows, std::int64_t cols, std::vector<std::int32_t>& row_out,
-                 std::vector<std::int32_t>& col_out, std::uint64_t& choices, bool& gave_up) {
+                 std::vector<std::int32_t>& col_out, std::uint64_t& work, bool& gave_up) {
   if (open.empty()) return true;
-  if (++choices > kSearchChoices) {
+  if (gave_up || (work += open.size()) > kSearchWork) {
     gave_up = true;
     return false;
   }
@@ -71,7 +72,7 @@ bool exact_cover(const std::vector<Coord>& open, std::int64_t rows, std::int64_t
   auto take = [&](bool row, std::int32_t line) {
     std::vector<std::int32_t>& out = row ? row_out : col_out;
     out.push_back(line);
-    if (exact_cover(without(row, line), rows - row, cols - !row, row_out, col_out, choices, gave_up)) return true;
+    if (exact_cover(without(row, line), rows - row, cols - !row, row_out, col_out, work, gave_up)) return true;
     out.pop_back();
     return false;
   };
@@ -83,6 +84,10 @@ bool exact_cover(const std::vector<Coord>& open, std::int64_t rows, std::int64_t
   for (const auto& [x, n] : per_col)
     if (n > rows) return cols > 0 && take(false, x);
   if (std::int64_t(open.size()) > 2 * rows * cols) return false;
+  if ((work += per_row.size() * open.size()) > kSearchWork) {
+    gave_up = true;
+    return false;
+  }
   if (std::int64_t(fewest_lines(open)) > rows + cols) return false;
   const Coord t = open.front();
   return (rows > 0 && take(true, t.y)) || (!gave_up && cols > 0 && take(false, t.x));
@@ -168,7 +173,7 @@ class SpareRowsCols final : public RepairScheme {
     }
     const std::vector<char> greedy_row = drop_row, greedy_col = drop_col;
     // Greedy left failed tiles: the exact search, from the must-repair drops (a cover holds them all).
-    std::uint64_t choices = 0;
+    std::uint64_t work = 0;
     bool gave_up = false;
     if (open > 0) {
       std::fill(drop_row.begin(), drop_row.end(), 0), std::fill(drop_col.begin(), drop_col.end(), 0);
@@ -178,7 +183,7 @@ class SpareRowsCols final : public RepairScheme {
       for (TileIndex t : failed)
         if (!covered(t)) left.push_back(P.coord(t));
       std::vector<std::int32_t> rows_found, cols_found;
-      if (exact_cover(left, must_rows_left, must_cols_left, rows_found, cols_found, choices, gave_up)) {
+      if (exact_cover(left, must_rows_left, must_cols_left, rows_found, cols_found, work, gave_up)) {
         for (std::int32_t y : rows_found) drop_row[std::size_t(y)] = 1;
         for (std::int32_t x : cols_found) drop_col[std::size_t(x)] = 1;
         rows_left = must_rows_left - std::int64_t(rows_found.size()), cols_left = must_cols_left - std::int64_t(cols_found.size());
@@ -226,7 +231,7 @@ class SpareRowsCols final : public RepairScheme {
       r.reason = fmt::format("{} failed tiles {} by {} spare rows and {} spare columns: {} remain "
                              "in the logical grid after dropping {} rows and {} columns",
                              failed.size(),
-                             gave_up ? fmt::format("were not covered (the search for a cover stopped after {} choices)", kSearchChoices)
+                             gave_up ? std::string("were not covered (the search for a cover stopped at its budget)")
                                      : std::string("cannot all be covered"),
                              spec.spare_rows, spec.spare_cols, unmapped, used_rows, used_cols);
     }
