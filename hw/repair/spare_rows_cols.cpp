@@ -6,7 +6,8 @@
 // line covering the most uncovered failed tiles, rows first on ties), then a last pass that undoes drops
 // made redundant by later ones. Where greedy leaves failed tiles, an exact search (must-repair at every
 // choice, then the first open tile's row or its column; bounds: once no line must go, r rows and c columns
-// cover at most 2rc tiles, and no fewer lines than a largest matching of the tiles' rows and columns cover them)
+// cover at most 2rc tiles, no more than the r fullest rows and the c fullest columns hold, and no fewer lines
+// than a largest matching of the tiles' rows and columns cover them)
 // finds a cover if one exists, within kSearchWork steps. When none exists (or
 // the search stops) the result is incomplete: failed tiles left in the kept grid stay unmapped and the
 // largest rectangle around them is reported. (Until 2026-12-07 greedy alone: on `small`, failed tiles on
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "hw/repair/common.h"
@@ -84,6 +86,15 @@ bool exact_cover(const std::vector<Coord>& open, std::int64_t rows, std::int64_t
   for (const auto& [x, n] : per_col)
     if (n > rows) return cols > 0 && take(false, x);
   if (std::int64_t(open.size()) > 2 * rows * cols) return false;
+  // No more than the `rows` fullest rows and the `cols` fullest columns hold.
+  auto most = [](const std::map<std::int32_t, std::int64_t>& per, std::int64_t lines) {
+    std::vector<std::int64_t> n;
+    for (const auto& [line, count] : per) n.push_back(count);
+    const std::size_t k = std::size_t(std::min<std::int64_t>(lines, std::int64_t(n.size())));
+    std::partial_sort(n.begin(), n.begin() + std::ptrdiff_t(k), n.end(), std::greater<>());
+    return std::accumulate(n.begin(), n.begin() + std::ptrdiff_t(k), std::int64_t(0));
+  };
+  if (std::int64_t(open.size()) > most(per_row, rows) + most(per_col, cols)) return false;
   if ((work += per_row.size() * open.size()) > kSearchWork) {
     gave_up = true;
     return false;

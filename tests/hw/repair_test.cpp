@@ -361,6 +361,18 @@ TEST(Repair, SpareRowsColsFindsACoverWhereOneExists) {
     EXPECT_NE(q.reason.find("cannot all be covered"), std::string::npos) << q.reason;
     check_result(s, m, q, false);
   }
+  {  // No cover, and the bounds say so without searching: 31 tiles on a diagonal, then 40 rows of 5 (34 rows and
+     // 42 columns cover at most 34 x 5 + 42 = 212 of the 231). The search's budget was spent on it before.
+    const WaferSpec s = custom_wafer(300, 100, 42, 34);
+    DefectMap m(s.physical());
+    std::int32_t x = 0, y = 0;
+    for (int i = 0; i < 31; ++i, ++x, ++y) m.add({DefectKind::Core, {x, y}});
+    for (int i = 0; i < 40; ++i, ++y)
+      for (int j = 0; j < 5; ++j, ++x) m.add({DefectKind::Core, {x, y}});
+    const auto r = sc.repair(s, m);
+    EXPECT_FALSE(r.complete);
+    EXPECT_NE(r.reason.find("231 failed tiles cannot all be covered"), std::string::npos) << r.reason;
+  }
   std::uint64_t rng = 99;
   auto next = [&](std::uint32_t n) {
     rng = rng * 6364136223846793005ull + 1442695040888963407ull;
