@@ -181,7 +181,8 @@ void ChromeTrace::write_atomic(const std::filesystem::path& path) const {
     room(len(c.name) + 128);
     sep();
     put(R"({"ph": "C", "name": )"), q(c.name), put(R"(, "ts": )"), put_ns(ns(c.ts));
-    put(R"(, "pid": )"), num(c.pid), put(R"(, "tid": 0, "args": {"value": )");
+    // (a counter belongs to its process: tid = pid, its own track, never tid 0)
+    put(R"(, "pid": )"), num(c.pid), put(R"(, "tid": )"), num(c.pid), put(R"(, "args": {"value": )");
     p = write_fixed(p, std::isfinite(c.value) ? c.value : 0.0, 3), put("}}");
   }
   room(16);

@@ -77,8 +77,8 @@ def check(trace_path, results_path, window=None):
                 fail(f"{trace_path}: track {key}: {e['name']} [{e['ts']}, +{e['dur']}] overlaps "
                      f"{stack[-1][2]['name']} [{stack[-1][2]['ts']}, +{stack[-1][2]['dur']}] without nesting")
             stack.append((b, end, e))
-    if any(pid == 0 or tid == 0 for pid, tid in tracks) or any(e.get("pid") == 0 for e in ev):
-        fail(f"{trace_path}: an event of pid 0 or a track of tid 0")
+    if any(pid == 0 or tid == 0 for pid, tid in tracks) or any(e.get("pid") == 0 or e.get("tid") == 0 for e in ev):
+        fail(f"{trace_path}: an event of pid 0 or tid 0")
     # The layers track sums to the breakdown per layer, and tiles the step.
     layers = sorted(tracks.get((1, 1), []), key=lambda e: e["ts"])
     if not layers:
