@@ -771,7 +771,9 @@ int run_decode(const std::vector<std::string>& args) {
   io.add("edge_channel_busy_max", res.channel_busy_max_us, "us", "time the busiest edge channel carried bytes");
   // (named per token until 2026-12-07, as streamed_bytes_per_step was)
   io.add_int("interwafer_bytes_per_step", mapping.interwafer_bytes_per_step(), "bytes",
-             "per link and step: every new token's hidden vector (batch x tokens x hidden x 2 bytes)");
+             pre && pre->chunks.size() > 1
+                 ? "the last chunk's mapping, per link and step of it (batch x its tokens x hidden x 2 bytes)"
+                 : "per link and step: every new token's hidden vector (batch x tokens x hidden x 2 bytes)");
   io.add_int("interwafer_links", std::int64_t(res.link_cycles.size()), "links",
              "links between consecutive wafers the step crossed (wafers - 1)");
 

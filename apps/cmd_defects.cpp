@@ -218,7 +218,7 @@ int run_defects(const std::vector<std::string>& args) {
     rp.add_text("scheme", std::string(scheme.name()));
     rp.add_text("complete", r.complete ? "yes" : "no", "every logical tile has a distinct healthy physical tile");
     if (!r.complete) rp.add_text("reason", r.reason);
-    rp.add_text("usable_rectangle", rect_text(r.usable), "largest usable logical rectangle");
+    rp.add_text("usable_rectangle", rect_text(r.usable), "largest logical rectangle of tiles on healthy physical ones (links without a path not counted)");
     rp.add_int("usable_tiles", f.usable_tiles, "tiles");
     rp.add("extra_hops_per_link_mean", f.links - f.links_no_path > 0 ? double(f.extra_hops) / double(f.links - f.links_no_path) : 0.0,
            "hops", "physical hops beyond 1 per logical link, mean over links with a path");
@@ -319,7 +319,7 @@ int run_defects(const std::vector<std::string>& args) {
   const double success = double(complete) / n;
   rp.add("success_rate", success, "fraction", "maps repaired to the full logical grid");
   rp.add("success_rate_stderr", std::sqrt(success * (1 - success) / n), "fraction", "Monte Carlo standard error");
-  rp.add("usable_tiles_mean", sum_usable / n, "tiles", "largest usable logical rectangle");
+  rp.add("usable_tiles_mean", sum_usable / n, "tiles", "largest logical rectangle of tiles on healthy physical ones");
   rp.add_int("usable_tiles_min", min_usable, "tiles");
   rp.add("extra_hops_per_link_mean", links - no_path > 0 ? double(extra) / double(links - no_path) : 0.0, "hops",
          "physical hops beyond 1 per logical link (mean over links with a path)");

@@ -57,7 +57,9 @@ void add_repair(traces::Report& ph, const hw::DefectMap& defects, const hw::Repa
   const hw::RepairLinks links = hw::repair_links(repair);  // (each link once, as `defects` and a study's points count)
   ph.add_int("defects", std::int64_t(defects.size()), "defects");
   ph.add_int("failed_tiles", std::int64_t(defects.dead_tiles()), "tiles", "physical tiles with a core, SRAM or router defect");
-  ph.add_int("usable_tiles", repair.usable.area(), "tiles", "the largest usable logical rectangle");
+  ph.add_int("usable_tiles", repair.usable.area(), "tiles",
+             "the largest logical rectangle of tiles on healthy physical ones (links without a path not counted: "
+             "defect-aware keeps those out too)");
   ph.add_int("spare_tiles_used", spares, "tiles", "physical tiles in the spare columns/rows hosting a logical tile");
   ph.add_int("displaced_tiles", displaced, "tiles", "logical tiles not on the physical tile of the same coordinates");
   ph.add_int("links_detoured", links.detoured, "links", "logical links (each pair of neighbours once) longer than one physical hop");
