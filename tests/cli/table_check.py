@@ -125,29 +125,30 @@ check(len(att) == 10, "attention.csv: one row per point")
 # sequences (per_sequence.csv; a prompt is one) to rebuild the step: the step less those rows, per layer. At a point
 # whose own rows those are (decode at context 32, a prompt from scratch) it is attention's own time; at the others
 # it also holds what the rest of the step changed with the context.
-dense_at = {}
-for r in dense:
-    dense_at.setdefault(int(r["tokens"]), {})[r["layer"]] = float(r["time_us"])
-ps_at = {}
-for r in ps:
-    ps_at.setdefault(int(r["sequences"]), {})[r["layer"]] = float(r["time_us"])
-per_layer = lambda op: 2 * L if op == "layernorm" else 1 if op in ("embedding", "final_layernorm") else L
+def rebuilt_steps(tp1):
+    """Each attention row's point: (its time, the step rebuilt from the bundle's rows with it) in us."""
+    dense_at, ps_at = {}, {}
+    for r in rows(os.path.join(tp1, "dense.csv")):
+        dense_at.setdefault(int(r["tokens"]), {})[r["layer"]] = float(r["time_us"])
+    for r in rows(os.path.join(tp1, "per_sequence.csv")):
+        ps_at.setdefault(int(r["sequences"]), {})[r["layer"]] = float(r["time_us"])
+    per_layer = lambda op: 2 * L if op == "layernorm" else 1 if op in ("embedding", "final_layernorm") else L
+    out = {}
+    for r in rows(os.path.join(tp1, "attention.csv")):
+        key = ("decode", int(r["n_decode"]), int(r["kv_decode"]), int(r["n_decode"])) if r["prefill_chunk"] == "0" \
+            else ("prefill", int(r["prefill_chunk"]), int(r["prefill_chunk"]) + int(r["kv_prefill"]), 1)
+        tokens, seqs, t = key[1], key[1] if key[0] == "decode" else 1, float(r["time_us"])
+        out[key] = (t, sum(v * per_layer(op) for op, v in dense_at[tokens].items()) + sum(ps_at[seqs].values()) + L * t)
+    return out
+
+
 attention_at = {}
-for r in att:
-    if r["prefill_chunk"] == "0":
-        key = ("decode", int(r["n_decode"]), int(r["kv_decode"]), int(r["n_decode"]))
-        tokens, seqs = key[1], key[1]
-    else:
-        key = ("prefill", int(r["prefill_chunk"]), int(r["prefill_chunk"]) + int(r["kv_prefill"]), 1)
-        tokens, seqs = key[1], 1
-    attention_at[key] = float(r["time_us"])
-    own = key[2] == 32 if key[0] == "decode" else key[1] == key[2]
-    if own:
-        close(r["time_us"], tidy_of(*key)["attention"]["per_layer_time_us"], f"attention.csv vs table {key}")
+for key, (t, rebuilt) in rebuilt_steps(os.path.join(bundle, "tp1")).items():
+    attention_at[key] = t
+    if key[2] == 32 if key[0] == "decode" else key[1] == key[2]:  # its own rows
+        close(t, tidy_of(*key)["attention"]["per_layer_time_us"], f"attention.csv vs table {key}")
         if key in steps:
-            close(r["time_us"], layer_us(key, "attention"), f"attention.csv {key}")
-    rebuilt = sum(v * per_layer(op) for op, v in dense_at[tokens].items()) + sum(ps_at[seqs].values()) + \
-        L * float(r["time_us"])
+            close(t, layer_us(key, "attention"), f"attention.csv {key}")
     close(rebuilt, tidy_of(*key)["step"]["time_us"], f"attention.csv {key}: the step rebuilt from the rows", rel=1e-9)
 # On tiny the rest of the step does not change with the context: every row above is attention's own time. On
 # small it does (the mapper gives the head fewer tiles as the KV cache grows): decode of one sequence at 2048 is
@@ -160,34 +161,29 @@ run(["table", "--wafer", "small", "--model", "small-llama", "--contexts", "128,2
 s_tidy = rows(os.path.join(small, "table.csv"))
 s_of = lambda key, op: float(next(r["time_us"] for r in s_tidy if (r["phase"], int(r["tokens"]), int(r["context"]),
                                                                    int(r["batch"]), r["operator"]) == key + (op,)))
-s_tp1 = os.path.join(small, "llmservingsim", "wafer-emu-small", "test", "small-llama", "default", "tp1")
-s_dense, s_ps = {}, {}
-for r in rows(os.path.join(s_tp1, "dense.csv")):
-    s_dense.setdefault(int(r["tokens"]), {})[r["layer"]] = float(r["time_us"])
-for r in rows(os.path.join(s_tp1, "per_sequence.csv")):
-    s_ps.setdefault(int(r["sequences"]), {})[r["layer"]] = float(r["time_us"])
-s_att = {}
-for r in rows(os.path.join(s_tp1, "attention.csv")):
-    key = ("decode", int(r["n_decode"]), int(r["kv_decode"]), int(r["n_decode"])) if r["prefill_chunk"] == "0" else \
-        ("prefill", int(r["prefill_chunk"]), int(r["prefill_chunk"]) + int(r["kv_prefill"]), 1)
-    s_att[key] = float(r["time_us"])
-    tokens, seqs = key[1], key[1] if key[0] == "decode" else 1
-    rebuilt = sum(v * per_layer(op) for op, v in s_dense[tokens].items()) + sum(s_ps[seqs].values()) + L * s_att[key]
+s_att = rebuilt_steps(os.path.join(small, "llmservingsim", "wafer-emu-small", "test", "small-llama", "default", "tp1"))
+for key, (t, rebuilt) in s_att.items():
     close(rebuilt, s_of(key, "step"), f"small: attention.csv {key}: the step rebuilt from the rows", rel=1e-9)
 check(len(s_att) == 6, f"small: 6 points map (decode of 16 at 2048 does not): {sorted(s_att)}")
-close(s_att[("decode", 1, 128, 1)], s_of(("decode", 1, 128, 1), "attention") / L, "small: decode at 128 is its own rows'")
+close(s_att[("decode", 1, 128, 1)][0], s_of(("decode", 1, 128, 1), "attention") / L, "small: decode at 128 is its own rows'")
 for key in [("decode", 1, 2048, 1), ("prefill", 16, 16, 1)]:
-    check(not math.isclose(s_att[key], s_of(key, "attention") / L, rel_tol=1e-6),
+    check(not math.isclose(s_att[key][0], s_of(key, "attention") / L, rel_tol=1e-6),
           f"small: {key}'s attention row holds more than attention's own time")
 
 # meta.yaml's names are YAML strings, quoted: a wafer named 'tiny: v2 #a' (a plain ': ' made the file no YAML; a
 # plain ' #' would start a comment and cut the name short).
-odd_wafer = os.path.join(out, "odd.json")
-with open(odd_wafer, "w") as f:
-    json.dump({"preset": "tiny", "name": 'tiny: v2 #a "b"'}, f)
-odd = os.path.join(out, "odd_tables")
-run(["table", "--wafer", odd_wafer, "--model", MODEL, "--contexts", "64", "--batches", "1", "--prefill-tokens", "16",
-     "--out", odd])
+def table_on(wafer, name):
+    """A one-point table (decode and a 16-token prompt at context 64) on a wafer file of `wafer`'s settings."""
+    path = os.path.join(out, name + ".json")
+    with open(path, "w") as f:
+        json.dump(wafer, f)
+    d = os.path.join(out, name + "_tables")
+    run(["table", "--wafer", path, "--model", MODEL, "--contexts", "64", "--batches", "1", "--prefill-tokens", "16",
+         "--out", d])
+    return d
+
+
+odd = table_on({"preset": "tiny", "name": 'tiny: v2 #a "b"'}, "odd")
 odd_meta = open(os.path.join(odd, "llmservingsim", 'wafer-emu-tiny: v2 #a "b"', "test", MODEL, "default",
                              "meta.yaml")).read()
 for k in ['gpu: "wafer-emu-tiny: v2 #a \\"b\\""\n', 'hardware: "wafer-emu-tiny: v2 #a \\"b\\""\n']:
@@ -196,12 +192,7 @@ for k in ['gpu: "wafer-emu-tiny: v2 #a \\"b\\""\n', 'hardware: "wafer-emu-tiny: 
 # Times in the shortest digits that read back as the same double, never in exponent form: on a 1 MHz clock a step's
 # microseconds are its cycles (six significant digits wrote 1,132,327 as 1.13233e+06), and Vidur's milliseconds of tiny's
 # operators are small (2.3e-06 would be exponent form).
-slow_wafer = os.path.join(out, "slow.json")
-with open(slow_wafer, "w") as f:
-    json.dump({"preset": "tiny", "name": "tiny-slow", "clock_ghz": 0.001}, f)
-slow = os.path.join(out, "slow_tables")
-run(["table", "--wafer", slow_wafer, "--model", MODEL, "--contexts", "64", "--batches", "1", "--prefill-tokens", "16",
-     "--out", slow])
+slow = table_on({"preset": "tiny", "name": "tiny-slow", "clock_ghz": 0.001}, "slow")
 for r in rows(os.path.join(slow, "table.csv")):
     check(float(r["time_us"]) == float(r["time_cycles"]), f"slow clock: {r['operator']} {r['time_us']} us for "
           f"{r['time_cycles']} cycles")
@@ -211,12 +202,7 @@ for dirpath, _, files in os.walk(slow):
             for r in rows(os.path.join(dirpath, name)):
                 for k, v in r.items():
                     check("e+" not in v and "e-" not in v, f"{name} {k}: {v} in exponent form")
-fast_wafer = os.path.join(out, "fast.json")
-with open(fast_wafer, "w") as f:
-    json.dump({"preset": "tiny", "name": "tiny-fast", "clock_ghz": 100}, f)
-fast = os.path.join(out, "fast_tables")
-run(["table", "--wafer", fast_wafer, "--model", MODEL, "--contexts", "64", "--batches", "1", "--prefill-tokens", "16",
-     "--out", fast])
+fast = table_on({"preset": "tiny", "name": "tiny-fast", "clock_ghz": 100}, "fast")
 fast_mlp = rows(os.path.join(fast, "vidur", "mlp.csv"))
 check(any(0 < float(r["time_stats.attn_rope.mean"]) < 1e-4 for r in fast_mlp), "vidur: a time below 1e-4 ms to print")
 for r in fast_mlp:

@@ -471,8 +471,8 @@ TEST(Executor, ALongClaimListFillsItsTasksInProgramOrder) {
 //   relay i: start = max(head + 2, armed = 0 + 10 + 6 = 16); its output head leaves at start, lag 63.
 //   relay 1: max(13, 16) = 16 (armed binds); relay 2: head 17 -> 19; ... relay 6: 16 + 5 x 3 = 31.
 //   done tile: head 32, tail 32 + 63 = 95.
-TEST(Executor, StreamChainPipelines) {
-  const int n = 6;
+// (a source on (0,0) streaming 64 wavelets through n relays east to the done tile)
+Image stream_chain(int n) {
   Image im = empty_image({8, 8});
   Program src;
   src.tasks.push_back(task(1, {}, {to(1, 0, 3, 64)}));
@@ -480,6 +480,12 @@ TEST(Executor, StreamChainPipelines) {
   place_relays(im, 1, n, 64);
   im.start.push_back({{0, 0}, 1, 1});
   im.done_tile = {n + 1, 0}, im.done_color = 3;
+  return im;
+}
+
+TEST(Executor, StreamChainPipelines) {
+  const int n = 6;
+  const Image im = stream_chain(n);
   Outcome r = run(tiny(), im);
   ASSERT_TRUE(r.r.finished);
   EXPECT_EQ(r.r.latency(), 95u);
@@ -509,13 +515,7 @@ TEST(Executor, StreamChainPipelines) {
 //   its head (s = stream_stage_latency), its head reaches relay i + 1 a hop later: relays 1 + max(s, 1) apart.
 TEST(Executor, ACoreReactsTheCycleAfterAnArrivalAtTheEarliest) {
   const int n = 6;
-  Image im = empty_image({8, 8});
-  Program src;
-  src.tasks.push_back(task(1, {}, {to(1, 0, 3, 64)}));
-  place(im, {0, 0}, src);
-  place_relays(im, 1, n, 64);
-  im.start.push_back({{0, 0}, 1, 1});
-  im.done_tile = {n + 1, 0}, im.done_color = 3;
+  const Image im = stream_chain(n);
   for (std::int64_t stage : {0, 1, 2}) {
     hw::WaferSpec spec = tiny();
     spec.vector_setup = 0, spec.stream_stage_latency = stage;
