@@ -79,9 +79,10 @@ std::string records(const mapper::Mapping& m) {
 // level, then the broadcast to the farthest tile.
 double line_cycles(const hw::WaferSpec& s, AllreduceAlgo a, std::int32_t n, std::int32_t group, double wl) {
   if (n <= 1) return 0;
-  const double h = double(s.hop_latency), R = double(s.ramp_latency),
-               st = double(std::max<std::int64_t>(s.stream_stage_latency, 1));  // (0 acts as 1: core::CostModel::react)
-  const double stage = h + 2 * R + st, block = (wl - 1) + double(std::max<std::int64_t>(s.task_overhead, 1) + s.vector_setup);
+  // (the core's delays as it charges them: 0 acts as 1)
+  const double h = double(s.hop_latency), R = double(s.ramp_latency), st = double(core::CostModel::react(s.stream_stage_latency));
+  const double stage = h + 2 * R + st,
+               block = (wl - 1) + double(core::CostModel::react(s.task_overhead)) + double(s.vector_setup);
   const double bcast = 2 * R + (wl - 1);
   const std::int32_t root = mapper::detail::final_position(n, a, group);
   const double far = double(std::max(root, n - 1 - root)) * h;
