@@ -124,6 +124,24 @@ def main():
         refused(lambda: table(exe, edited, jobs, check=False), edited, pattern, what)
         os.remove(journal_of(edited))
 
+    # A point that takes less than the rows of its tokens and sequences (taken at the smallest context) would need a
+    # negative attention row: it writes 0, says so on stderr and counts it in attention_rows_at_zero. No emulated
+    # table has reached it; a journal's record of a decode step at context 512 whose every operator took a cycle does.
+    if jobs == 1:
+        short = os.path.join(base, "short")
+        dec = next(json.loads(l) for l in lines[1:] if '"ops"' in l and json.loads(l).get("phase") == "decode")
+        fast = dict(dec, context=512, ops=[[name, 1] for name, _ in dec["ops"]], latency=len(dec["ops"]))
+        with open(journal_of(short), "w") as f:
+            f.write("\n".join([lines[0], json.dumps(fast)]) + "\n")
+        r = table(exe, short, jobs)
+        zero = json.load(open(short + ".json"))["attention_rows_at_zero"]["value"]
+        att = [l for l in lines_of(os.path.join(short, "llmservingsim", "wafer-emu-small", "test", "small-llama", "default",
+                                                "tp1", "attention.csv"))
+               if l.startswith(f"0,0,{dec['batch']},512,")]
+        if zero != 1 or "1 point(s) take less time than the rows of their tokens" not in r.stderr or att != [f"0,0,{dec['batch']},512,0"]:
+            fail(f"a point shorter than its rows: attention_rows_at_zero {zero}, its row {att}, stderr {r.stderr!r}")
+        print(f"ok: a point shorter than its rows writes {att[0]} and is counted")
+
     # A journal of no point (a run stopped before its first) is started afresh, whatever its settings.
     fresh = os.path.join(base, "fresh")
     with open(journal_of(fresh), "w") as f:
