@@ -813,7 +813,8 @@ int run_table(const std::vector<std::string>& args) {
   rep.add_int("wafers", base.wafers, "wafers");
   rep.add_text("weights", std::string(mapper::to_string(base.weights)));
   rep.add_int("points", std::int64_t(points.size()), "points", "decode context x batch, prefill prompts x contexts");
-  rep.add_int("points_emulated", std::int64_t(done.size()), "points");
+  rep.add_int("points_emulated", std::int64_t(done.size()), "points",
+              "points in the tables (mapped and emulated), those taken from a journal included");
   rep.add_int("points_resumed", std::int64_t(resumed.size()), "points",
               "points done, or found not to map, by an earlier run of the same command: taken from its journal");
   rep.add_int("points_not_mapped", std::int64_t(skipped.size()), "points", "listed in skipped.txt with the mapper's reason");
