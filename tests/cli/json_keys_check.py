@@ -17,7 +17,7 @@ def kind_of(v):
         keys = set(v)
         if keys == {"value", "unit"}:
             return "matrix" if isinstance(v["value"], list) else "figure"
-        if {"columns", "rows"} <= keys <= {"columns", "rows", "description"} and isinstance(v["columns"], list):
+        if keys == {"columns", "rows"} and isinstance(v["columns"], list):
             return "table"
         return "section"
     return "text" if isinstance(v, str) else "other"
