@@ -659,12 +659,13 @@ int run_table(const std::vector<std::string>& args) {
   std::vector<std::string> token_ops = dense;
   if (model.moe()) token_ops.insert(token_ops.end(), {"moe_router", "gate_up_proj", "act_fn", "down_proj"});
   std::int64_t attention_at_zero = 0;
-  std::map<const Point*, double> attention_of;
-  for (const Point& p : done) {
+  std::vector<double> attention_of(done.size());  // (by place in `done`)
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    const Point& p = done[i];
     const auto d = by_tokens.find(p.tokens);
     const auto q = by_sequences.find(p.phase == "decode" ? p.batch : 1);
     if (d == by_tokens.end() || q == by_sequences.end()) {
-      attention_of[&p] = per_layer_us(p, "attention");
+      attention_of[i] = per_layer_us(p, "attention");
       continue;
     }
     Cycle rest = 0;
@@ -672,7 +673,7 @@ int run_table(const std::vector<std::string>& args) {
     for (const char* op : {"lm_head", "sampler"}) rest += q->second->op(op);
     const Cycle step = p.latency - p.op("inter_wafer") - p.op("egress");
     if (step < rest) ++attention_at_zero;
-    attention_of[&p] = step < rest ? 0.0 : us(step - rest) / L;
+    attention_of[i] = step < rest ? 0.0 : us(step - rest) / L;
   }
   if (attention_at_zero > 0)
     fmt::print(stderr,
@@ -724,8 +725,9 @@ int run_table(const std::vector<std::string>& args) {
   {
     Writer w(bundle / "tp1" / "attention.csv");
     *w << "prefill_chunk,kv_prefill,n_decode,kv_decode,time_us\n";
-    for (const Point& p : done) {
-      const double t = attention_of.at(&p);
+    for (std::size_t i = 0; i < done.size(); ++i) {
+      const Point& p = done[i];
+      const double t = attention_of[i];
       if (p.phase == "decode") *w << fmt::format("0,0,{},{},{}\n", p.batch, p.context, num(t));
       else *w << fmt::format("{},{},0,0,{}\n", p.tokens, p.context - p.tokens, num(t));
     }
@@ -788,8 +790,9 @@ int run_table(const std::vector<std::string>& args) {
       *w << stat_cols("attn_prefill") << "," << stat_cols("attn_decode")
          << ",n_embd,n_q_head,n_kv_head,block_size,num_tensor_parallel_workers,max_model_len,batch_size,"
             "prefill_chunk_size,kv_cache_size,is_prefill,attention_backend\n";
-      for (const Point& p : done) {
-        const double ms = attention_of.at(&p) / 1e3;
+      for (std::size_t i = 0; i < done.size(); ++i) {
+        const Point& p = done[i];
+        const double ms = attention_of[i] / 1e3;
         const bool pre = p.phase == "prefill";
         *w << stats(pre ? ms : 0.0) << "," << stats(pre ? 0.0 : ms)
            << fmt::format(",{},{},{},16,1,{},{},{},{},{},wafer-emu\n", model.hidden, model.heads, model.kv_heads,

@@ -182,11 +182,11 @@ class SpareRowsCols final : public RepairScheme {
       else drop_col[std::size_t(best_col)] = 1, --cols_left;
       open = recount();
     }
-    const std::vector<char> greedy_row = drop_row, greedy_col = drop_col;
     // Greedy left failed tiles: the exact search, from the must-repair drops (a cover holds them all).
     std::uint64_t work = 0;
     bool gave_up = false;
     if (open > 0) {
+      const std::vector<char> greedy_row = drop_row, greedy_col = drop_col;
       std::fill(drop_row.begin(), drop_row.end(), 0), std::fill(drop_col.begin(), drop_col.end(), 0);
       for (std::int32_t y : must_rows) drop_row[std::size_t(y)] = 1;
       for (std::int32_t x : must_cols) drop_col[std::size_t(x)] = 1;
@@ -201,8 +201,7 @@ class SpareRowsCols final : public RepairScheme {
         open = recount();
       } else {
         // (no cover: the greedy's lines, which cover the most it found)
-        for (std::int32_t y = 0; y < P.height; ++y) drop_row[std::size_t(y)] = greedy_row[std::size_t(y)];
-        for (std::int32_t x = 0; x < P.width; ++x) drop_col[std::size_t(x)] = greedy_col[std::size_t(x)];
+        drop_row = greedy_row, drop_col = greedy_col;
         open = recount();
       }
     }

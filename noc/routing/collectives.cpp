@@ -101,8 +101,7 @@ struct Builder {
 };
 
 std::int64_t hh(const CollectiveParams& p) { return p.hop_latency; }
-// (a stage delay of 0 acts as 1, as the meshes charge it: a core reacts the cycle after an arrival at the earliest)
-std::int64_t ss(const CollectiveParams& p) { return std::max<std::int64_t>(p.stage_latency, 1); }
+std::int64_t ss(const CollectiveParams& p) { return reaction(p.stage_latency); }  // (0 acts as 1, as the meshes charge it)
 std::int64_t rr(const CollectiveParams& p) { return p.ramp_latency; }
 // A one-hop burst's head from core to core: injection ramp, hop, delivery ramp.
 std::int64_t dd(const CollectiveParams& p) { return hh(p) + 2 * rr(p); }

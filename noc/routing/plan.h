@@ -22,6 +22,10 @@ struct RouteEdge {
 };
 
 // What a burst waits for before it is injected.
+// A trigger's delay as charged: at least 1, a core reacts the cycle after an arrival at the earliest (docs/timing.md,
+// "Rules both models implement"; the tile cores likewise, core::CostModel::react).
+inline std::uint32_t reaction(std::uint32_t delay) { return delay > 0 ? delay : 1; }
+
 struct Trigger {
   enum class Kind : std::uint8_t {
     Stream,    // starts `delay` cycles after the head of `flow` reaches `tile`'s core; its tail leaves no
@@ -32,9 +36,7 @@ struct Trigger {
   TileIndex tile;
   Kind kind = Kind::Complete;
   std::uint32_t delay = 0;
-  // The delay as charged: at least 1, a core reacts the cycle after an arrival at the earliest (docs/timing.md,
-  // "Rules both models implement"; the tile cores likewise, core::CostModel::react).
-  std::uint32_t reaction() const { return delay > 0 ? delay : 1; }
+  std::uint32_t reaction() const { return noc::reaction(delay); }  // (the delay as charged)
 };
 
 struct Flow {
