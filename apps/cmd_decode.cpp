@@ -279,6 +279,9 @@ int run_decode(const std::vector<std::string>& args) {
        "emulate a mixed step instead (continuous batching): one sequence per entry, T new tokens whose last is at "
        "position C (1@C: a decode token at context C; T > 1: a prefill chunk ending at C), e.g. 1@4096,1@2048,128@512; "
        "every token goes through the GEMVs together, attention is per sequence; not with --batch, --context, --prefill")
+      ("kv-capacity", po::value<std::int64_t>()->value_name("N"),
+       "KV-cache positions the mapping reserves over all sequences (default: what the step holds, batch x context): "
+       "a deployment sized for longer contexts or more sequences, on whose placement the step attends its own context")
       ("placement", po::value<std::string>()->default_value("layer-bands")->value_name("NAME|auto"),
        "placement strategy, or auto: search placements x kernels x allreduces x group sizes")
       ("kernel", po::value<std::string>()->default_value("bands")->value_name("bands|meshgemv"),
@@ -335,6 +338,10 @@ int run_decode(const std::vector<std::string>& args) {
   mapper::MapOptions mo;
   mo.context = vm["context"].as<std::int64_t>();
   mo.batch = vm["batch"].as<std::int64_t>();
+  if (vm.count("kv-capacity")) {
+    mo.kv_capacity = vm["kv-capacity"].as<std::int64_t>();
+    if (mo.kv_capacity < 1) throw hw::InputError(fmt::format("--kv-capacity {} must be at least 1", mo.kv_capacity));
+  }
   mo.placement = vm["placement"].as<std::string>();
   mo.weights = mapper::parse_weight_mode(vm["weights"].as<std::string>());
   mo.wafers = vm["wafers"].as<int>();
@@ -625,6 +632,8 @@ int run_decode(const std::vector<std::string>& args) {
   cfg.add_int("batch", mo.batch, "sequences", step.empty() ? "" : "sequences in the step");
   if (!step.empty()) cfg.add_text("step", mapper::to_string(step), "a mixed step: new tokens @ context, per sequence");
   if (pre) cfg.add_int("prefill_tokens", prefill, "tokens", "new tokens per sequence, the last at position context");
+  if (mo.kv_capacity > 0)
+    cfg.add_int("kv_capacity", mo.kv_capacity, "tokens", "KV-cache positions the mapping reserves, over all sequences");
   cfg.add_text("placement", mapping.placement);
   cfg.add_text("kernel", mapper::to_string(mo.kernel));
   if (mo.kernel == mapper::Kernel::MeshGemv) {

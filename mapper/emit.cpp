@@ -130,6 +130,7 @@ RowKey row_key(const StageSpec& s, const EmitParams& p, std::int32_t r) {
       k.v[11] = std::max(std::min(first, k.v[3]), -p.tokens);
     }
   }
+  if (has_attention(s.kind)) k.v[12] = split(p.kv_capacity, h, r);  // (0 without a reserve)
   k.v[4] = r < std::int64_t(s.in_arrivals.size()) ? s.in_arrivals[std::size_t(r)] : 1;
   if (s.out == OutKind::Transfer && r < std::int64_t(s.out_dest.size())) {
     const Dest& d = s.out_dest[std::size_t(r)];
@@ -167,6 +168,7 @@ class Builder : FragmentBuilder {
       : FragmentBuilder(s.layer, p.batch, s.kind == StageKind::Head ? 1 : p.tokens), s_(s), p_(p), h_(s.region.rect.h),
         w_(s.region.rect.w) {
     top_ = rk.v[0], bot_ = rk.v[1], Hr_ = rk.v[2], pos_ = rk.v[3], arr_ = rk.v[4], causal_ = rk.v[11];
+    reserve_ = rk.v[12];
     out_.kind = Dest::Kind(rk.v[5]), out_.dx = std::int32_t(rk.v[6]), out_.dy = std::int32_t(rk.v[7]);
     out_.span = std::int32_t(rk.v[8]), collect_dy_ = rk.v[9];
     out_color_ = firmware::Color(rk.v[10]);
@@ -337,7 +339,8 @@ class Builder : FragmentBuilder {
         }
       }
     }
-    sat_add(f_.sram.kv_cache, 2 * kv_pos * dims_ * kActivationBytes);
+    // (a deployment's reserve, MapOptions::kv_capacity: the row keeps room for its share of it)
+    sat_add(f_.sram.kv_cache, 2 * std::max(kv_pos, reserve_) * dims_ * kActivationBytes);
     const std::int64_t tok = B_;  // per-token multiplier; the pairs below already count the tokens
     const std::int64_t sv = P * G * kvh_;  // scores of this row's pairs, for the segment's query heads
     sat_add(f_.sram.activations, (sv * seqs + G * dims_ * tok) * kActivationBytes);
@@ -569,6 +572,7 @@ class Builder : FragmentBuilder {
   std::int64_t Hr_ = 0, pos_ = 0, arr_ = 1, collect_dy_ = 0, segw_ = 1, kvh_ = 0, dims_ = 0, Ii_ = 0, Vi_ = 0;
   std::int64_t Si_ = 0;  // this column's slice of the shared expert's width (Qwen-MoE; 0: none)
   std::int64_t Ni_ = 0, collect_dx_ = 0, causal_ = 0;
+  std::int64_t reserve_ = 0;       // KV positions this row reserves (RowKey::v[12])
   std::vector<std::int64_t> seq_;  // RowKey::seq (a mixed step)
   Dest out_;
   firmware::Color out_color_ = color::kResIn;

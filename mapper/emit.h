@@ -93,6 +93,7 @@ struct EmitParams {
   // A mixed step (MapOptions::step): each sequence's tokens and context; batch = its size, tokens = 1 and
   // context = its largest context then. Empty: batch sequences of `tokens` tokens at `context`.
   std::vector<StepSequence> step;
+  std::int64_t kv_capacity = 0;   // MapOptions::kv_capacity (0: what the step holds)
   std::int64_t weight_bytes = 2;  // per parameter
   // Sequences in the step, and token vectors through every per-token operator (their new tokens summed).
   std::int64_t sequences() const { return step.empty() ? batch : std::int64_t(step.size()); }
@@ -109,7 +110,8 @@ struct EmitParams {
 
 // Per-tile facts a fragment depends on (so equal keys give equal fragments).
 struct RowKey {
-  std::array<std::int64_t, 12> v{};  // v[11]: causal offset of a T-token step (kept by reduced())
+  // v[11]: causal offset of a T-token step; v[12]: the row's share of EmitParams::kv_capacity (both kept by reduced())
+  std::array<std::int64_t, 13> v{};
   // A mixed step (EmitParams::step): per sequence, the positions of its KV cache this row holds and what its
   // first new token attends of them (as v[3] and v[11] for a uniform step); empty otherwise. Kept by reduced().
   std::vector<std::int64_t> seq;

@@ -281,6 +281,20 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
   if (opt.tokens < 1 || opt.tokens > opt.context)
     throw InputError(fmt::format("tokens = {}: a step processes 1 to context ({}) new tokens per sequence", opt.tokens,
                                  opt.context));
+  // What the step's KV cache holds (every sequence's positions), and what the mapping reserves.
+  std::int64_t held_positions = opt.batch * opt.context;
+  if (mixed) {
+    held_positions = 0;
+    for (const auto& q : opt.step) held_positions += q.context;
+  }
+  if (opt.kv_capacity < 0 || opt.kv_capacity > (std::int64_t(1) << 40))
+    throw InputError(fmt::format("--kv-capacity {}: must be between 1 and 2^40 positions", opt.kv_capacity));
+  if (opt.kv_capacity > 0 && opt.kv_capacity < held_positions)
+    throw InputError(fmt::format("--kv-capacity {} is fewer positions than the step's KV cache holds ({}): give at least that",
+                                 opt.kv_capacity,
+                                 mixed ? fmt::format("{} over its sequences' contexts", held_positions)
+                                       : fmt::format("{} = batch {} x context {}", held_positions, opt.batch, opt.context)));
+  const std::int64_t kv_positions = std::max(held_positions, opt.kv_capacity);
   if (opt.tokens > 1 && opt.kernel == Kernel::MeshGemv)
     throw InputError(fmt::format("a step of {} tokens (prefill) is emitted for --kernel bands only", opt.tokens));
   if (opt.weight_bits != 16 && opt.weight_bits != 8)
@@ -317,18 +331,21 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
   detail::EmitParams ep;
   ep.spec = &spec, ep.model = &model, ep.batch = opt.batch, ep.context = opt.context, ep.tokens = opt.tokens;
   ep.step = opt.step;
+  ep.kv_capacity = opt.kv_capacity;
   ep.weight_bytes = opt.weight_bits / 8;
   ep.kernel = opt.kernel, ep.allreduce = opt.allreduce, ep.group = opt.group;
   const bool mesh = opt.kernel == Kernel::MeshGemv;
 
   // ---- stages and their bytes -------------------------------------------------------------------------
-  // (A mixed step keeps the sum of its contexts in its KV cache: what a batch of one at that context keeps.)
-  std::int64_t kv_positions = 0;
-  for (const auto& q : opt.step) kv_positions += q.context;
-  const LayerGraph graph = mixed ? build_graph(model, 1, kv_positions) : build_graph(model, opt.batch, opt.context);
+  // (The KV cache of a mixed step, or of a reserve, is what a batch of one at its positions keeps: the sum of
+  // the step's contexts, or kv_capacity.)
+  const LayerGraph graph = kv_positions != opt.batch * opt.context ? build_graph(model, 1, kv_positions)
+                                                                   : build_graph(model, opt.batch, opt.context);
   // How a refusal names the step.
-  const std::string at_step = mixed ? fmt::format("in the mixed step {}", to_string(opt.step))
-                                    : fmt::format("at context {}, batch {}", opt.context, opt.batch);
+  const std::string at_step =
+      (mixed ? fmt::format("in the mixed step {}", to_string(opt.step))
+             : fmt::format("at context {}, batch {}", opt.context, opt.batch)) +
+      (opt.kv_capacity > held_positions ? fmt::format(" with a KV cache reserved for {} positions", opt.kv_capacity) : "");
   // Stages and what each stores, from the layer graph.
   std::vector<StagePlan> plans;
   for (const std::string& st : graph.stages) {

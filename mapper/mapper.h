@@ -67,6 +67,13 @@ struct MapOptions {
   // a chunk). Non-empty: it replaces batch, tokens and context (batch = its size, context = its largest
   // context, tokens = 1 are what the mapping's reports show). Bands kernel only. docs/mapping.md section 3d.
   std::vector<StepSequence> step;
+  // KV-cache positions the mapping reserves over all the step's sequences: 0 (default) reserves what the step
+  // holds (batch x context; a mixed step, the sum of its contexts); more maps the cache of a deployment sized
+  // for a longer context or more sequences (every step of a latency table on one placement), while the step
+  // attends its own context. The reserve shares the rows as the positions do (split(N, rows, r) per row, at
+  // least what the row holds); it sets the stages' bytes the placement weighs and each tile's SRAM, never the
+  // work. At least what the step holds. docs/mapping.md section 3e.
+  std::int64_t kv_capacity = 0;
   int weight_bits = 16;                   // 16 (default) or 8
   WeightMode weights = WeightMode::Resident;
   int wafers = 1;                         // > 1: the stages are split into a pipeline of wafers
@@ -93,7 +100,7 @@ struct StageReport {
   // tokens are expected to route to (detail::streamed_expert_width), and the embedding's row of every token vector;
   // norm weights and Qwen2's bias stay resident.
   std::int64_t streamed_bytes_per_step = 0;
-  std::int64_t kv_bytes = 0;       // its KV cache at the chosen context and batch
+  std::int64_t kv_bytes = 0;       // its KV cache at the chosen context and batch (or as reserved: kv_capacity)
   std::int64_t sram_max = 0;       // most SRAM bytes one of its tiles needs (this stage only)
 };
 

@@ -74,6 +74,7 @@ namespace {
 struct RowFacts {
   std::int64_t hidden = 0;   // H_r: its slice of the hidden vector (the Y-split axis)
   std::int64_t pos = 0;      // context positions of the KV cache it holds (sequence along Y)
+  std::int64_t reserve = 0;  // its share of MapOptions::kv_capacity (positions over the batch; 0: none)
   bool newest = false;       // holds position C-1: appends the new k and v
   LineRole y;                // its role in the column allreduces
   friend bool operator==(const RowFacts&, const RowFacts&) = default;
@@ -117,7 +118,8 @@ Layout layout(const StageSpec& s, const EmitParams& p) {
   for (std::int32_t r = 0; r < h; ++r) {
     RowFacts f;
     f.hidden = split(m.hidden, h, r);
-    if (s.kind == StageKind::Layer) f.pos = split(p.context, h, r), f.newest = r == last_pos_row;
+    if (s.kind == StageKind::Layer)
+      f.pos = split(p.context, h, r), f.newest = r == last_pos_row, f.reserve = split(p.kv_capacity, h, r);
     f.y = line_role(h, r, p.allreduce, p.group);
     L.rows.push_back(f);
   }
@@ -255,7 +257,7 @@ class Builder : FragmentBuilder {
     const std::int64_t G = m.group(), Nq = (G + 2) * c_.dims, sv = r_.pos * G * c_.kv_heads;
     const std::int64_t heads = G * c_.kv_heads;
     acts(2 * r_.hidden + Nq + sv + G * c_.dims + 2 * c_.ffn);
-    sat_add(f_.sram.kv_cache, 2 * r_.pos * c_.dims * B_ * kActivationBytes);
+    sat_add(f_.sram.kv_cache, 2 * std::max(r_.pos * B_, r_.reserve) * c_.dims * kActivationBytes);
     // Input RMSNorm (the previous layer's down projection is added to the residual stream first), then
     // QKV: K = H split along Y (the rows), the (q, k, v) outputs of the column's attention dims along X.
     Ix t = rms_norm(kOpLayernorm, s_.residual_in, kOpQkv);

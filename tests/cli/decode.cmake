@@ -209,6 +209,21 @@ wafer_cli_test(decode_prefill_stream_io --stdout "streamed_bytes_per_step +0 byt
   --stdout "memoryx_bytes +[1-9][0-9]* bytes +the MemoryX port carried, the whole step"
   -- ${WAFER_EMU} decode --wafer small --model small-llama --prefill 100 --context 700 --weights stream --chunk 40)
 
+# decode --kv-capacity N (docs/mapping.md section 3e): a deployment's KV cache reserved; at least what the step holds.
+wafer_cli_test(decode_kv_capacity_report --stdout "kv_capacity +256 tokens" -- ${WAFER_EMU} decode ${TINY} --kv-capacity 256)
+wafer_cli_test(decode_kv_capacity_zero --exit 2 --one-line-error --stderr "--kv-capacity 0 must be at least 1"
+  -- ${WAFER_EMU} decode ${TINY} --kv-capacity 0)
+wafer_cli_test(decode_kv_capacity_short --exit 2 --one-line-error
+  --stderr "--kv-capacity 100 is fewer positions than the step's KV cache holds .128 = batch 2 x context 64."
+  -- ${WAFER_EMU} decode ${TINY} --batch 2 --kv-capacity 100)
+wafer_cli_test(decode_kv_capacity_mixed_short --exit 2 --one-line-error
+  --stderr "--kv-capacity 90 is fewer positions than the step's KV cache holds .96 over its sequences' contexts."
+  -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64,8@32 --kv-capacity 90)
+wafer_cli_test(decode_kv_capacity_beyond_sram --exit 2 --one-line-error --stderr "with a KV cache reserved for 2000000 positions"
+  -- ${WAFER_EMU} decode ${TINY} --kv-capacity 2000000)
+wafer_cli_test(decode_kv_capacity_prefill --stdout "kv_capacity +512 tokens" --stdout "chunks +4 chunks"
+  -- ${WAFER_EMU} decode ${TINY} --prefill 32 --chunk 8 --kv-capacity 512)
+
 # decode --step (a mixed step, docs/mapping.md section 3d): the uniform steps it generalises, its parts alone
 # (mixed_check.py), the report, and bad input.
 add_test(NAME cli.decode_mixed_check COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/mixed_check.py ${WAFER_EMU} ${OUT}/mixed_check)

@@ -1028,3 +1028,70 @@ TEST(Mapper, AStagesNeedsDoNotDependOnWhereItsRegionLies) {
     EXPECT_FALSE(detail::same_but_place(a, other));
   }
 }
+
+// A KV cache reserved for a deployment (MapOptions::kv_capacity): the mapping keeps room for N positions, as the
+// mapping at a context of N does, while the step's work is its own context's. On whole-wafer (one region whatever
+// the bytes) the step at context 128 reserved for 2048 runs the tasks of the step at 128, tile for tile, and holds
+// the KV cache of the step at 2048, tile for tile; on layer-bands (regions weighed by bytes) its regions are those
+// of the step at 2048. A reserve below what the step holds is refused, naming the option.
+TEST(Mapper, AReservedKvCacheKeepsTheDeploymentsRoomAndTheStepsWork) {
+  const hw::WaferSpec small = hw::preset("small");
+  const ModelConfig m = load_model("small-llama");
+  auto map = [&](const std::string& placement, Kernel kernel, std::int64_t context, std::int64_t capacity,
+                 std::int64_t batch = 1) {
+    MapOptions o;
+    o.placement = placement, o.kernel = kernel, o.context = context, o.kv_capacity = capacity, o.batch = batch;
+    return map_model(small, perfect(small), m, o);
+  };
+  for (Kernel kernel : {Kernel::Bands, Kernel::MeshGemv}) {
+    SCOPED_TRACE(to_string(kernel));
+    // (batch 2 at 128: 256 positions held, 2048 reserved, as one sequence at 2048 holds)
+    const Mapping reserved = map("whole-wafer", kernel, 128, 2048, 2), own = map("whole-wafer", kernel, 128, 0, 2),
+                  full = map("whole-wafer", kernel, 2048, 0);
+    ASSERT_EQ(reserved.images.size(), 1u);
+    const firmware::Image &r = reserved.images[0], &o = own.images[0], &f = full.images[0];
+    std::int64_t tiles = 0, larger = 0;
+    for (std::size_t t = 0; t < r.tile_program.size(); ++t) {
+      if (r.tile_program[t] == firmware::kIdle) continue;
+      ++tiles;
+      const firmware::Program &pr = r.programs[r.tile_program[t]], &po = o.programs[o.tile_program[t]],
+                              &pf = f.programs[f.tile_program[t]];
+      ASSERT_EQ(pr.tasks, po.tasks) << "tile " << t;
+      ASSERT_EQ(pr.sram.kv_cache, pf.sram.kv_cache) << "tile " << t;
+      EXPECT_GE(pr.sram.kv_cache, po.sram.kv_cache) << "tile " << t;
+      larger += pr.sram.kv_cache > po.sram.kv_cache;
+    }
+    EXPECT_GT(tiles, 0);
+    EXPECT_GT(larger, 0);  // (the reserve is room the step itself does not fill)
+    for (std::size_t s = 0; s < reserved.stages.size(); ++s)
+      EXPECT_EQ(reserved.stages[s].kv_bytes, full.stages[s].kv_bytes) << reserved.stages[s].name;
+  }
+  const Mapping reserved = map("layer-bands", Kernel::Bands, 128, 2048), own = map("layer-bands", Kernel::Bands, 128, 0),
+                full = map("layer-bands", Kernel::Bands, 2048, 0);
+  bool moved = false;
+  for (std::size_t s = 0; s < reserved.stages.size(); ++s) {
+    EXPECT_EQ(reserved.stages[s].region, full.stages[s].region) << reserved.stages[s].name;
+    moved |= !(own.stages[s].region == full.stages[s].region);
+  }
+  EXPECT_TRUE(moved);  // (else this shows nothing: the step at 128 mapped alone lies elsewhere)
+  EXPECT_EQ(sum_elements(reserved.images[0], firmware::OpKind::Exp), sum_elements(own.images[0], firmware::OpKind::Exp));
+  EXPECT_LT(sum_elements(reserved.images[0], firmware::OpKind::Exp), sum_elements(full.images[0], firmware::OpKind::Exp));
+  // What the step holds is the least reserve: batch x context, or a mixed step's contexts summed.
+  MapOptions o;
+  o.context = 128, o.batch = 2, o.kv_capacity = 255;
+  EXPECT_TRUE(has(map_error(small, m, o), "--kv-capacity 255 is fewer positions than the step's KV cache holds (256 = "
+                                          "batch 2 x context 128)"))
+      << map_error(small, m, o);
+  o.kv_capacity = 256;
+  EXPECT_EQ(map_error(small, m, o), "");
+  o.step = parse_step("1@100,8@60");
+  o.kv_capacity = 159;
+  EXPECT_TRUE(has(map_error(small, m, o), "(160 over its sequences' contexts)")) << map_error(small, m, o);
+  o.kv_capacity = 160;
+  EXPECT_EQ(map_error(small, m, o), "");
+  o.step.clear(), o.kv_capacity = -1;
+  EXPECT_TRUE(has(map_error(small, m, o), "--kv-capacity -1: must be between 1 and 2^40")) << map_error(small, m, o);
+  // A reserve that does not fit is the mapper's usual refusal, naming it.
+  o.kv_capacity = std::int64_t(1) << 30;
+  EXPECT_TRUE(has(map_error(small, m, o), "with a KV cache reserved for 1073741824 positions")) << map_error(small, m, o);
+}
