@@ -356,6 +356,7 @@ std::string table_settings(const hw::WaferSpec& spec, const mapper::ModelConfig&
   // (a journal of a build before these existed holds neither: the defaults leave its settings as they were)
   if (base.weights != mapper::WeightMode::Resident) j["weights"] = std::string(mapper::to_string(base.weights));
   if (base.wafers != 1) j["wafers"] = base.wafers;
+  if (base.kv_capacity != 0) j["kv_capacity"] = base.kv_capacity;
   j["fidelity"] = std::string(noc::to_string(fidelity));
   return j.dump();
 }
@@ -376,6 +377,9 @@ int run_table(const std::vector<std::string>& args) {
        "weights held on the wafer, or the stages that do not fit streamed through MemoryX (as decode)")
       ("wafers", po::value<int>()->default_value(1)->value_name("N"), "wafers in a pipeline (as decode)")
       ("fidelity", po::value<std::string>()->default_value("approx")->value_name("approx|cycle"), "mesh timing model")
+      ("kv-capacity", po::value<std::string>()->value_name("N|max"),
+       "map every point for one deployment: a KV cache reserved for N positions over all sequences (max: the grid's "
+       "largest, batch x context), so every point runs on the same placement (default: each point mapped for its own)")
       ("out", po::value<std::string>()->value_name("DIR"), "output folder (created; must not exist or be empty)")
       ("jobs", po::value<std::int64_t>()->default_value(1)->value_name("N"),
        "worker processes sharing the grid's steps (decode steps, prefill chunks); the files are the same")
@@ -416,6 +420,26 @@ int run_table(const std::vector<std::string>& args) {
     throw hw::InputError(fmt::format("--weight-bits {} must be 16 or 8", base.weight_bits));
   base.weights = weights;
   base.wafers = wafers;
+  if (vm.count("kv-capacity")) {
+    // The most any point holds: a decode point batch x context, a prompt (one sequence) its context.
+    // (saturated: a context beyond the mapper's limit is its refusal, point by point)
+    const std::int64_t decode_most =
+        contexts.back() > (std::int64_t(1) << 46) ? std::int64_t(1) << 62 : batches.back() * contexts.back();
+    const std::int64_t most = std::max(decode_most, std::max(contexts.back(), prompts.back()));
+    const std::string given = vm["kv-capacity"].as<std::string>();
+    if (given == "max") {
+      base.kv_capacity = most;
+    } else {
+      if (given.find(',') != std::string::npos) throw hw::InputError(fmt::format("--kv-capacity {}: give one number, or max", given));
+      base.kv_capacity = parse_list("kv-capacity", given).at(0);
+      if (base.kv_capacity < most)
+        throw hw::InputError(fmt::format(
+            "--kv-capacity {} is fewer positions than the grid's largest step holds ({}): give at least that, or max",
+            base.kv_capacity, most == decode_most
+                                  ? fmt::format("{} = batch {} x context {}", most, batches.back(), contexts.back())
+                                  : fmt::format("{}, a prompt's context", most)));
+    }
+  }
   if (base.placement == "auto") throw hw::InputError("--placement auto is not taken by table: name a placement");
   mapper::placement(base.placement);  // (an unknown name: one line now, not one per point)
 
@@ -815,6 +839,9 @@ int run_table(const std::vector<std::string>& args) {
   rep.add_text("model", model.name);
   rep.add_int("wafers", base.wafers, "wafers");
   rep.add_text("weights", std::string(mapper::to_string(base.weights)));
+  rep.add_int("kv_capacity", base.kv_capacity, "tokens",
+              base.kv_capacity ? "KV-cache positions every point's mapping reserves (--kv-capacity): one placement"
+                               : "0: each point mapped for the KV cache it holds");
   rep.add_int("points", std::int64_t(points.size()), "points", "decode context x batch, prefill prompts x contexts");
   rep.add_int("points_emulated", std::int64_t(done.size()), "points",
               "points in the tables (mapped and emulated), those taken from a journal included");

@@ -35,9 +35,9 @@ using hw::InputError;
 namespace {
 
 // The settings a study may fix or sweep, besides the wafer parameters of `wafer-emu describe`.
-const std::vector<std::string_view> kKeys = {"wafer",   "model",     "context", "batch",        "placement", "kernel",
-                                             "allreduce", "group",   "weights", "weight_bits",  "wafers",    "fidelity",
-                                             "density", "defect_model", "alpha", "seed",        "repair"};
+const std::vector<std::string_view> kKeys = {"wafer",   "model",     "context", "batch",        "kv_capacity", "placement",
+                                             "kernel",  "allreduce", "group",   "weights",      "weight_bits", "wafers",
+                                             "fidelity", "density",  "defect_model", "alpha",   "seed",        "repair"};
 const std::vector<std::string_view> kTopKeys = {"schema", "name", "note", "fixed", "axes"};
 
 bool is_key(std::string_view k) { return std::find(kKeys.begin(), kKeys.end(), k) != kKeys.end(); }
@@ -303,6 +303,7 @@ void Resolver::check_value(const std::string& key, const ojson& v, const std::st
     else if (key == "defect_model") one_of({"poisson", "negbin"});
     else if (key == "context") range(1, double(std::int64_t(1) << 26));
     else if (key == "batch") range(1, 65536);
+    else if (key == "kv_capacity") range(1, double(std::int64_t(1) << 40));
     else if (key == "group") range(0, 8192);
     else if (key == "wafers") range(1, 64);
     else if (key == "weight_bits") {
@@ -357,6 +358,7 @@ Resolved Resolver::resolve(const ojson& s, std::int64_t index) {
   mapper::MapOptions& mo = r.point.options;
   mo.context = integer("context", 4096);
   mo.batch = integer("batch", 1);
+  mo.kv_capacity = integer("kv_capacity", 0);  // (decode's --kv-capacity; 0: what the point holds)
   mo.placement = text("placement", "layer-bands");
   mo.weights = mapper::parse_weight_mode(text("weights", "resident"));
   mo.wafers = int(integer("wafers", 1));

@@ -28,6 +28,8 @@ endif()
 add_test(NAME cli.sweep_memory COMMAND ${SWEEP_CHECK} memory ${WAFER_EMU} ${DATA}/sweep_memory.json ${OUT}/sweep_memory)
 # A point's numbers equal `wafer-emu decode`'s for the same settings.
 add_test(NAME cli.sweep_decode COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${STUDY} ${OUT}/sweep_decode)
+# ... and for one deployment's KV cache at two contexts (kv_capacity: decode's --kv-capacity).
+add_test(NAME cli.sweep_decode_kv_capacity COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${DATA}/sweep_kv_capacity.json ${OUT}/sweep_decode_kv_capacity)
 # ... and for clustered maps: `decode --defect-model negbin --alpha A` generates the point's map.
 add_test(NAME cli.sweep_decode_negbin COMMAND ${SWEEP_CHECK} decode ${WAFER_EMU} ${DATA}/sweep_negbin.json ${OUT}/sweep_decode_negbin)
 # The summary's statistics on a known set of point results.

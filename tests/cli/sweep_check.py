@@ -247,7 +247,7 @@ def mode_mpirun(exe, study, out, mpirun):
 def decode_args(s):
     args = []
     for k, opt in (("wafer", "--wafer"), ("model", "--model"), ("context", "--context"), ("batch", "--batch"),
-                   ("placement", "--placement"), ("kernel", "--kernel"), ("allreduce", "--allreduce"), ("group", "--group"),
+                   ("kv_capacity", "--kv-capacity"), ("placement", "--placement"), ("kernel", "--kernel"), ("allreduce", "--allreduce"), ("group", "--group"),
                    ("weights", "--weights"), ("weight_bits", "--weight-bits"), ("wafers", "--wafers"),
                    ("fidelity", "--fidelity"), ("density", "--density"), ("seed", "--seed"), ("repair", "--repair")):
         if k in s:
@@ -267,7 +267,7 @@ def mode_decode(exe, study, out):
         raise SystemExit("FAIL: the tiny study should have good points with repaired (longer) links")
     for line in good:
         i, s = line["index"], dict(line["settings"])
-        wafer_keys = [k for k in s if k not in ("wafer", "model", "context", "batch", "placement", "kernel", "allreduce",
+        wafer_keys = [k for k in s if k not in ("wafer", "model", "context", "batch", "kv_capacity", "placement", "kernel", "allreduce",
                                                "group", "weights", "weight_bits", "wafers", "fidelity", "density", "seed",
                                                "repair", "defect_model", "alpha")]
         args = decode_args(s)

@@ -42,6 +42,17 @@ wafer_cli_test(table_wafers_max --exit 2 --stderr "error: no point of the grid m
   -- ${WAFER_EMU} table ${TT} --contexts 32 --batches 1 --prefill-tokens 4 --wafers 64 --out ${OUT}/tbad17)
 wafer_cli_test(table_weights_unknown --exit 2 --one-line-error --stderr "weights" --no-file ${OUT}/tbad16
   -- ${WAFER_EMU} table ${TT} --contexts 32 --weights bogus --out ${OUT}/tbad16)
+# --kv-capacity N|max: one number at least the grid's largest step holds, or max.
+wafer_cli_test(table_kv_capacity_short --exit 2 --one-line-error --no-file ${OUT}/tbad18
+  --stderr "--kv-capacity 100 is fewer positions than the grid's largest step holds .128 = batch 2 x context 64."
+  -- ${WAFER_EMU} table ${TT} --contexts 32,64 --batches 1,2 --prefill-tokens 4 --kv-capacity 100 --out ${OUT}/tbad18)
+wafer_cli_test(table_kv_capacity_prompt --exit 2 --one-line-error --no-file ${OUT}/tbad19
+  --stderr "--kv-capacity 64 is fewer positions than the grid's largest step holds .128, a prompt's context."
+  -- ${WAFER_EMU} table ${TT} --contexts 32,64 --batches 1 --prefill-tokens 128 --kv-capacity 64 --out ${OUT}/tbad19)
+wafer_cli_test(table_kv_capacity_list --exit 2 --one-line-error --stderr "--kv-capacity 1,2: give one number, or max"
+  --no-file ${OUT}/tbad20 -- ${WAFER_EMU} table ${TT} --contexts 32 --prefill-tokens 4 --kv-capacity 1,2 --out ${OUT}/tbad20)
+wafer_cli_test(table_kv_capacity_word --exit 2 --one-line-error --stderr "--kv-capacity 'most': 'most' is not an integer"
+  --no-file ${OUT}/tbad21 -- ${WAFER_EMU} table ${TT} --contexts 32 --prefill-tokens 4 --kv-capacity most --out ${OUT}/tbad21)
 wafer_cli_test(table_out_missing --exit 2 --one-line-error --stderr "--out DIR is required" -- ${WAFER_EMU} table ${TT})
 # The same files with and without --no-cache (apps/point_cache.h: the mesh model and memory kept between points).
 add_test(NAME cli.table_cache COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/cache_check.py table ${WAFER_EMU} ${OUT}/table_cache)

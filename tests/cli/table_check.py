@@ -170,6 +170,38 @@ for key in [("decode", 1, 2048, 1), ("prefill", 16, 16, 1)]:
     check(not math.isclose(s_att[key][0], s_of(key, "attention") / L, rel_tol=1e-6),
           f"small: {key}'s attention row holds more than attention's own time")
 
+# One deployment for every point (--kv-capacity max: the KV cache of the grid's largest step, batch 4 x context 2048,
+# reserved at every point): every point lies on the same placement, so every decode operator but attention takes the
+# same time at every context for a batch, and the exporters' attention rows are attention's own time (the rest of the
+# step no longer changes with the context); each step is decode's with --kv-capacity 8192, operator for operator.
+dep = os.path.join(out, "deployed_tables")
+run(["table", "--wafer", "small", "--model", "small-llama", "--contexts", "128,2048", "--batches", "1,4",
+     "--prefill-tokens", "16", "--kv-capacity", "max", "--out", dep, "--json", dep + ".json"])
+check(json.load(open(dep + ".json"))["kv_capacity"]["value"] == 8192, "deployed: the summary's kv_capacity")
+d_tidy = rows(os.path.join(dep, "table.csv"))
+d_of = lambda key, op: next(r for r in d_tidy if (r["phase"], int(r["tokens"]), int(r["context"]), int(r["batch"]),
+                                                   r["operator"]) == key + (op,))
+for b in (1, 4):
+    at = {c: {r["operator"]: r["time_cycles"] for r in d_tidy if r["phase"] == "decode" and int(r["batch"]) == b
+              and int(r["context"]) == c and r["operator"] not in ("attention", "step")} for c in (128, 2048)}
+    check(at[128] == at[2048] and len(at[128]) > 5, f"deployed, batch {b}: operators other than attention differ "
+          f"with the context: {at}")
+    path = os.path.join(out, f"deployed_{b}.json")
+    run(["decode", "--wafer", "small", "--model", "small-llama", "--context", "2048", "--batch", str(b),
+         "--kv-capacity", "8192", "--json", path])
+    j = json.load(open(path))
+    check(j["config"]["kv_capacity"]["value"] == 8192, "deployed: decode's config.kv_capacity")
+    key = ("decode", b, 2048, b)
+    check(int(d_of(key, "step")["time_cycles"]) == j["latency_cycles"]["value"], f"deployed {key}: the step")
+    for op, cyc in per_op(j).items():
+        check(int(d_of(key, op)["time_cycles"]) == cyc, f"deployed {key} {op}")
+d_att = rebuilt_steps(os.path.join(dep, "llmservingsim", "wafer-emu-small", "test", "small-llama", "default", "tp1"))
+for key, (t, rebuilt) in d_att.items():
+    close(rebuilt, float(d_of(key, "step")["time_us"]), f"deployed: attention.csv {key}: the step rebuilt", rel=1e-9)
+    if key[0] == "decode":
+        close(t, float(d_of(key, "attention")["time_us"]) / L, f"deployed: {key}'s attention row is attention's own")
+check(len([k for k in d_att if k[0] == "decode"]) == 4, f"deployed: every decode point maps: {sorted(d_att)}")
+
 # meta.yaml's names are YAML strings, quoted: a wafer named 'tiny: v2 #a' (a plain ': ' made the file no YAML; a
 # plain ' #' would start a comment and cut the name short).
 def table_on(wafer, name):
