@@ -74,24 +74,30 @@ std::string records(const mapper::Mapping& m) {
 }
 
 // Zero-load network cycles of one allreduce of `wl` wavelets along a line of n tiles, as the meshgemv
-// kernel runs it (docs/mapping.md section 3b): the longest chain into the final root (stream stages of
-// hop + 2 ramps + stage each), a blocking phase (the sum's tail, an activation and a vector setup) per
-// level, then the broadcast to the farthest tile.
+// kernel runs it (docs/mapping.md section 3b), beyond the tasks of the done tile's program (which the closed form
+// sums apart: its Complete tasks, one per blocking level, with their activations): per level, the longest chain
+// into its root (stream stages of hop + 2 ramps + stage each), the sum's tail, and one activation and vector
+// setup where the chain has a tile between its end and the root (the first adding tile's Stream task, whose own
+// partial comes from the task before it on that tile, so it is armed only once that task ends; the tiles nearer
+// the root are armed by then); then the broadcast to the farthest tile.
 double line_cycles(const hw::WaferSpec& s, AllreduceAlgo a, std::int32_t n, std::int32_t group, double wl) {
   if (n <= 1) return 0;
   // (the core's delays as it charges them: 0 acts as 1)
   const double h = double(s.hop_latency), R = double(s.ramp_latency), st = double(core::CostModel::react(s.stream_stage_latency));
-  const double stage = h + 2 * R + st,
-               block = (wl - 1) + double(core::CostModel::react(s.task_overhead)) + double(s.vector_setup);
+  const double stage = h + 2 * R + st, act = double(core::CostModel::react(s.task_overhead)) + double(s.vector_setup);
+  // A level whose farthest tile lies L stages from its root.
+  auto level = [&](std::int32_t L, double per) { return L < 1 ? 0.0 : double(L) * per + (L >= 2 ? act : 0.0) + (wl - 1); };
   const double bcast = 2 * R + (wl - 1);
   const std::int32_t root = mapper::detail::final_position(n, a, group);
   const double far = double(std::max(root, n - 1 - root)) * h;
   switch (a) {
-    case AllreduceAlgo::Chain: return double(n - 1) * stage + block + far + bcast;
-    case AllreduceAlgo::Centre: return double(std::max(root, n - 1 - root)) * stage + block + far + bcast;
+    case AllreduceAlgo::Chain: return level(n - 1, stage) + far + bcast;
+    case AllreduceAlgo::Centre: return level(std::max(root, n - 1 - root), stage) + far + bcast;
     case AllreduceAlgo::Tree: {
+      // (groups of g, each reduced to its middle tile; the group roots' chain then into the middle group's)
       const std::int32_t g = mapper::detail::tree_group(n, group), G = (n + g - 1) / g, c = G / 2;
-      return double(g / 2) * stage + block + double(c) * (double(g) * h + 2 * R + st) + block + far + bcast;
+      return level(std::max(g / 2, g - 1 - g / 2), stage) + level(std::max(c, G - 1 - c), double(g) * h + 2 * R + st) +
+             far + bcast;
     }
   }
   return 0;
