@@ -427,11 +427,18 @@ int run_table(const std::vector<std::string>& args) {
         contexts.back() > (std::int64_t(1) << 46) ? std::int64_t(1) << 62 : batches.back() * contexts.back();
     const std::int64_t most = std::max(decode_most, std::max(contexts.back(), prompts.back()));
     const std::string given = vm["kv-capacity"].as<std::string>();
+    constexpr std::int64_t kMost = std::int64_t(1) << 40;  // (the mapper's bound)
     if (given == "max") {
       base.kv_capacity = most;
+      if (most > kMost)
+        throw hw::InputError(fmt::format("--kv-capacity max: the grid's largest step holds {} positions, beyond the 2^40 "
+                                         "a KV cache may reserve",
+                                         most));
     } else {
       if (given.find(',') != std::string::npos) throw hw::InputError(fmt::format("--kv-capacity {}: give one number, or max", given));
       base.kv_capacity = parse_list("kv-capacity", given).at(0);
+      if (base.kv_capacity > kMost)
+        throw hw::InputError(fmt::format("--kv-capacity {}: must be between 1 and 2^40 positions", given));
       if (base.kv_capacity < most)
         throw hw::InputError(fmt::format(
             "--kv-capacity {} is fewer positions than the grid's largest step holds ({}): give at least that, or max",
@@ -781,6 +788,11 @@ int run_table(const std::vector<std::string>& args) {
        << "tp_degrees: [1]\n"
        << fmt::format("profiled_at: {}\n", when) << "engine_effective:\n"
        << fmt::format("  max_num_batched_tokens: {}\n", max_tokens) << fmt::format("  max_num_seqs: {}\n", max_seqs);
+    // (a comment, which a reader of the keys above skips: the deployment the rows were emulated on)
+    if (base.kv_capacity > 0)
+      *w << fmt::format("# wafer-emu: every point mapped with a KV cache reserved for {} positions (--kv-capacity): one "
+                        "placement\n",
+                        base.kv_capacity);
     w.close();
   }
 

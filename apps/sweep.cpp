@@ -375,6 +375,11 @@ Resolved Resolver::resolve(const ojson& s, std::int64_t index) {
       (spec.logical_width > noc::kCycleMaxSide || spec.logical_height > noc::kCycleMaxSide))
     fail(w, where("fidelity"), fmt::format("cycle handles meshes up to {0}x{0}; wafer '{1}' is {2}x{3} (use approx)",
                                            noc::kCycleMaxSide, spec.name, spec.logical_width, spec.logical_height));
+  // (as the mapper refuses it: a reserve is at least what the point holds)
+  if (mo.kv_capacity > 0 && mo.kv_capacity < mo.batch * mo.context)
+    fail(w, where("kv_capacity"), fmt::format("{} is fewer positions than the point's KV cache holds ({} = batch {} x "
+                                              "context {})",
+                                              mo.kv_capacity, mo.batch * mo.context, mo.batch, mo.context));
   const mapper::ModelConfig& m = model(text("model", kDefaultModel.data()), where("model"));
   if (m.max_position > 0 && mo.context > m.max_position)
     fail(w, where("context"), fmt::format("{} is beyond {}'s max_position_embeddings {}", mo.context, m.name, m.max_position));

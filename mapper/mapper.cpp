@@ -389,10 +389,13 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
   };
 
   // What to try when the weights do not fit. The meshgemv kernel runs resident on one wafer only.
+  // (a reserve beyond the step's own KV cache is another thing to shrink)
+  const std::string smaller_reserve = opt.kv_capacity > held_positions ? ", or a smaller --kv-capacity" : "";
   auto remedy = [&]() -> std::string {
-    if (mesh) return "--kernel bands (with --weights stream or more wafers), or a shorter --context";
+    if (mesh) return "--kernel bands (with --weights stream or more wafers), or a shorter --context" + smaller_reserve;
     const auto n = suggest_wafers();
-    return n ? fmt::format("--weights stream or --wafers {}", *n) : fmt::format("--weights stream ({})", no_count());
+    return (n ? fmt::format("--weights stream or --wafers {}", *n) : fmt::format("--weights stream ({})", no_count())) +
+           smaller_reserve;
   };
 
   // Per wafer whose image was emitted: its stages (as emitted), its index and what its emitter streams. A later
@@ -648,8 +651,9 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
                   kb(after.total()), at_step, kb(after.kv_cache), kb(after.activations), kb(after.code),
                   kb(after.weights), kb(cap), [&] {
                     const auto n = suggest_wafers();
-                    return n ? fmt::format(", a smaller --batch or --wafers {}", *n)
-                             : fmt::format(" or a smaller --batch ({})", no_count());
+                    return (n ? fmt::format(", a smaller --batch or --wafers {}", *n)
+                              : fmt::format(" or a smaller --batch ({})", no_count())) +
+                           smaller_reserve;
                   }()));
             }
             specs[*next].streamed = true, restamp = true;

@@ -219,8 +219,11 @@ wafer_cli_test(decode_kv_capacity_short --exit 2 --one-line-error
 wafer_cli_test(decode_kv_capacity_mixed_short --exit 2 --one-line-error
   --stderr "--kv-capacity 90 is fewer positions than the step's KV cache holds .96 over its sequences' contexts."
   -- ${WAFER_EMU} decode --wafer tiny --model tiny-llama --step 1@64,8@32 --kv-capacity 90)
-wafer_cli_test(decode_kv_capacity_beyond_sram --exit 2 --one-line-error --stderr "with a KV cache reserved for 2000000 positions"
+wafer_cli_test(decode_kv_capacity_beyond_sram --exit 2 --one-line-error --stderr "with a KV cache reserved for 2000000 positions.*, or a smaller --kv-capacity"
   -- ${WAFER_EMU} decode ${TINY} --kv-capacity 2000000)
+wafer_cli_test(decode_kv_capacity_beyond_sram_streamed --exit 2 --one-line-error
+  --stderr "even with its weights streamed.*reserved for 2000000 positions.*, or a smaller --kv-capacity"
+  -- ${WAFER_EMU} decode ${TINY} --kv-capacity 2000000 --weights stream)
 wafer_cli_test(decode_kv_capacity_prefill --stdout "kv_capacity +512 tokens" --stdout "chunks +4 chunks"
   -- ${WAFER_EMU} decode ${TINY} --prefill 32 --chunk 8 --kv-capacity 512)
 

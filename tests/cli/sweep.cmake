@@ -76,6 +76,7 @@ foreach(case
     "alpha_poisson|sweep_bad_alpha_poisson.json: key 'fixed.alpha': applies to defect_model negbin"
     "axis_scalar|sweep_bad_axis_scalar.json: key 'axes.batch': 2 must be a list"
     "context|sweep_bad_context.json: key 'axes.context \\(point 1\\)': 513 is beyond tiny-llama's max_position_embeddings 512"
+    "kv_capacity|sweep_bad_kv_capacity.json: key 'fixed.kv_capacity': 32 is fewer positions than the point's KV cache holds .64 = batch 1 x context 64."
     "twice|sweep_bad_twice.json: key 'axes.batch\\[2\\]': 1 is listed twice"
     "duplicate_key|sweep_bad_duplicate_key.json: key 'context' is given twice in one object"
     "joint_dup|sweep_bad_joint_dup.json: key 'axes.mapping\\[2\\]': {\"placement\":\"layer-bands\",\"kernel\":\"bands\"} is listed twice"

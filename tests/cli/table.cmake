@@ -49,6 +49,9 @@ wafer_cli_test(table_kv_capacity_short --exit 2 --one-line-error --no-file ${OUT
 wafer_cli_test(table_kv_capacity_prompt --exit 2 --one-line-error --no-file ${OUT}/tbad19
   --stderr "--kv-capacity 64 is fewer positions than the grid's largest step holds .128, a prompt's context."
   -- ${WAFER_EMU} table ${TT} --contexts 32,64 --batches 1 --prefill-tokens 128 --kv-capacity 64 --out ${OUT}/tbad19)
+wafer_cli_test(table_kv_capacity_huge --exit 2 --one-line-error --no-file ${OUT}/tbad22
+  --stderr "--kv-capacity 1099511627777: must be between 1 and 2.40 positions"
+  -- ${WAFER_EMU} table ${TT} --contexts 32 --prefill-tokens 4 --kv-capacity 1099511627777 --out ${OUT}/tbad22)
 wafer_cli_test(table_kv_capacity_list --exit 2 --one-line-error --stderr "--kv-capacity 1,2: give one number, or max"
   --no-file ${OUT}/tbad20 -- ${WAFER_EMU} table ${TT} --contexts 32 --prefill-tokens 4 --kv-capacity 1,2 --out ${OUT}/tbad20)
 wafer_cli_test(table_kv_capacity_word --exit 2 --one-line-error --stderr "--kv-capacity 'most': 'most' is not an integer"

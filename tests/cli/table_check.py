@@ -201,6 +201,11 @@ for key, (t, rebuilt) in d_att.items():
     if key[0] == "decode":
         close(t, float(d_of(key, "attention")["time_us"]) / L, f"deployed: {key}'s attention row is attention's own")
 check(len([k for k in d_att if k[0] == "decode"]) == 4, f"deployed: every decode point maps: {sorted(d_att)}")
+d_meta = open(os.path.join(dep, "llmservingsim", "wafer-emu-small", "test", "small-llama", "default", "meta.yaml")).read()
+check(d_meta.endswith("# wafer-emu: every point mapped with a KV cache reserved for 8192 positions (--kv-capacity): one "
+                      "placement\n"), f"deployed: meta.yaml's comment: {d_meta!r}")
+check("# wafer-emu" not in open(os.path.join(small, "llmservingsim", "wafer-emu-small", "test", "small-llama", "default",
+                                             "meta.yaml")).read(), "a table without --kv-capacity says it has one")
 
 # meta.yaml's names are YAML strings, quoted: a wafer named 'tiny: v2 #a' (a plain ': ' made the file no YAML; a
 # plain ' #' would start a comment and cut the name short).
