@@ -106,13 +106,17 @@ def case_args(rng, out, i, shipped):
     a = ["--wafer", wf, "--model", mf]
     shape = rng.random()
     if shape < 0.1:  # a mixed step (continuous batching)
-        entries = (f"{rng.choice([1, 1, 4, 16])}@{rng.choice([16, 64, 200, 512])}" for _ in range(rng.randint(1, 3)))
-        a += ["--step", ",".join(entries)]
+        entries = [(rng.choice([1, 1, 4, 16]), rng.choice([16, 64, 200, 512])) for _ in range(rng.randint(1, 3))]
+        a += ["--step", ",".join(f"{t}@{c}" for t, c in entries)]
+        held = sum(c for _, c in entries)
     else:
         context = rng.choice([8, 16, 64, 100, 256, 512, 1024])
         a += ["--context", str(context)]
+        held = context
         if rng.random() < 0.3:
-            a += ["--batch", str(rng.randint(2, 3))]
+            batch = rng.randint(2, 3)
+            a += ["--batch", str(batch)]
+            held *= batch
         if shape < 0.2:  # a prefill, chunked or not
             a += ["--prefill", str(rng.choice([t for t in (2, 4, 8, 32) if t <= context]))]
             if rng.random() < 0.5:
@@ -124,6 +128,8 @@ def case_args(rng, out, i, shipped):
         a += ["--kernel", "meshgemv", "--allreduce", rng.choice(["chain", "centre", "tree"])]
         if rng.random() < 0.3:
             a += ["--group", str(rng.randint(1, 8))]
+    if rng.random() < 0.15:  # a deployment's KV cache (docs/mapping.md 3e)
+        a += ["--kv-capacity", str(held * rng.choice([1, 2, 4]) + rng.randint(0, 7))]
     if rng.random() < 0.2:
         a += ["--weight-bits", "8"]
     if rng.random() < 0.15:
@@ -235,6 +241,8 @@ def run_tables(exe, out, tables, rng, shipped):
                 "--placement", rng.choice(["layer-bands", "layer-bands", "serpentine-bands", "square"])]
         if rng.random() < 0.2:
             args += ["--weight-bits", "8"]
+        if rng.random() < 0.3:  # one deployment for every point
+            args += ["--kv-capacity", "max"]
         got = {}
         for name, extra in THREE_WAYS:
             d = os.path.join(out, f"table{i}.{name.strip('-').replace(' ', '')}")
