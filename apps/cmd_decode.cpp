@@ -731,7 +731,9 @@ int run_decode(const std::vector<std::string>& args) {
     ssum += s.sum_bytes;
     used += std::int64_t(s.tiles);
   }
-  mem.add_int("sram_max", smax, "bytes", "the fullest tile");
+  // (a prefill in chunks: the fullest tile of any chunk, where the rest of the section is the last chunk's mapping)
+  if (pre) smax = std::max<std::int64_t>(smax, std::int64_t(pre->sram_max));
+  mem.add_int("sram_max", smax, "bytes", pre ? "the fullest tile, of any chunk" : "the fullest tile");
   mem.add("sram_mean", used ? ssum / double(used) : 0.0, "bytes", "mean over the tiles used");
   mem.add_int("sram_capacity", spec.sram_bytes, "bytes", "per tile");
 

@@ -411,7 +411,7 @@ PrefillRun run_prefill_with(const DecodePoint& p, std::int64_t max_chunk, Prefil
   // and the prompt is chunked again from its first token (the chunks emulated before are kept in `cache`).
   for (bool again = true; again;) {
     again = false;
-    out.chunks.clear(), sum = {}, have_last = false;
+    out.chunks.clear(), sum = {}, have_last = false, out.sram_max = 0;
     for (PrefillChunk ch : prefill_chunks(p.options.tokens, C, c)) {
       const std::int64_t end = ch.context, n = ch.tokens;
       const auto key = std::make_tuple(n, end, B);
@@ -439,6 +439,7 @@ PrefillRun run_prefill_with(const DecodePoint& p, std::int64_t max_chunk, Prefil
             break;
           }
         }
+        for (const firmware::Image& im : m.images) out.sram_max = std::max(out.sram_max, sim::check_sram(p.spec, im).max_bytes);
         r = emulate_fn(q, m);
         if (cache) cache->steps[key] = r, ++cache->emulated;
         if (last) out.mapping = std::move(m), have_last = true;

@@ -170,6 +170,8 @@ struct PrefillRun {
   sim::StepResult step;               // latency, breakdown, per layer / operator summed over the chunks;
                                       // the other figures are the last chunk's
   mapper::Mapping mapping;            // the last chunk's (empty when it came from the cache)
+  std::uint64_t sram_max = 0;         // bytes on the fullest tile of any chunk's mapping (those taken from a cache
+                                      // not counted): the first chunks, of the most tokens, often hold more
 };
 // Emulated chunks kept between calls for the same wafer, model and options but tokens, context and batch
 // (apps `table`: prompts ending at the same context whose lengths differ by a multiple of the chunk share

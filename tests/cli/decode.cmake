@@ -209,6 +209,10 @@ wafer_cli_test(decode_prefill_stream_io --stdout "streamed_bytes_per_step +0 byt
   --stdout "memoryx_bytes +[1-9][0-9]* bytes +the MemoryX port carried, the whole step"
   -- ${WAFER_EMU} decode --wafer small --model small-llama --prefill 100 --context 700 --weights stream --chunk 40)
 
+# A prompt in chunks: sram_max is the fullest tile of any chunk (each chunk run alone against the prompt).
+add_test(NAME cli.decode_prefill_sram COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/prefill_sram_check.py ${WAFER_EMU}
+  ${OUT}/prefill_sram)
+
 # decode --kv-capacity N (docs/mapping.md section 3e): a deployment's KV cache reserved; at least what the step holds.
 wafer_cli_test(decode_kv_capacity_report --stdout "kv_capacity +256 tokens" -- ${WAFER_EMU} decode ${TINY} --kv-capacity 256)
 wafer_cli_test(decode_kv_capacity_zero --exit 2 --one-line-error --stderr "--kv-capacity 0 must be at least 1"
