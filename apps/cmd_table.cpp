@@ -427,17 +427,16 @@ int run_table(const std::vector<std::string>& args) {
         contexts.back() > (std::int64_t(1) << 46) ? std::int64_t(1) << 62 : batches.back() * contexts.back();
     const std::int64_t most = std::max(decode_most, std::max(contexts.back(), prompts.back()));
     const std::string given = vm["kv-capacity"].as<std::string>();
-    constexpr std::int64_t kMost = std::int64_t(1) << 40;  // (the mapper's bound)
     if (given == "max") {
       base.kv_capacity = most;
-      if (most > kMost)
+      if (most > mapper::kMaxKvCapacity)
         throw hw::InputError(fmt::format("--kv-capacity max: the grid's largest step holds {} positions, beyond the 2^40 "
                                          "a KV cache may reserve",
                                          most));
     } else {
       if (given.find(',') != std::string::npos) throw hw::InputError(fmt::format("--kv-capacity {}: give one number, or max", given));
       base.kv_capacity = parse_list("kv-capacity", given).at(0);
-      if (base.kv_capacity > kMost)
+      if (base.kv_capacity > mapper::kMaxKvCapacity)
         throw hw::InputError(fmt::format("--kv-capacity {}: must be between 1 and 2^40 positions", given));
       if (base.kv_capacity < most)
         throw hw::InputError(fmt::format(

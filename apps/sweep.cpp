@@ -303,7 +303,7 @@ void Resolver::check_value(const std::string& key, const ojson& v, const std::st
     else if (key == "defect_model") one_of({"poisson", "negbin"});
     else if (key == "context") range(1, double(std::int64_t(1) << 26));
     else if (key == "batch") range(1, 65536);
-    else if (key == "kv_capacity") range(1, double(std::int64_t(1) << 40));
+    else if (key == "kv_capacity") range(1, double(mapper::kMaxKvCapacity));
     else if (key == "group") range(0, 8192);
     else if (key == "wafers") range(1, 64);
     else if (key == "weight_bits") {

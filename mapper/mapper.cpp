@@ -287,7 +287,7 @@ Mapping map_impl(const hw::WaferSpec& spec, const noc::WaferFabrics& fabrics, co
     held_positions = 0;
     for (const auto& q : opt.step) held_positions += q.context;
   }
-  if (opt.kv_capacity < 0 || opt.kv_capacity > (std::int64_t(1) << 40))
+  if (opt.kv_capacity < 0 || opt.kv_capacity > kMaxKvCapacity)
     throw InputError(fmt::format("--kv-capacity {}: must be between 1 and 2^40 positions", opt.kv_capacity));
   if (opt.kv_capacity > 0 && opt.kv_capacity < held_positions)
     throw InputError(fmt::format("--kv-capacity {} is fewer positions than the step's KV cache holds ({}): give at least that",

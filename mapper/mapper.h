@@ -53,6 +53,9 @@ struct StepSequence {
 std::vector<StepSequence> parse_step(std::string_view s);
 std::string to_string(const std::vector<StepSequence>& step);  // "1@4096,128@512"
 
+// The largest KV-cache reserve a mapping takes (MapOptions::kv_capacity), in positions.
+inline constexpr std::int64_t kMaxKvCapacity = std::int64_t(1) << 40;
+
 struct MapOptions {
   std::string placement = "layer-bands";  // a registered placement strategy (placement_names())
   std::int64_t context = 4096;            // KV-cache length C (positions attended, incl. the new token)
@@ -73,7 +76,7 @@ struct MapOptions {
   // attends its own context. The reserve shares the rows as the positions do (split(N, rows, r) per row, at
   // least what the row holds); it sets the stages' bytes the placement weighs and each tile's SRAM, never the
   // work. At least what the step holds. docs/mapping.md section 3e.
-  std::int64_t kv_capacity = 0;
+  std::int64_t kv_capacity = 0;  // at most kMaxKvCapacity
   int weight_bits = 16;                   // 16 (default) or 8
   WeightMode weights = WeightMode::Resident;
   int wafers = 1;                         // > 1: the stages are split into a pipeline of wafers
