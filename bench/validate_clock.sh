@@ -2,7 +2,7 @@
 # bench/validate_clock.sh: the W cases of configs/validation/public.json (WaferLLM's decode on P x P WSE-2 cores,
 # docs/fidelity.md) with their published tokens/s read at another clock (VALIDATE_CLOCK GHz, default 0.85, the
 # CS-2's clock in the Cerebras SDK's benchmarks and in Luczynski et al.'s measurements; the cases' own is WaferLLM's
-# 1.1), then task_overhead and vector_setup fitted to them (about 8 minutes a fit on 2 cores). It prints validate's
+# 1.1), then task_overhead and vector_setup fitted to them (about 7 minutes in all on 2 cores). It prints validate's
 # table at the defaults and the fit's, for the clock given and for 1.1 (VALIDATE_CLOCK_CONTROL=0 skips the
 # control), so the residuals' drift with P under either reading can be compared (docs/fidelity.md "What remains
 # unknown"). Run through bench/run.

@@ -100,7 +100,7 @@ def main():
     # The closed form against each meshgemv candidate's own emulation (decode with that mapping): within 10 %. Its
     # blocking levels are the done tile's Complete tasks, which its program sum already holds; charging them again
     # (until 2026-12-08) put the tree with groups of 3 at +29 % and one with groups of 1, whose firmware times as
-    # centre's, 12 % above centre. What it leaves out (the attention segment's allreduce, the head's reductions)
+    # centre's, 19 % above centre's closed form. What it leaves out (the attention segment's allreduce, the head's reductions)
     # keeps it some 6 % low.
     pred = {}
     for r in formula:

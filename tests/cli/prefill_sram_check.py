@@ -4,7 +4,7 @@ prefill_sram_check.py WAFER_EMU OUT_DIR
 
 small-llama on `small`, whole-wafer, a prompt of 193 tokens in chunks of at most 64: the chunks end at 64, 128, 192
 and 193. Each chunk run alone (`--prefill n --context end`) maps as it does inside the prompt; the prompt's sram_max
-must be the largest of theirs, and larger than the last chunk's (one token), which it was until 2026-12-08.
+must be the largest of theirs, and larger than the last chunk's (one token): until 2026-12-08 it was the last's.
 """
 import json, os, subprocess, sys
 
