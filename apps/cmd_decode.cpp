@@ -656,7 +656,7 @@ int run_decode(const std::vector<std::string>& args) {
     // ("complete" is every logical tile on a healthy physical one; a link repair left without a path is said too, as
     // the placements that need every link refuse it: a tile cut off by four failed links was "complete" alone)
     std::int64_t no_path = 0;
-    for (const auto& rr : wr.repairs) no_path += hw::repair_links(rr).no_path;
+    for (const hw::RepairLinks& l : wr.links) no_path += l.no_path;
     if (no_path > 0) repaired += fmt::format(" ({} logical link{} left without a healthy path)", no_path, no_path == 1 ? "" : "s");
     cfg.add_text("repair", repaired);
   }

@@ -155,10 +155,11 @@ void MeshPrepare::join() {
 
 void WaferRepairs::repair(const hw::WaferSpec& spec, const std::string& scheme) {
   const hw::RepairScheme& rs = hw::repair_scheme(scheme);
-  repairs.clear(), fabrics.clear();
+  repairs.clear(), fabrics.clear(), links.clear();
   for (const hw::DefectMap& m : maps) {
     repairs.push_back(rs.repair(spec, m));
     fabrics.push_back(noc::Fabric::from_repair(repairs.back()));
+    links.push_back(hw::repair_links(repairs.back()));
   }
 }
 

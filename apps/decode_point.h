@@ -50,6 +50,7 @@ struct WaferRepairs {
   std::vector<hw::DefectMap> maps;        // empty: no defects given
   std::vector<hw::RepairResult> repairs;  // one per map
   std::vector<noc::Fabric> fabrics;       // one per map, or the perfect one
+  std::vector<hw::RepairLinks> links;     // one per map: its logical links as repair left them (hw::repair_links)
   // Repairs `maps` with `scheme` (hw::repair_scheme) and builds their fabrics.
   void repair(const hw::WaferSpec& spec, const std::string& scheme);
   noc::WaferFabrics view() const;

@@ -484,7 +484,7 @@ ojson run_point(PointCache& cache, Resolver& resolver, const Study& study, std::
       const hw::DefectMap& map = repaired->maps[k];
       const hw::RepairResult& rr = repaired->repairs[k];
       usable = k == 0 ? rr.usable.area() : std::min(usable, std::int64_t(rr.usable.area()));
-      const hw::RepairLinks links = hw::repair_links(rr);
+      const hw::RepairLinks& links = repaired->links[k];
       defects += std::int64_t(map.size()), failed += std::int64_t(map.dead_tiles()), extra += links.extra_hops,
           no_path += links.no_path;
       // (every wafer whose repair failed, as decode's config line names them)

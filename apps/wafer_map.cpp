@@ -33,7 +33,8 @@ std::vector<int> program_layers(const firmware::Image& image) {
 
 namespace {
 // The physical wafer of one defect map: defects, spares used, displaced tiles.
-void add_repair(traces::Report& ph, const hw::DefectMap& defects, const hw::RepairResult& repair) {
+void add_repair(traces::Report& ph, const hw::DefectMap& defects, const hw::RepairResult& repair,
+                const hw::RepairLinks& links) {
   const hw::Grid pg = repair.physical;
   const sim::RegionGrid r = sim::RegionGrid::fit(pg, kRegionCells);
   ph.add_text("scheme", repair.scheme);
@@ -54,7 +55,7 @@ void add_repair(traces::Report& ph, const hw::DefectMap& defects, const hw::Repa
     if (pc.x >= repair.logical.width || pc.y >= repair.logical.height) spare[r.of(pc)] += 1, ++spares;
     if (pc.x != lc.x || pc.y != lc.y) moved[r.of(pc)] += 1, ++displaced;
   }
-  const hw::RepairLinks links = hw::repair_links(repair);  // (each link once, as `defects` and a study's points count)
+  // (links: each link once, as `defects` and a study's points count them)
   ph.add_int("defects", std::int64_t(defects.size()), "defects");
   ph.add_int("failed_tiles", std::int64_t(defects.dead_tiles()), "tiles", "physical tiles with a core, SRAM or router defect");
   ph.add_int("usable_tiles", repair.usable.area(), "tiles",
@@ -155,7 +156,7 @@ void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const WaferRepa
       add_repair(w.section("repair", fmt::format("wafer {}'s physical wafer: its defects and what repair did with the "
                                                  "spares",
                                                  k)),
-                 wr.maps[k], wr.repairs[k]);
+                 wr.maps[k], wr.repairs[k], wr.links[k]);
   }
   auto& lt = sec.add_table("layers", {"index", "layer", "tiles"},
                            "the layer indexes of the layer matrices; tiles: those whose tasks are the layer's, all wafers");
@@ -177,7 +178,7 @@ void add_regions(traces::Report& rep, const hw::WaferSpec& spec, const WaferRepa
                                                        "wafer's): defects and what repair did with the spares",
                                                        images.size())
                                          : std::string("the physical wafer: defects and what repair did with the spares")),
-               wr.maps[0], wr.repairs[0]);
+               wr.maps[0], wr.repairs[0], wr.links[0]);
 }
 
 }  // namespace wafer::apps

@@ -467,12 +467,12 @@ WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric&
   if (filter)
     ex.for_each_kept_run([&](hw::TileIndex t, std::uint32_t runs) { return opt.keep_tile(k, t, runs); },
                          [&](const core::TaskRun& r) { runs_[k].push_back(r); });
+  const Cycle overhead = core::CostModel::react(spec.task_overhead);  // (a task's span begins with it; 0 acts as 1)
+  using Span = std::pair<Cycle, Cycle>;
   if (two_threads) {
     // The task cycles per cell (a pass over every slot, the copies' computed: 80 ms of the default decode's 0.6 s
     // with --json, perf) over blocks of tiles taken in turn by this thread and one on the core to spare, which the
     // links' sums (30 ms) keep busy meanwhile; each sums per cell as integers: the same sums.
-    const Cycle overhead = core::CostModel::react(spec.task_overhead);  // (0 acts as 1)
-    using Span = std::pair<Cycle, Cycle>;
     // (blocks of up to 16 k tiles, at least eight in all: both threads have some on a small array too)
     const hw::TileIndex tiles = hw::TileIndex(fabric.grid().size()),
                         block = std::max<hw::TileIndex>(1, std::min<hw::TileIndex>(1u << 14, tiles / 8));
@@ -513,8 +513,6 @@ WaferStep Simulator::emulate_wafer(const hw::WaferSpec& spec, const noc::Fabric&
     const Cycle every = n ? se.t[1] - se.t[0] : 0;
     bool evenly = every > 0;
     for (std::size_t i = 0; i < n && evenly; ++i) evenly = se.t[i] == se.t[0] + Cycle(i) * every;
-    const Cycle overhead = core::CostModel::react(spec.task_overhead);  // (0 acts as 1)
-    using Span = std::pair<Cycle, Cycle>;
     ex.for_each_tile_spans([&](hw::TileIndex tile, const Span* first, const Span* last) {
       const hw::Coord at = fabric.grid().coord(tile);
       if (regions) rt.task_cycles[rt.grid.of(at)] += task_cycles(first, last, overhead);
